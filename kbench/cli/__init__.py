@@ -1,0 +1,31 @@
+"""The ``kbench`` command. Each command group lives in its own module and adds its subparsers here."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kbench.cli import datasets_cmd, models_cmd, run_cmd
+
+# Each module has add_parser(subparsers); a parser's ``func(args) -> int`` does the work.
+COMMAND_MODULES = [run_cmd, datasets_cmd, models_cmd]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kbench", description="Measure every stage of a RAG knowledge base.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in COMMAND_MODULES:
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from kbench.cli.errors import report_errors
+
+    args = build_parser().parse_args(argv)
+    with report_errors():
+        return int(args.func(args) or 0)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+"""Turn the errors a user can fix into one clear message and exit code 2, not a traceback."""
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+
+from kbench.config import ConfigError
+from kbench.datasets.beir import DatasetError
+from kbench.embedding.models import ModelNotInstalledError
+from kbench.registry import UnknownNameError
+
+USER_ERRORS = (ConfigError, DatasetError, ModelNotInstalledError, UnknownNameError, FileNotFoundError)
+
+
+@contextmanager
+def report_errors():
+    from kbench.runner import RunError
+
+    try:
+        yield
+    except (*USER_ERRORS, RunError) as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -1,0 +1,24 @@
+"""kbench run CONFIG [--set section.key=value ...]"""
+from __future__ import annotations
+
+from kbench.cli.tables import print_metrics
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("run", help="run one experiment from a YAML config")
+    p.add_argument("config", help="a YAML config, e.g. configs/quickstart.yaml")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config value by dotted path, e.g. --set chunking.chunk_size=400")
+    p.add_argument("--no-log", action="store_true", help="do not log to MLflow (results still land in the workspace)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from kbench.config import load_experiment
+    from kbench.runner import run_experiment
+
+    experiment = load_experiment(args.config, args.overrides)
+    result = run_experiment(experiment, progress=not args.quiet, log=not args.no_log)
+    print_metrics(result)
+    return 0

@@ -1,0 +1,100 @@
+"""Dataset names -> loaders, and the load step of a run (sampling, empty-corpus checks)."""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from kbench.config import DatasetConfig
+from kbench.datasets.beir import DatasetError, is_beir_folder, load_beir
+from kbench.datasets.spans import (doc_qrels_from_spans, is_chroma_folder, is_kbench_span_folder,
+                                   load_chroma, load_kbench_spans)
+from kbench.paths import REPO_ROOT, shared_datasets_dir
+from kbench.records import Dataset
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    name: str
+    layout: str
+    location: Callable[[], Path]
+    description: str
+
+
+DATASETS: dict[str, DatasetEntry] = {
+    e.name: e
+    for e in [
+        DatasetEntry("demo", "spans", lambda: REPO_ROOT / "datasets" / "demo",
+                     "kbench's demo knowledge base: product docs and SDK source, questions with char spans"),
+        DatasetEntry("scifact", "beir", lambda: shared_datasets_dir() / "scifact",
+                     "BEIR SciFact: 5,183 abstracts, 300 test claims with document qrels"),
+        DatasetEntry("chroma_chunking", "spans", lambda: shared_datasets_dir() / "chroma_chunking",
+                     "Chroma's chunking evaluation: 5 corpora, 472 questions with char spans"),
+    ]
+}
+
+
+def resolve_dataset_path(config: DatasetConfig) -> tuple[Path, str]:
+    if config.path:
+        path = Path(config.path).expanduser()
+        if not path.is_dir():
+            raise DatasetError(f"dataset.path: {path} does not exist or is not a folder")
+        return path.resolve(), config.name or path.name
+    entry = DATASETS.get(config.name or "")
+    if entry is None:
+        raise DatasetError(
+            f"dataset.name: unknown dataset {config.name!r}; registered: {', '.join(DATASETS)} "
+            "(or give dataset.path to a BEIR or span folder)"
+        )
+    path = entry.location()
+    if not path.is_dir():
+        raise DatasetError(f"dataset.name: {entry.name!r} should be at {path}, which does not exist "
+                           "(set KBENCH_DATA_DIR to the folder holding the shared datasets)")
+    return path, entry.name
+
+
+def load_dataset(config: DatasetConfig) -> Dataset:
+    path, name = resolve_dataset_path(config)
+    if is_beir_folder(path):
+        dataset = load_beir(path, config.split, name)
+    elif is_chroma_folder(path):
+        dataset = load_chroma(path, name, corpora=config.subset)
+    elif is_kbench_span_folder(path):
+        dataset = load_kbench_spans(path, name)
+    else:
+        raise DatasetError(
+            f"{path}: not a dataset folder. Expected BEIR (corpus.jsonl, queries.jsonl, qrels/<split>.tsv), "
+            "Chroma spans (corpora/*.md, questions_df.csv) or kbench spans (docs/, questions.jsonl)"
+        )
+    if dataset.spans and not dataset.qrels:
+        dataset.qrels = doc_qrels_from_spans(dataset.spans)
+    dataset = sample(dataset, config)
+    if not any(d.text.strip() for d in dataset.documents):
+        raise DatasetError(f"{path}: the corpus is empty (no document has text); nothing to index")
+    if not dataset.queries:
+        raise DatasetError(f"{path}: no queries with judgements (split {config.split!r}); nothing to evaluate")
+    return dataset
+
+
+def sample(dataset: Dataset, config: DatasetConfig) -> Dataset:
+    """Seeded subsets: ``max_queries`` queries; ``max_documents`` keeps every judged document first."""
+    rng = random.Random(config.seed)
+    queries = dataset.queries
+    if config.max_queries and len(queries) > config.max_queries:
+        queries = sorted(rng.sample(queries, config.max_queries), key=lambda q: q.query_id)
+    keep_q = {q.query_id for q in queries}
+    documents = dataset.documents
+    if config.max_documents and len(documents) > config.max_documents:
+        judged = {d for q in keep_q for d in dataset.qrels.get(q, {})}
+        must = [d for d in documents if d.doc_id in judged]
+        rest = [d for d in documents if d.doc_id not in judged]
+        extra = rng.sample(rest, max(0, config.max_documents - len(must)))
+        chosen = {d.doc_id for d in must + extra}
+        documents = [d for d in documents if d.doc_id in chosen]
+    return Dataset(
+        dataset.name, documents, queries,
+        qrels={q: r for q, r in dataset.qrels.items() if q in keep_q},
+        spans={q: r for q, r in dataset.spans.items() if q in keep_q},
+        skipped=dataset.skipped,
+    )

@@ -1,0 +1,1 @@
+"""Embedding: the offline model catalogue, encoders, and cached batch embedding."""

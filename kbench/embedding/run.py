@@ -1,0 +1,102 @@
+"""Embed texts through the content-addressed cache; report hits, misses and failures."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kbench.config import EmbeddingConfig
+from kbench.records import sha256_text
+from kbench.store.cache import EmbeddingCache
+
+
+def load_encoder(config: EmbeddingConfig):
+    if config.provider == "openai":
+        from kbench.embedding.openai_compat import OpenAICompatibleEncoder
+
+        return OpenAICompatibleEncoder(config)
+    from kbench.embedding.sentence_transformers import SentenceTransformerEncoder
+
+    return SentenceTransformerEncoder(config)
+
+
+def l2_normalize(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+
+
+@dataclass
+class EmbeddingResult:
+    vectors: np.ndarray  # (n, dim) float32; rows of failed texts are zeros and must not be indexed
+    failed: dict[int, str] = field(default_factory=dict)  # row -> reason
+    cache_hits: int = 0
+    cache_misses: int = 0
+
+    @property
+    def ok_mask(self) -> np.ndarray:
+        mask = np.ones(len(self.vectors), dtype=bool)
+        mask[list(self.failed)] = False
+        return mask
+
+
+class CachedEmbedder:
+    """An encoder plus its cache namespace; ``embed(texts)`` computes only texts never seen before."""
+
+    def __init__(self, config: EmbeddingConfig, cache_root: Path, extra_key: dict | None = None):
+        self.config = config
+        self.encoder = load_encoder(config)
+        self.fingerprint = {
+            "model": config.model if config.provider == "openai" else self.encoder.path.name,
+            "provider": config.provider,
+            "revision": self.encoder.revision,
+            "dimension": config.dimension,
+            "normalize": config.normalize,
+            "document_prefix": config.document_prefix,
+            **(extra_key or {}),
+        }
+        self.cache = EmbeddingCache(cache_root, self.fingerprint)
+
+    @property
+    def dimension(self) -> int | None:
+        return self.encoder.dimension
+
+    def _finish(self, vectors: np.ndarray) -> np.ndarray:
+        return l2_normalize(vectors) if self.config.normalize else vectors
+
+    def embed(self, texts: list[str], progress: bool = False) -> EmbeddingResult:
+        prefixed = [self.config.document_prefix + t for t in texts]
+        hashes = [sha256_text(t) for t in prefixed]
+        found = self.cache.get_many(hashes)
+        todo: dict[str, str] = {}
+        for h, t in zip(hashes, prefixed):
+            if h not in found and h not in todo:
+                todo[h] = t
+        failed_hashes: dict[str, str] = {}
+        if todo:
+            keys, batch_texts = list(todo), list(todo.values())
+            try:
+                computed = self._finish(self.encoder.encode(batch_texts, progress=progress))
+            except Exception as e:  # keep going: record failures, never store a zero vector
+                computed = None
+                failed_hashes = {k: f"{type(e).__name__}: {e}" for k in keys}
+            if computed is not None:
+                bad = ~np.isfinite(computed).all(axis=1) | (np.abs(computed).sum(axis=1) == 0)
+                good_keys = [k for k, b in zip(keys, bad) if not b]
+                failed_hashes.update({k: "zero or non-finite vector" for k, b in zip(keys, bad) if b})
+                self.cache.put_many(good_keys, computed[~bad])
+                found.update({k: v for k, v, b in zip(keys, computed, bad) if not b})
+        dim = next(iter(found.values())).shape[0] if found else (self.dimension or 1)
+        vectors = np.zeros((len(texts), dim), dtype=np.float32)
+        failed: dict[int, str] = {}
+        for row, h in enumerate(hashes):
+            if h in found:
+                vectors[row] = found[h]
+            else:
+                failed[row] = failed_hashes.get(h, "not embedded")
+        return EmbeddingResult(vectors, failed, cache_hits=len(set(hashes)) - len(todo), cache_misses=len(todo))
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Queries are not cached (cheap, and a cache would grow with every ad-hoc question)."""
+        vectors = self.encoder.encode([self.config.query_prefix + t for t in texts])
+        return self._finish(vectors)

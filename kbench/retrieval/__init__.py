@@ -1,0 +1,6 @@
+"""Retrieval: legs, fusion, rerank, grouping. Importing this package registers every strategy."""
+from kbench.retrieval import vector  # noqa: F401
+from kbench.retrieval import fusion  # noqa: F401
+from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS, SearchContext
+
+__all__ = ["FUSIONS", "LEGS", "RERANKERS", "SearchContext"]

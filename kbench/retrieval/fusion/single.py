@@ -1,0 +1,20 @@
+"""``none``: no fusion; the single leg's ranking passes through."""
+from __future__ import annotations
+
+from kbench.records import Hit
+from kbench.registry import StrictModel
+from kbench.retrieval.registry import FUSIONS, LegResult
+
+
+class NoFusionParams(StrictModel):
+    pass
+
+
+@FUSIONS.register("none", NoFusionParams)
+def single_leg(leg_results: dict[str, LegResult], params: NoFusionParams, top_k: int) -> list[Hit]:
+    """Pass one leg's ranking through unchanged."""
+    (name, ranked), = leg_results.items()
+    return [
+        Hit(i, s, leg_scores={name: s}, leg_ranks={name: rank}, match_type=name)
+        for rank, (i, s) in enumerate(ranked[:top_k], start=1)
+    ]

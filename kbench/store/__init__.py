@@ -1,0 +1,1 @@
+"""Store: caches, FAISS indexes, the DuckDB mirror of production's schema, and pgvector for parity."""

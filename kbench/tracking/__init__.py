@@ -1,0 +1,1 @@
+"""Tracking: every run becomes an MLflow run."""

@@ -1,0 +1,85 @@
+"""Log a finished run to MLflow: flattened params, metrics, and the run folder's files as artifacts.
+
+The default store is ``<workspace>/mlflow.db`` with artifacts in ``<workspace>/mlruns``; a config's
+``tracking.tracking_uri`` or ``MLFLOW_TRACKING_URI`` points elsewhere (any tracking server).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+SECRET_KEY = re.compile(r"(api_key|token|secret|password)(?!_env)", re.IGNORECASE)
+MAX_PARAM_CHARS = 6000
+
+
+def tracking_uri(configured: str | None, workspace: Path) -> str:
+    return configured or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{workspace / 'mlflow.db'}"
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested config -> ``{"chunking.chunk_size": "600", ...}``; secret-looking keys are dropped."""
+    flat: dict[str, str] = {}
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if SECRET_KEY.search(str(key)):
+            continue
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, path + "."))
+        else:
+            text = value if isinstance(value, str) else json.dumps(value)
+            flat[path] = text[:MAX_PARAM_CHARS]
+    return flat
+
+
+def ensure_experiment(client, name: str, workspace: Path) -> str:
+    """The experiment's id; a new one on the default sqlite store keeps artifacts in <workspace>/mlruns."""
+    found = client.get_experiment_by_name(name)
+    if found is not None:
+        return found.experiment_id
+    uri = str(client.tracking_uri)
+    location = (workspace / "mlruns").resolve().as_uri() if uri.startswith("sqlite:") else None
+    return client.create_experiment(name, artifact_location=location)
+
+
+def mlflow_client(configured_uri: str | None, workspace: Path):
+    from mlflow.tracking import MlflowClient
+
+    workspace.mkdir(parents=True, exist_ok=True)
+    return MlflowClient(tracking_uri=tracking_uri(configured_uri, workspace))
+
+
+def metric_key(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_\-. /]", "_", name)
+
+
+def log_finished_run(*, client, experiment_id: str, run_name: str, params: dict[str, str],
+                     metrics: dict[str, float], tags: dict[str, str], run_dir: Path,
+                     parent_run_id: str | None = None, status: str = "FINISHED") -> str:
+    """Create one run holding everything at once; returns its id."""
+    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
+    import time
+
+    all_tags = {MLFLOW_RUN_NAME: run_name, **tags}
+    if parent_run_id:
+        all_tags[MLFLOW_PARENT_RUN_ID] = parent_run_id
+    run = client.create_run(experiment_id, run_name=run_name, tags=all_tags)
+    run_id = run.info.run_id
+    try:
+        now = int(time.time() * 1000)
+        client.log_batch(
+            run_id,
+            metrics=[Metric(metric_key(k), float(v), now, 0) for k, v in metrics.items() if v == v],
+            params=[Param(k, v) for k, v in params.items()],
+            tags=[],
+        )
+        if run_dir.is_dir():
+            client.log_artifacts(run_id, str(run_dir))
+        client.set_terminated(run_id, status)
+    except BaseException:
+        client.set_terminated(run_id, "FAILED")
+        raise
+    return run_id
