@@ -21,7 +21,7 @@ from kbench.config import Experiment
 from kbench.datasets import load_dataset
 from kbench.evaluation.evaluate import evaluate_rankings, summarize
 from kbench.paths import workspace_dir
-from kbench.records import Chunk, Dataset
+from kbench.records import Chunk, Dataset, Hit
 from kbench.retrieval.registry import LEGS, SearchContext
 from kbench.retrieval.run import search
 from kbench.store.faiss_index import VectorIndex
@@ -43,6 +43,7 @@ class RunResult:
     tracking_uri: str | None = None
     chunks: list[Chunk] = field(default_factory=list, repr=False)
     dataset: Dataset | None = field(default=None, repr=False)
+    rankings: dict[str, list[Hit]] = field(default_factory=dict, repr=False)  # query_id -> hits, best first
 
 
 class StageTimer:
@@ -120,7 +121,7 @@ def run_experiment(experiment: Experiment, *, progress: bool = True, log: bool =
     metrics.update({f"time_s_{k}": v for k, v in timer.seconds.items()})
     run_dir = write_run_folder(experiment, workspace, metrics, per_query, timer.seconds, counts)
     result = RunResult(experiment, metrics, per_query, dict(timer.seconds), counts, run_dir,
-                       chunks=chunks, dataset=dataset)
+                       chunks=chunks, dataset=dataset, rankings=output.rankings)
     if log and experiment.tracking.enabled:
         log_to_mlflow(result, workspace, parent_run_id, extra_tags or {})
     return result

@@ -19,7 +19,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
     from kbench.cli.errors import report_errors
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `kbench ... | head` ends quietly
 
     args = build_parser().parse_args(argv)
     with report_errors():

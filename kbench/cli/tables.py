@@ -5,9 +5,14 @@ import re
 
 
 def format_table(headers: list[str], rows: list[list[object]]) -> str:
+    """Numbers right-aligned (floats to 4 places), text left-aligned."""
     cells = [[f"{c:.4f}" if isinstance(c, float) else str(c) for c in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
-    line = lambda vals: "  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(vals, widths)))  # noqa: E731
+    numeric = [all(isinstance(row[i], (int, float)) for row in rows) for i in range(len(headers))]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+
+    def line(values: list[str]) -> str:
+        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)).rstrip()
+
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
 
 

@@ -32,7 +32,8 @@ class SentenceTransformerEncoder:
         self.model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
         if config.max_seq_length:
             self.model.max_seq_length = config.max_seq_length
-        native = self.model.get_sentence_embedding_dimension()
+        get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        native = get_dim()
         if config.dimension and config.dimension > native:
             raise ValueError(
                 f"embedding.dimension: {config.dimension} is larger than {config.model}'s {native} dimensions; "

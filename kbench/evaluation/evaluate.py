@@ -51,7 +51,8 @@ def evaluate_rankings(dataset: Dataset, chunks: list[Chunk], rankings: dict[str,
                 next((r for r, c in enumerate(top, 1) if chunk_matches_span(c, s, config.overlap)), 0)
                 for s in spans
             ]  # per reference span: the rank of the first chunk that hits it, 0 = missed
-        row["retrieved"] = [chunks[h.chunk_index].chunk_id for h in hits[: max(ks)]]
+        row["retrieved"] = [chunks[h.chunk_index].chunk_id for h in hits]
+        row["scores"] = [float(h.score) for h in hits]
         rows.append(row)
     return pd.DataFrame(rows)
 
