@@ -210,6 +210,12 @@ class OverlapRule(StrictModel):
     rule: Literal["any", "min_chars", "min_fraction"] = "any"
     value: float = Field(0, ge=0, description="characters (min_chars) or fraction of the reference (min_fraction)")
 
+    @model_validator(mode="after")
+    def _fraction_at_most_one(self):
+        if self.rule == "min_fraction" and self.value > 1:
+            raise ValueError(f"value must be <= 1 with rule min_fraction (a fraction of the reference), got {self.value}")
+        return self
+
 
 class EvaluationConfig(StrictModel):
     k: list[int] = Field(default_factory=lambda: [1, 3, 5, 10], min_length=1)
