@@ -1,0 +1,84 @@
+"""Config validation: every section rejects unknown keys and bad values with the path, value and choices."""
+from __future__ import annotations
+
+import pytest
+
+from kbench.config import ConfigError, load_experiment, parse_override
+
+BASE = {"dataset": {"name": "demo"}}
+
+
+def error_for(**sections) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_experiment({**BASE, **sections})
+    return str(info.value)
+
+
+@pytest.mark.parametrize(
+    "sections, expected",
+    [
+        ({"dataset": {"name": "demo", "splt": "test"}}, ["dataset.splt", "unknown key", "split"]),
+        ({"dataset": {}}, ["dataset", "either 'name'", "'path'"]),
+        ({"dataset": {"name": "demo", "max_queries": 0}}, ["dataset.max_queries", "0"]),
+        ({"chunking": {"strategy": "semantic-magic"}}, ["chunking.strategy", "'semantic-magic'", "allowed:", "fixed"]),
+        ({"chunking": {"strategy": "fixed", "chunk_sze": 10}}, ["chunking.chunk_sze", "unknown key", "chunk_size"]),
+        ({"chunking": {"strategy": "fixed", "chunk_size": 100, "chunk_overlap": 100}},
+         ["chunk_overlap (100) must be smaller than chunk_size (100)"]),
+        ({"embedding": {"provider": "cohere"}}, ["embedding.provider", "'cohere'", "sentence_transformers", "openai"]),
+        ({"embedding": {"batch_size": 0}}, ["embedding.batch_size", "0"]),
+        ({"store": {"index": "annoy"}}, ["store.index", "'annoy'", "'flat'", "'hnsw'", "'ivf'"]),
+        ({"retrieval": {"legs": ["vectr"]}}, ["retrieval.legs", "'vectr'", "vector"]),
+        ({"retrieval": {"fusion": {"method": "magic"}}}, ["retrieval.fusion.method", "'magic'", "none"]),
+        ({"retrieval": {"top_k": -1}}, ["retrieval.top_k", "-1"]),
+        ({"rerank": {"enabled": True, "method": "oracle"}}, ["rerank.method", "'oracle'"]),
+        ({"evaluation": {"k": [0, 10]}}, ["evaluation.k", "k must be >= 1"]),
+        ({"evaluation": {"overlap": {"rule": "most"}}}, ["evaluation.overlap.rule", "'most'", "'min_chars'"]),
+        ({"tracking": {"uri": "x"}}, ["tracking.uri", "unknown key", "tracking_uri"]),
+        ({"enrichment": {"enabled": "perhaps"}}, ["enrichment.enabled", "'perhaps'"]),
+        ({"colour": "blue"}, ["colour", "unknown key", "chunking"]),
+    ],
+)
+def test_bad_config_names_field_value_and_choices(sections, expected):
+    message = error_for(**sections)
+    for fragment in expected:
+        assert fragment in message, (fragment, message)
+
+
+def test_defaults_are_filled_in_resolved_config():
+    experiment = load_experiment({**BASE, "chunking": {"strategy": "fixed"}})
+    resolved = experiment.resolved()
+    assert resolved["chunking"] == {"strategy": "fixed", "chunk_size": 1000, "chunk_overlap": 200}
+    assert resolved["retrieval"]["leg_params"] == {"vector": {"similarity_threshold": None}}
+    assert resolved["embedding"]["model"] == "all-MiniLM-L6-v2"
+
+
+def test_overrides_parse_yaml_values_and_nested_paths(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("dataset: {name: demo}\nchunking: {strategy: fixed}\n")
+    experiment = load_experiment(path, ["chunking.chunk_size=300", "chunking.chunk_overlap=50",
+                                        "evaluation.k=[1,2]", "retrieval.filters.doc_types=[code]"])
+    assert experiment.chunking.params.chunk_size == 300
+    assert experiment.evaluation.k == [1, 2]
+    assert experiment.retrieval.filters.doc_types == ["code"]
+    assert parse_override("tracking.run_name=abc") == ("tracking.run_name", "abc")
+    with pytest.raises(ConfigError, match="expected section.key=value"):
+        parse_override("chunking.chunk_size")
+
+
+def test_run_key_ignores_names_and_tracking_but_not_knobs():
+    a = load_experiment({**BASE, "name": "a", "tracking": {"experiment": "x"}})
+    b = load_experiment({**BASE, "name": "b", "tracking": {"experiment": "y"}})
+    c = load_experiment({**BASE, "name": "a", "chunking": {"strategy": "fixed", "chunk_size": 999}})
+    assert a.run_key() == b.run_key() != c.run_key()
+
+
+def test_yaml_errors_are_reported_with_the_file(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("dataset: {name: demo\n")
+    with pytest.raises(ConfigError, match="broken.yaml: not valid YAML"):
+        load_experiment(path)
+    path.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="top level must be a mapping"):
+        load_experiment(path)
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_experiment(tmp_path / "nope.yaml")
