@@ -6,6 +6,7 @@ import pandas as pd
 from kbench.config import EvaluationConfig
 from kbench.evaluation.metrics import METRICS
 from kbench.evaluation.relevance import chunk_matches_span, relevant_chunks
+from kbench.evaluation.spans import span_metric_row
 from kbench.records import Chunk, Dataset, Hit
 
 
@@ -26,7 +27,9 @@ def metric_row(ranked: list[int], relevant: list[int], ks: list[int], prefix: st
 
 def evaluate_rankings(dataset: Dataset, chunks: list[Chunk], rankings: dict[str, list[Hit]],
                       config: EvaluationConfig) -> pd.DataFrame:
-    """One row per query: ``doc_<metric>_at_<k>`` always; ``chunk_<metric>_at_<k>`` for span datasets."""
+    """One row per query: ``doc_<metric>_at_<k>`` always; for span datasets ``chunk_<metric>_at_<k>`` (level
+    auto/chunk) and the span columns of kbench.evaluation.spans (``span_*_at_<k>``, ``span_precision_omega``,
+    ``spans_hit``, ``spans_covered``, ``span_refs``: list columns line up with the query's reference spans)."""
     ks = config.k
     chunk_level = config.level == "chunk" or (config.level == "auto" and dataset.has_spans)
     if config.level == "chunk" and not dataset.has_spans:
@@ -51,6 +54,10 @@ def evaluate_rankings(dataset: Dataset, chunks: list[Chunk], rankings: dict[str,
                 next((r for r, c in enumerate(top, 1) if chunk_matches_span(c, s, config.overlap)), 0)
                 for s in spans
             ]  # per reference span: the rank of the first chunk that hits it, 0 = missed
+        if dataset.has_spans:
+            spans = dataset.spans.get(query.query_id, [])
+            candidates = [chunks[i] for d in {s.doc_id for s in spans} for i in chunks_by_doc.get(d, ())]
+            row.update(span_metric_row(spans, [chunks[h.chunk_index] for h in hits], candidates, ks))
         row["retrieved"] = [chunks[h.chunk_index].chunk_id for h in hits]
         row["scores"] = [float(h.score) for h in hits]
         rows.append(row)

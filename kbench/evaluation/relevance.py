@@ -12,12 +12,24 @@ def overlap_chars(chunk: Chunk, span: Span) -> int:
 
 
 def chunk_matches_span(chunk: Chunk, span: Span, rule: OverlapRule) -> bool:
+    """Does ``chunk`` count as a hit for ``span`` under ``rule`` (evaluation.overlap)?
+
+    - ``any``: at least one shared character.
+    - ``min_chars``: at least ``value`` shared characters, or the whole reference when it is shorter than
+      ``value`` (otherwise a 40-character answer could never be hit under ``min_chars: 100``; Chroma's
+      references run from 22 characters up).
+    - ``min_fraction``: at least ``value`` of the reference's characters (a reference longer than any
+      chunk can then only be hit when ``value`` is small enough).
+    Touching ranges (one ends where the other starts) share no character and never match.
+    """
     n = overlap_chars(chunk, span)
+    if n <= 0:
+        return False
     if rule.rule == "any":
-        return n > 0
+        return True
     if rule.rule == "min_chars":
-        return n > 0 and n >= rule.value
-    return n > 0 and n >= rule.value * (span.end - span.start)
+        return n >= min(rule.value, span.end - span.start)
+    return n >= rule.value * (span.end - span.start)
 
 
 def relevant_chunks(chunks: list[Chunk], spans: list[Span], rule: OverlapRule,
