@@ -1,5 +1,6 @@
 """Chunkers, one module per strategy. Importing this package registers them all."""
-from kbench.chunking import fixed, none  # noqa: F401
+from kbench.chunking import (ast, by_type, endpoint, fixed, fixed_tokens, markdown, none,  # noqa: F401
+                             paragraph, recursive, smart)
 from kbench.chunking.registry import CHUNKERS
 from kbench.chunking.run import chunk_corpus
 

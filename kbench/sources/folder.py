@@ -1,0 +1,101 @@
+"""A folder source (reference 001's ``content_sources``): files matched by include/exclude globs.
+
+Patterns are matched against the path relative to the folder, POSIX-style, with ``**`` spanning any
+number of folders (``**/*.py`` also matches ``setup.py`` at the top; ``**/node_modules/**`` excludes
+everything under any node_modules folder). A file is taken when it matches an include pattern (all files
+when include is empty) and no exclude pattern. Each document keeps its relative path (doc_id and url), a
+source id, its type and its content hash (``Document.content_hash``; ``file_sha256`` for the raw bytes).
+Skipped files are returned by reason, never dropped silently.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from kbench.records import Document
+from kbench.sources.loaders import DEFAULT_MAX_FILE_BYTES, LoadedFile, load_file
+
+DEFAULT_EXCLUDE = ["**/.git/**", "**/node_modules/**", "**/dist/**", "**/build/**", "**/*.min.js",
+                   "**/__pycache__/**"]
+
+
+@lru_cache(maxsize=256)  # the same few patterns are matched against every file of a folder
+def glob_regex(pattern: str) -> re.Pattern:
+    """A glob as a regex over POSIX relative paths: ``**/`` any folders, ``*`` and ``?`` within one name."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("/**", i) and i + 3 == len(pattern):
+            out.append("(?:/.*)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def matches(relative: str, patterns: list[str]) -> bool:
+    return any(glob_regex(p).match(relative) for p in patterns)
+
+
+@dataclass
+class FolderSource:
+    root: Path
+    include: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    source_id: str | None = None  # default: the first folder of each file's relative path
+
+    def files(self) -> list[tuple[str, Path]]:
+        """(relative POSIX path, path) of the files taken, sorted."""
+        if not self.root.is_dir():
+            raise FileNotFoundError(f"source folder {self.root} does not exist or is not a folder")
+        out = []
+        for path in sorted(self.root.rglob("*")):
+            if not path.is_file():
+                continue
+            relative = path.relative_to(self.root).as_posix()
+            if self.include and not matches(relative, self.include):
+                continue
+            if matches(relative, self.exclude):
+                continue
+            out.append((relative, path))
+        return out
+
+    def load(self) -> tuple[list[Document], dict[str, list[str]]]:
+        """Documents and the skipped files by reason (reason -> relative paths)."""
+        documents, skipped = [], {}
+        for relative, path in self.files():
+            loaded = load_file(path, self.max_file_bytes)
+            if not isinstance(loaded, LoadedFile):
+                skipped.setdefault(loaded.reason, []).append(relative)
+                continue
+            documents.append(to_document(relative, loaded, self.source_id))
+        return documents, skipped
+
+
+def to_document(relative: str, loaded: LoadedFile, source_id: str | None = None) -> Document:
+    title = next((ln.lstrip("# ").strip() for ln in loaded.text.splitlines() if ln.startswith("# ")), relative)
+    return Document(relative, loaded.text, title=title, url=relative,
+                    source_id=source_id or relative.split("/")[0], doc_type=loaded.doc_type,
+                    metadata={"path": relative, **loaded.metadata})
+
+
+def load_folder(root: str | Path, include: list[str] | None = None, exclude: list[str] | None = None,
+                max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[list[Document], dict[str, list[str]]]:
+    source = FolderSource(Path(root), list(include or []),
+                          list(DEFAULT_EXCLUDE if exclude is None else exclude), max_file_bytes)
+    return source.load()
