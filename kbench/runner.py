@@ -24,7 +24,7 @@ from kbench.paths import workspace_dir
 from kbench.records import Chunk, Dataset, Hit
 from kbench.retrieval.registry import LEGS, SearchContext
 from kbench.retrieval.run import search
-from kbench.store.faiss_index import VectorIndex
+from kbench.store.stage import index_recall, needs_recall_check, prepare_store
 
 
 class RunError(RuntimeError):
@@ -83,14 +83,18 @@ def run_experiment(experiment: Experiment, *, progress: bool = True, log: bool =
     for reason, paths in dataset.skipped.items():
         counts[f"skipped_{reason}"] = len(paths)
 
+    chunk_stats: dict[str, int] = {}
     with timer.stage("chunk"):
-        chunks = chunk_corpus(dataset.documents, experiment.chunking)
+        chunks = chunk_corpus(dataset.documents, experiment.chunking, cache_dir=workspace / "cache", stats=chunk_stats)
+    counts.update(chunk_stats)  # chunk_cache_hits / chunk_cache_misses, in documents
     if not chunks:
         raise RunError(f"chunking.strategy {experiment.chunking.strategy!r} produced no chunks from "
                        f"{len(dataset.documents)} documents; check the dataset and the chunker's knobs")
     counts["chunks"] = len(chunks)
 
     context = SearchContext(chunks=chunks, workspace=workspace)
+    stored = None
+    store_metrics: dict[str, float] = {}
     if needs_vectors(experiment):
         from kbench.embedding.run import CachedEmbedder
 
@@ -100,15 +104,24 @@ def run_experiment(experiment: Experiment, *, progress: bool = True, log: bool =
             embedded = embedder.embed([c.text for c in chunks], progress=progress)
         counts.update(embeddings_computed=embedded.cache_misses, embeddings_cached=embedded.cache_hits,
                       embeddings_failed=len(embedded.failed))
-        with timer.stage("index"):
-            ok = np.flatnonzero(embedded.ok_mask)
+        with timer.stage("store"):  # kbench.store.stage: faiss in memory, duckdb + saved FAISS, or pgvector
+            stored = prepare_store(experiment, dataset, chunks, embedded, embedder, workspace)
             context.chunk_vectors = embedded.vectors
-            context.vector_index = VectorIndex.build(embedded.vectors[ok], experiment.store, ids=ok)
+            context.vector_index = stored.vector_index
+            context.extras.update(stored.extras)
             context.embed_queries = embedder.embed_queries
+        counts.update(stored.counts)
         counts["embedding_dimension"] = int(embedded.vectors.shape[1])
+        if needs_recall_check(experiment.store):
+            with timer.stage("index_recall"):
+                store_metrics = index_recall(stored, dataset.queries, embedder.embed_queries, experiment.store)
 
-    with timer.stage("search"):
-        output = search(dataset.queries, context, experiment.retrieval, experiment.rerank, progress=progress)
+    try:
+        with timer.stage("search"):
+            output = search(dataset.queries, context, experiment.retrieval, experiment.rerank, progress=progress)
+    finally:
+        if stored is not None:
+            stored.close()  # pgvector: closes the connection and stops a server kbench started
 
     with timer.stage("evaluate"):
         per_query = evaluate_rankings(dataset, chunks, output.rankings, experiment.evaluation)
@@ -117,6 +130,7 @@ def run_experiment(experiment: Experiment, *, progress: bool = True, log: bool =
         metrics = summarize(per_query.drop(columns=[c for c in per_query if c.startswith("latency_ms_")]))
         metrics.update(latency_summary(output.latency_ms))
 
+    metrics.update(store_metrics)
     metrics.update({f"count_{k}": float(v) for k, v in counts.items()})
     metrics.update({f"time_s_{k}": v for k, v in timer.seconds.items()})
     run_dir = write_run_folder(experiment, workspace, metrics, per_query, timer.seconds, counts)

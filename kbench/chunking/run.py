@@ -1,6 +1,8 @@
 """Chunk a whole corpus with the configured strategy and attach per-chunk metadata."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from kbench.chunking.metadata import text_metadata
 from kbench.chunking.registry import CHUNKERS
 from kbench.config import ChunkingConfig
@@ -20,9 +22,34 @@ def chunk_document(document: Document, config: ChunkingConfig, params=None) -> l
     return chunks
 
 
-def chunk_corpus(documents: list[Document], config: ChunkingConfig) -> list[Chunk]:
+def chunk_corpus(documents: list[Document], config: ChunkingConfig, *, cache_dir: Path | None = None,
+                 stats: dict[str, int] | None = None) -> list[Chunk]:
+    """Every document's chunks, in order. With ``cache_dir``, a document chunked before by the same chunker,
+    params and chunker code comes from the chunk cache (kbench.store.cache.ChunkCache); ``stats`` (if given)
+    receives chunk_cache_hits / chunk_cache_misses, counted in documents."""
     params = config.params
-    chunks: list[Chunk] = []
+    if cache_dir is None:
+        chunks: list[Chunk] = []
+        for document in documents:
+            chunks.extend(chunk_document(document, config, params))
+        return chunks
+    from kbench.store.cache import ChunkCache, chunker_fingerprint, document_key
+
+    entry = CHUNKERS.get(config.strategy)
+    cache = ChunkCache(cache_dir, chunker_fingerprint(config.strategy, entry.impl, params.model_dump(mode="json")))
+    chunks, new_entries = [], {}
     for document in documents:
-        chunks.extend(chunk_document(document, config, params))
+        key = document_key(document)
+        cached = cache.get(key)
+        if cached is not None:
+            chunks.extend(Chunk(document.doc_id, c["n"], c["s"], c["e"], c["t"], c["m"]) for c in cached)
+            continue
+        doc_chunks = chunk_document(document, config, params)
+        new_entries[key] = [{"n": c.chunk_number, "s": c.start, "e": c.end, "t": c.text, "m": c.metadata}
+                            for c in doc_chunks]
+        chunks.extend(doc_chunks)
+    cache.put_many(new_entries)
+    cache.flush_usage()
+    if stats is not None:
+        stats.update(chunk_cache_hits=cache.hits, chunk_cache_misses=cache.misses)
     return chunks

@@ -2,14 +2,20 @@
 
 ``flat`` is exact; ``hnsw`` (M, efSearch) and ``ivf`` (nlist like production's ivfflat lists=100,
 nprobe) are approximate, and the run reports their recall against flat.
+
+``load_or_build`` persists an index beside the DuckDB file, one per (collection, kind, build params);
+a sidecar JSON records the state hash of the rows it holds, so a re-run with the same rows reopens the
+file instead of rebuilding, and any change to the rows rebuilds it.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 
 from kbench.config import StoreConfig
+from kbench.store.cache import atomic_write_text, stable_hash
 
 
 class VectorIndex:
@@ -80,3 +86,60 @@ class VectorIndex:
         import faiss
 
         return cls(faiss.read_index(str(path)), config.index, config)
+
+
+def build_params(config: StoreConfig) -> dict:
+    """The knobs that shape an index's contents (search-time knobs efSearch/nprobe are not among them)."""
+    if config.index == "hnsw":
+        return {"kind": "hnsw", "m": config.hnsw_m, "ef_construction": config.hnsw_ef_construction}
+    if config.index == "ivf":
+        return {"kind": "ivf", "nlist": config.ivf_nlist}
+    return {"kind": "flat"}
+
+
+def load_or_build(folder: Path, vectors: np.ndarray, ids: np.ndarray, config: StoreConfig,
+                  state: str) -> tuple[VectorIndex, bool]:
+    """Reopen ``folder``'s index for these build params if it holds exactly ``state``; else build and save.
+
+    Returns (index, reopened). The index file is renamed into place before its sidecar is written, so a
+    crash in between leaves a sidecar that does not match and the next run rebuilds.
+    """
+    params = build_params(config)
+    stem = f"{params['kind']}-{stable_hash(params, 8)}"
+    index_path, sidecar = folder / f"{stem}.faiss", folder / f"{stem}.json"
+    try:
+        meta = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        meta = {}
+    if meta.get("state") == state and index_path.is_file():
+        try:
+            index = VectorIndex.load(index_path, config)
+            if index.ntotal == len(ids):
+                return index, True
+        except Exception:  # noqa: BLE001 - a damaged file is rebuilt, never trusted
+            pass
+    index = VectorIndex.build(vectors, config, ids=ids)
+    sidecar.unlink(missing_ok=True)
+    index.save(index_path)
+    atomic_write_text(sidecar, json.dumps({"state": state, "params": params, "ntotal": index.ntotal}, indent=2))
+    return index, False
+
+
+def exact_top_k(vectors: np.ndarray, ids: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
+    """Brute-force inner-product top-k ids per query (the ground truth for recall)."""
+    scores = np.asarray(queries, dtype=np.float32) @ np.asarray(vectors, dtype=np.float32).T
+    k = min(k, scores.shape[1])
+    part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    order = np.take_along_axis(scores, part, axis=1).argsort(axis=1)[:, ::-1]
+    return np.asarray(ids)[np.take_along_axis(part, order, axis=1)]
+
+
+def recall_at_k(index, vectors: np.ndarray, ids: np.ndarray, queries: np.ndarray, k: int = 10) -> float:
+    """Mean |index top-k ∩ exact top-k| / k over ``queries``; ``index`` is anything with ``search``."""
+    if len(queries) == 0 or len(ids) == 0:
+        return float("nan")
+    k = min(k, len(ids))
+    truth = exact_top_k(vectors, ids, queries, k)
+    _, found = index.search(queries, k)
+    hits = [len(set(t.tolist()) & set(f[f >= 0].tolist())) for t, f in zip(truth, np.asarray(found))]
+    return float(np.mean(hits) / k)

@@ -1,0 +1,222 @@
+"""The workspace's DuckDB database, shaped like production's archon_crawled_pages (see schema.sql).
+
+One file per workspace (``<workspace>/stores/kbench.duckdb`` unless ``store.path`` says otherwise).
+DuckDB lets one process write a file at a time, so the connection is held only while syncing and
+reading vectors back; another run waiting for the lock retries for ``lock_timeout_s``.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from kbench.records import Chunk, sha256_text
+from kbench.store.sync import (Collection, PageRows, ProductionStore, StoreDimensionError, check_column_width,
+                               embedding_column, row_columns)
+
+SCHEMA_SQL = Path(__file__).with_name("schema.sql")
+
+
+class StoreLockedError(RuntimeError):
+    pass
+
+
+def connect_with_retry(path: Path, lock_timeout_s: float):
+    import duckdb
+
+    deadline = time.monotonic() + lock_timeout_s
+    while True:
+        try:
+            return duckdb.connect(str(path))
+        except duckdb.IOException as e:
+            if "lock" not in str(e).lower() or time.monotonic() > deadline:
+                if "lock" in str(e).lower():
+                    raise StoreLockedError(
+                        f"{path} is held by another process for more than {lock_timeout_s:.0f} s "
+                        "(DuckDB allows one writer); wait for it, or give this run its own store.path"
+                    ) from None
+                raise
+            time.sleep(0.5)
+
+
+class DuckStore(ProductionStore):
+    def __init__(self, path: Path | str, lock_timeout_s: float = 120.0):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.con = connect_with_retry(self.path, lock_timeout_s)
+        self.con.execute(SCHEMA_SQL.read_text(encoding="utf-8"))
+
+    @classmethod
+    @contextmanager
+    def open(cls, path: Path | str, lock_timeout_s: float = 120.0) -> Iterator["DuckStore"]:
+        store = cls(path, lock_timeout_s)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    def close(self) -> None:
+        self.con.close()
+
+    @contextmanager
+    def transaction(self):
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    # ------------------------------------------------------------------ columns
+    def vector_columns(self) -> dict[str, int]:
+        """embedding_N column -> N, for every per-dimension column the table has."""
+        rows = self.con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE table_name = 'archon_crawled_pages' "
+            "AND column_name LIKE 'embedding\\_%' ESCAPE '\\' AND column_name <> 'embedding_dimension' "
+            "AND column_name <> 'embedding_model'"
+        ).fetchall()
+        return {name: int(name.split("_", 1)[1]) for (name,) in rows}
+
+    def ensure_column(self, dimension: int) -> str:
+        """The column for ``dimension``, added (FLOAT[dimension]) when a model declares a new width."""
+        column = embedding_column(dimension)
+        if column not in self.vector_columns():
+            self.con.execute(f"ALTER TABLE archon_crawled_pages ADD COLUMN {column} FLOAT[{int(dimension)}]")
+        return column
+
+    # ------------------------------------------------------------------ sync primitives
+    def register_collection(self, collection: Collection) -> None:
+        import json
+
+        self.ensure_column(collection.embedding_dimension)
+        found = self.con.execute("SELECT embedding_dimension, embedding_model FROM kbench_collections "
+                                 "WHERE collection = ?", [collection.name]).fetchone()
+        if found is None:
+            self.con.execute(
+                "INSERT INTO kbench_collections (collection, dataset, chunker, embedding_model, embedding_dimension, "
+                "llm_chat_model, config) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [collection.name, collection.dataset, collection.chunker, collection.embedding_model,
+                 collection.embedding_dimension, collection.llm_chat_model, json.dumps(collection.config)])
+        elif found[0] != collection.embedding_dimension:
+            raise StoreDimensionError(
+                f"collection {collection.name} holds {found[0]}-d vectors of {found[1]!r}; "
+                f"model {collection.embedding_model!r} gives {collection.embedding_dimension}-d"
+            )
+
+    def existing_pages(self, collection: Collection) -> dict[str, str]:
+        return dict(self.con.execute("SELECT page_id, state FROM kbench_page_state WHERE collection = ?",
+                                     [collection.name]).fetchall())
+
+    def delete_pages(self, collection: Collection, page_ids: list[str]) -> int:
+        """Delete by source (page): its rows, its state and its failure records. Returns rows deleted."""
+        args = [collection.name, page_ids]
+        (n,) = self.con.execute("SELECT count(*) FROM archon_crawled_pages WHERE collection = ? "
+                                "AND list_contains(?, page_id)", args).fetchone()
+        for table in ("archon_crawled_pages", "kbench_page_state", "kbench_embedding_failures"):
+            self.con.execute(f"DELETE FROM {table} WHERE collection = ? AND list_contains(?, page_id)", args)
+        return int(n)
+
+    def insert_pages(self, collection: Collection, pages: list[PageRows], chunks: list[Chunk],
+                     vectors: np.ndarray, failures: dict[int, str], column: str | None = None) -> int:
+        import pyarrow as pa
+
+        dim = collection.embedding_dimension
+        column = column or embedding_column(dim)
+        check_column_width(column, vectors, collection.embedding_model, dim)
+        if column not in self.vector_columns():
+            self.ensure_column(dim)
+        rows = [i for p in pages for i in p.chunk_indices]
+        cols = row_columns(collection, pages, chunks)
+        block = np.ascontiguousarray(vectors[rows], dtype=np.float32) if rows else np.zeros((0, dim), np.float32)
+        if rows and not (np.isfinite(block).all() and (np.abs(block).sum(axis=1) > 0).all()):
+            raise ValueError("refusing to store a zero or non-finite vector (record it as a failed embedding)")
+        table = pa.table({
+            **{k: pa.array(v) for k, v in cols.items()},
+            "vec": pa.FixedSizeListArray.from_arrays(pa.array(block.ravel(), pa.float32()), dim),
+        })
+        self.con.register("kbench_incoming", table)
+        try:
+            self.con.execute(
+                f"INSERT INTO archon_crawled_pages (collection, url, chunk_number, content, metadata, {column}, "
+                "embedding_dimension, embedding_model, llm_chat_model, source_id, page_id, chunk_start, chunk_end, "
+                "content_hash) SELECT ?, url, chunk_number, content, metadata::JSON, vec, ?, ?, ?, source_id, page_id, "
+                "chunk_start, chunk_end, content_hash FROM kbench_incoming",
+                [collection.name, dim, collection.embedding_model, collection.llm_chat_model])
+        finally:
+            self.con.unregister("kbench_incoming")
+        self.con.executemany(
+            "INSERT INTO kbench_page_state (collection, page_id, url, source_id, state, chunk_count) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [[collection.name, p.document.doc_id, p.document.url, p.document.source_id, p.state,
+              len(p.chunk_indices)] for p in pages])
+        failed_rows = [[collection.name, chunks[i].doc_id, chunks[i].chunk_number, sha256_text(chunks[i].text),
+                        failures.get(i, "not embedded")] for p in pages for i in p.failed_indices]
+        if failed_rows:
+            self.con.executemany("INSERT INTO kbench_embedding_failures (collection, page_id, chunk_number, "
+                                 "content_hash, reason) VALUES (?, ?, ?, ?, ?)", failed_rows)
+        self._refresh_sources(collection)
+        return len(rows)
+
+    def _refresh_sources(self, collection: Collection) -> None:
+        """archon_sources: one row per source_id with its word count, rebuilt from the pages."""
+        self.con.execute("DELETE FROM archon_sources WHERE collection = ?", [collection.name])
+        self.con.execute(
+            "INSERT INTO archon_sources (collection, source_id, title, metadata, total_word_count) "
+            "SELECT collection, source_id, source_id, '{}'::JSON, "
+            "sum(len(string_split(trim(content), ' ')))::INTEGER FROM archon_crawled_pages "
+            "WHERE collection = ? GROUP BY collection, source_id", [collection.name])
+
+    def count_rows(self, collection: Collection) -> int:
+        return int(self.con.execute("SELECT count(*) FROM archon_crawled_pages WHERE collection = ?",
+                                    [collection.name]).fetchone()[0])
+
+    def sync(self, collection, documents, chunks, vectors, failed):
+        with self.transaction():
+            return super().sync(collection, documents, chunks, vectors, failed)
+
+    # ------------------------------------------------------------------ reading back
+    def read_vectors(self, collection: Collection, chunks: list[Chunk]) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk indices, vectors) of the collection's stored rows, mapped onto the run's chunk list."""
+        column = embedding_column(collection.embedding_dimension)
+        table = self.con.execute(
+            f"SELECT page_id, chunk_number, {column} AS vec FROM archon_crawled_pages WHERE collection = ? "
+            f"AND {column} IS NOT NULL", [collection.name]).to_arrow_table()
+        position = {(c.doc_id, c.chunk_number): i for i, c in enumerate(chunks)}
+        try:
+            ids = np.array([position[(p, n)] for p, n in zip(table.column("page_id").to_pylist(),
+                                                           table.column("chunk_number").to_pylist())], dtype=np.int64)
+        except KeyError as e:
+            raise RuntimeError(f"store {collection.name} holds chunk {e.args[0]} that this run did not produce; "
+                               "sync before reading") from None
+        dim = collection.embedding_dimension
+        flat = table.column("vec").combine_chunks().flatten().to_numpy() if len(ids) else np.zeros(0, np.float32)
+        vectors = np.asarray(flat, dtype=np.float32).reshape(len(ids), dim)
+        order = np.argsort(ids)
+        return ids[order], vectors[order]
+
+    def vector_search(self, collection: Collection, query: np.ndarray, k: int) -> list[tuple[str, int, float]]:
+        """Exact cosine top-k in SQL, column picked from the query's width: (page_id, chunk_number, similarity).
+
+        A query of another width than the collection's model is an error, never an empty result.
+        """
+        query = np.asarray(query, dtype=np.float32).ravel()
+        if query.shape[0] != collection.embedding_dimension:
+            raise StoreDimensionError(
+                f"query vector has {query.shape[0]} dimensions but collection {collection.name} stores "
+                f"{collection.embedding_dimension}-d vectors of {collection.embedding_model!r} in "
+                f"{embedding_column(collection.embedding_dimension)}"
+            )
+        column = embedding_column(collection.embedding_dimension)
+        dim = collection.embedding_dimension
+        return [(p, int(n), float(s)) for p, n, s in self.con.execute(
+            f"SELECT page_id, chunk_number, array_cosine_similarity({column}, ?::FLOAT[{dim}]) AS similarity "
+            f"FROM archon_crawled_pages WHERE collection = ? AND {column} IS NOT NULL "
+            "ORDER BY similarity DESC, id LIMIT ?", [query.tolist(), collection.name, k]).fetchall()]
+
+    def failures(self, collection: Collection) -> list[tuple[str, int, str]]:
+        return self.con.execute("SELECT page_id, chunk_number, reason FROM kbench_embedding_failures "
+                                "WHERE collection = ? ORDER BY page_id, chunk_number", [collection.name]).fetchall()

