@@ -1,4 +1,15 @@
-"""The search stage of a run: legs -> fusion -> rerank -> grouping, timed per stage and per query."""
+"""The search stage of a run: filters -> legs -> fusion -> rerank -> grouping, timed per query and stage.
+
+Latency (``retrieval.latency``):
+- ``per_query`` (default): each query goes through every stage alone, as one request to production
+  would (one query embedding, one search per leg), and each stage is timed for that query. One untimed
+  warm-up query runs first so model and index first-call costs do not land on a query.
+- ``batch``: query embedding and leg searches run once over all queries (fastest for big sweeps); their
+  per-query latency is the batch time divided by the number of queries, an amortized figure. Fusion,
+  rerank and grouping are per query in both modes.
+Stages: ``embed_query`` (when a leg needs vectors), ``leg_<name>`` per leg, ``fusion``, ``rerank`` (when
+on), ``grouping`` (when on) and ``total`` (their sum), in milliseconds per query.
+"""
 from __future__ import annotations
 
 import time
@@ -7,8 +18,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kbench.config import RerankConfig, RetrievalConfig
-from kbench.records import Hit, Query
+from kbench.records import Document, Hit, Query
+from kbench.retrieval.filters import describe, drop_query_document, filter_mask
+from kbench.retrieval.grouping import group_by_page
 from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS, SearchContext
+
+
+class SearchError(ValueError):
+    pass
 
 
 @dataclass
@@ -22,46 +39,92 @@ def build_legs(context: SearchContext, config: RetrievalConfig) -> dict[str, obj
             for name in config.legs}
 
 
+def leg_depth(config: RetrievalConfig, fusion_params, keep: int) -> int:
+    """How many results each leg returns: candidates_per_leg (default top_k), or more when the fusion's
+    SQL reads more per leg (archon_weighted: 2 x match_count) or a reranker wants more candidates."""
+    depth = max(config.candidates_per_leg or config.top_k, keep)
+    wants = getattr(fusion_params, "leg_depth", None)
+    return max(depth, wants(keep)) if wants is not None else depth
+
+
 def search(queries: list[Query], context: SearchContext, config: RetrievalConfig,
            rerank: RerankConfig | None = None, legs: dict[str, object] | None = None,
-           progress: bool = False) -> SearchOutput:
-    """Rank chunks for every query. Legs run batched; each stage's time is spread evenly over queries."""
+           progress: bool = False, documents: list[Document] | None = None) -> SearchOutput:
+    """Rank chunks for every query; ``documents`` (the dataset's) give filters their fields."""
+    mask = filter_mask(context.chunks, {d.doc_id: d for d in documents or []}, config.filters)
+    if mask is not None and not mask.any():
+        raise SearchError(
+            f"retrieval.filters ({describe(config.filters)}) keep none of the {len(context.chunks)} chunks, "
+            "so every query would return nothing; loosen the filters or check the dataset's source ids, "
+            "doc types and metadata")
     legs = legs or build_legs(context, config)
-    n = len(queries)
-    latency: dict[str, np.ndarray] = {}
-    depth = config.candidates_per_leg or config.top_k
-    reranker = None
+    fuse, fusion_params = FUSIONS.get(config.fusion.method).impl, config.fusion.params
+    reranker, keep = None, config.top_k
     if rerank is not None and rerank.enabled:
         reranker = RERANKERS.get(rerank.method).impl(context, rerank.params)
-        depth = max(depth, config.top_k * getattr(rerank.params, "candidate_multiplier", 1))
-    query_vectors = None
-    if any(getattr(leg, "needs_query_vectors", False) for leg in legs.values()):
-        t = time.perf_counter()
-        query_vectors = context.embed_queries([q.text for q in queries])
-        latency["embed_query"] = np.full(n, (time.perf_counter() - t) * 1000 / max(n, 1))
-    mask = None
-    leg_results = {}
-    for name, leg in legs.items():
-        t = time.perf_counter()
-        leg_results[name] = leg.search(queries, query_vectors, depth, mask)
-        latency[f"leg_{name}"] = np.full(n, (time.perf_counter() - t) * 1000 / max(n, 1))
-    fuse = FUSIONS.get(config.fusion.method)
-    params = config.fusion.params
+        keep = max(config.candidates_per_leg or config.top_k,
+                   config.top_k * getattr(rerank.params, "candidate_multiplier", 1))
+    depth = leg_depth(config, fusion_params, keep)
+    if config.filters.exclude_query_document:  # reference 001: knn_search(k) -> exclude_same_file -> top
+        keep = max(keep, config.candidates_per_leg or 0)
+    needs_vectors = any(getattr(leg, "needs_query_vectors", False) for leg in legs.values())
+
+    n = len(queries)
+    stages = (["embed_query"] if needs_vectors else []) + [f"leg_{name}" for name in legs] + ["fusion"]
+    stages += (["rerank"] if reranker is not None else []) + (["grouping"] if config.grouping.enabled else [])
+    latency = {stage: np.zeros(n) for stage in stages}
+
+    def first_stage(batch: list[Query]) -> tuple[np.ndarray | None, dict[str, list], dict[str, float]]:
+        """Embed and search ``batch``; returns vectors, per-leg results and the seconds each step took."""
+        seconds: dict[str, float] = {}
+        vectors = None
+        if needs_vectors:
+            t = time.perf_counter()
+            vectors = context.embed_queries([q.text for q in batch])
+            seconds["embed_query"] = time.perf_counter() - t
+        results = {}
+        for name, leg in legs.items():
+            t = time.perf_counter()
+            results[name] = leg.search(batch, vectors, depth, mask)
+            seconds[f"leg_{name}"] = time.perf_counter() - t
+        return vectors, results, seconds
+
+    batch_results: dict[str, list] = {}
+    if n and config.latency == "batch":
+        _, batch_results, seconds = first_stage(queries)
+        for stage, s in seconds.items():
+            latency[stage][:] = s * 1000 / n
+    elif n:
+        first_stage(queries[:1])  # warm-up, untimed
+
+    iterator = enumerate(queries)
+    if progress:
+        from tqdm import tqdm
+
+        iterator = tqdm(iterator, total=n, desc="search", unit="query")
     rankings: dict[str, list[Hit]] = {}
-    fusion_ms = np.zeros(n)
-    rerank_ms = np.zeros(n)
-    for qi, query in enumerate(queries):
+    for qi, query in iterator:
+        if config.latency == "batch":
+            leg_results = {name: results[qi] for name, results in batch_results.items()}
+        else:
+            _, results, seconds = first_stage([query])
+            leg_results = {name: r[0] for name, r in results.items()}
+            for stage, s in seconds.items():
+                latency[stage][qi] = s * 1000
         t = time.perf_counter()
-        keep = depth if reranker is not None else config.top_k
-        hits = fuse.impl({name: res[qi] for name, res in leg_results.items()}, params, keep)
-        fusion_ms[qi] = (time.perf_counter() - t) * 1000
+        hits = fuse(leg_results, fusion_params, keep)
+        if config.filters.exclude_query_document:
+            hits = drop_query_document(hits, query, context.chunks)
+        latency["fusion"][qi] = (time.perf_counter() - t) * 1000
         if reranker is not None:
             t = time.perf_counter()
             hits = reranker.rerank(query.text, hits, config.top_k)
-            rerank_ms[qi] = (time.perf_counter() - t) * 1000
-        rankings[query.query_id] = hits[: config.top_k]
-    latency["fusion"] = fusion_ms
-    if reranker is not None:
-        latency["rerank"] = rerank_ms
-    latency["total"] = sum(latency.values())
+            latency["rerank"][qi] = (time.perf_counter() - t) * 1000
+        hits = hits[: config.top_k]
+        if config.grouping.enabled:
+            t = time.perf_counter()
+            hits = group_by_page(hits, context.chunks, config.grouping.boost_per_chunk, config.grouping.score)
+            latency["grouping"][qi] = (time.perf_counter() - t) * 1000
+        rankings[query.query_id] = hits
+    latency["total"] = sum(latency.values()) if latency else np.zeros(n)
     return SearchOutput(rankings, latency)

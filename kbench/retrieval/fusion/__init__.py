@@ -1,2 +1,3 @@
 """Fusion methods, one module each; importing registers them."""
-from kbench.retrieval.fusion import single  # noqa: F401
+from kbench.retrieval.fusion import (archon_hybrid, archon_weighted, rrf, rrf_supabase, single,  # noqa: F401
+                                     weighted)
