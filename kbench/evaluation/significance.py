@@ -1,0 +1,179 @@
+"""Paired significance tests over per-query scores, multiple-comparison corrections, effect size, bootstrap CIs.
+
+Every function takes plain arrays: ``a`` and ``b`` hold one score per query for two systems, aligned by query
+(``a[i]`` and ``b[i]`` are the same query). Differences are ``b - a`` (the treatment minus the baseline).
+The tests are two-sided and follow the textbook definitions that scipy.stats implements, so a p-value here
+matches ``scipy.stats.ttest_rel``, ``scipy.stats.wilcoxon`` and ``scipy.stats.permutation_test``
+(tests/evaluation/test_significance.py checks each one on real per-query scores).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import product
+
+import numpy as np
+from scipy import stats
+
+# a p-value computed with floating point sums must not flip on the last bit: two sums that differ by less
+# than this (relative) are treated as equal, as scipy's permutation_test does
+_REL_TOL = 1e-12
+
+
+@dataclass(frozen=True)
+class TestResult:
+    statistic: float
+    p_value: float
+
+
+def _paired(a, b) -> np.ndarray:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"paired tests need two 1-d arrays of equal length, got shapes {a.shape} and {b.shape}")
+    if len(a) < 2:
+        raise ValueError(f"paired tests need at least 2 queries, got {len(a)}")
+    return b - a
+
+
+def paired_t_test(a, b) -> TestResult:
+    """Student's paired t-test: t = mean(d) / (sd(d) / sqrt(n)), n - 1 degrees of freedom."""
+    d = _paired(a, b)
+    n = len(d)
+    sd = d.std(ddof=1)
+    if sd == 0:  # every query moved by the same amount: no spread to test against
+        return TestResult(float("nan"), float("nan")) if d[0] == 0 else TestResult(math.copysign(math.inf, d[0]), 0.0)
+    t = d.mean() / (sd / math.sqrt(n))
+    return TestResult(float(t), float(2 * stats.t.sf(abs(t), n - 1)))
+
+
+def _exact_signed_rank_counts(n: int) -> np.ndarray:
+    """counts[w] = how many of the 2**n sign patterns give a positive-rank sum of w (ranks 1..n, no ties)."""
+    counts = np.zeros(n * (n + 1) // 2 + 1, dtype=np.float64)
+    counts[0] = 1
+    for r in range(1, n + 1):
+        counts[r:] = counts[r:] + counts[:-r].copy()
+    return counts
+
+
+def wilcoxon_signed_rank(a, b, exact_below: int = 50) -> TestResult:
+    """Wilcoxon signed-rank test on the paired differences; zero differences are dropped ("wilcox").
+
+    Exact null distribution when fewer than ``exact_below`` non-zero differences and no ties among their
+    magnitudes; otherwise the normal approximation with the tie correction and no continuity correction.
+    The statistic is min(W+, W-), as scipy reports it.
+    """
+    d = _paired(a, b)
+    d = d[d != 0]
+    n = len(d)
+    if n == 0:  # the systems agree on every query
+        return TestResult(0.0, 1.0)
+    ranks = stats.rankdata(np.abs(d))
+    w_plus = float(ranks[d > 0].sum())
+    w_minus = float(ranks[d < 0].sum())
+    statistic = min(w_plus, w_minus)
+    has_ties = len(np.unique(np.abs(d))) < n
+    if n <= exact_below and not has_ties:
+        counts = _exact_signed_rank_counts(n)
+        cdf = counts[: int(statistic) + 1].sum() / 2.0**n
+        return TestResult(statistic, float(min(1.0, 2 * cdf)))
+    mean = n * (n + 1) / 4
+    _, tie_sizes = np.unique(ranks, return_counts=True)
+    var = n * (n + 1) * (2 * n + 1) / 24 - (tie_sizes**3 - tie_sizes).sum() / 48
+    z = (statistic - mean) / math.sqrt(var)
+    return TestResult(statistic, float(min(1.0, 2 * stats.norm.cdf(z))))
+
+
+def randomization_test(a, b, n_resamples: int = 10_000, seed: int = 0) -> TestResult:
+    """Paired randomization (Fisher's sign-flip) test on the mean difference.
+
+    Under the null hypothesis each query's two scores are exchangeable, so the sign of each difference is a
+    coin flip. Exact (all 2**n sign patterns) when 2**n <= n_resamples; otherwise ``n_resamples`` random
+    patterns with the +1 correction (the observed pattern counts as one), as scipy.stats.permutation_test does.
+    """
+    d = _paired(a, b)
+    n = len(d)
+    observed = d.mean()
+    threshold = abs(observed) * (1 - _REL_TOL)
+    if 2**n <= n_resamples:
+        signs = np.array(list(product((1.0, -1.0), repeat=n)))
+        null = np.abs(signs @ d) / n
+        return TestResult(float(observed), float(np.mean(null >= threshold)))
+    rng = np.random.default_rng(seed)
+    hits = 0
+    done = 0
+    while done < n_resamples:  # in blocks, to bound memory on large query sets
+        size = min(10_000, n_resamples - done)
+        signs = rng.choice((-1.0, 1.0), size=(size, n))
+        hits += int(np.sum(np.abs(signs @ d) / n >= threshold))
+        done += size
+    return TestResult(float(observed), float((hits + 1) / (n_resamples + 1)))
+
+
+def paired_effect_size(a, b) -> float:
+    """Cohen's d for paired samples (d_z): mean difference over the standard deviation of the differences."""
+    d = _paired(a, b)
+    sd = d.std(ddof=1)
+    if sd == 0:
+        return 0.0 if d.mean() == 0 else math.copysign(math.inf, d.mean())
+    return float(d.mean() / sd)
+
+
+def bootstrap_ci(values, confidence: float = 0.95, n_resamples: int = 2_000, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean (resample queries with replacement).
+
+    For a paired difference pass ``b - a``: resampling the differences keeps each query's pair together.
+    """
+    x = np.asarray(values, dtype=float)
+    if x.ndim != 1 or len(x) == 0:
+        raise ValueError(f"bootstrap_ci needs a non-empty 1-d array, got shape {x.shape}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_resamples)
+    for start in range(0, n_resamples, 1_000):
+        stop = min(start + 1_000, n_resamples)
+        idx = rng.integers(0, len(x), size=(stop - start, len(x)))
+        means[start:stop] = x[idx].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    low, high = np.percentile(means, [100 * alpha, 100 * (1 - alpha)])
+    return float(low), float(high)
+
+
+def bonferroni(p_values) -> np.ndarray:
+    """Bonferroni-adjusted p-values: p * m, capped at 1 (m = number of comparisons)."""
+    p = np.asarray(p_values, dtype=float)
+    return np.minimum(1.0, p * len(p))
+
+
+def holm(p_values) -> np.ndarray:
+    """Holm's step-down adjusted p-values (same order as given).
+
+    Sorted ascending, the i-th smallest (0-based) is multiplied by (m - i); a running maximum keeps the
+    adjusted values monotone, and each is capped at 1. Rejecting where adjusted p < alpha controls the
+    family-wise error rate at alpha, and never rejects less than Bonferroni.
+    """
+    p = np.asarray(p_values, dtype=float)
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
+    adjusted = np.empty(m)
+    adjusted[order] = scaled
+    return adjusted
+
+
+def adjust_p_values(p_values, method: str) -> np.ndarray:
+    """Correct for multiple comparisons: ``holm``, ``bonferroni`` or ``none``; NaN p-values are left out."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full(len(p), np.nan)
+    ok = ~np.isnan(p)
+    if method == "none":
+        out[ok] = p[ok]
+    elif method in CORRECTIONS:
+        out[ok] = CORRECTIONS[method](p[ok])
+    else:
+        raise ValueError(f"correction: unknown method {method!r}; allowed: holm, bonferroni, none")
+    return out
+
+
+CORRECTIONS = {"holm": holm, "bonferroni": bonferroni}
+TESTS = {"t": paired_t_test, "wilcoxon": wilcoxon_signed_rank, "randomization": randomization_test}

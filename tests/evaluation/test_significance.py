@@ -1,0 +1,166 @@
+"""Significance tests, corrections, effect size and bootstrap CIs against scipy.stats (and a closed-testing
+reference for Holm), on per-query scores of two real runs over a demo sample."""
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from kbench.config import load_experiment
+from kbench.evaluation.significance import (adjust_p_values, bonferroni, bootstrap_ci, holm, paired_effect_size,
+                                            paired_t_test, randomization_test, wilcoxon_signed_rank)
+from kbench.runner import run_experiment
+from tests.conftest import make_config
+
+
+@pytest.fixture(scope="module")
+def two_runs(shared_cache_workspace, tmp_path_factory):
+    """Per-query metrics of two real demo runs that differ in chunk size (same queries, same order)."""
+    ws = tmp_path_factory.mktemp("sig-ws")
+    cache = shared_cache_workspace / "cache"
+    cache.mkdir(exist_ok=True)
+    (ws / "cache").symlink_to(cache, target_is_directory=True)
+    out = []
+    for size, overlap in ((600, 100), (1000, 0)):
+        data = make_config(ws, dataset={"name": "demo", "max_documents": 6, "max_queries": 40},
+                           chunking={"strategy": "fixed", "chunk_size": size, "chunk_overlap": overlap})
+        out.append(run_experiment(load_experiment(data), progress=False, log=False).per_query)
+    a, b = out
+    assert list(a["query_id"]) == list(b["query_id"])
+    return a, b
+
+
+def metric_pairs(two_runs):
+    a, b = two_runs
+    cols = [c for c in a.columns if c.startswith(("doc_", "chunk_")) and a[c].dtype.kind == "f"]
+    return [(c, a[c].to_numpy(), b[c].to_numpy()) for c in cols if not np.array_equal(a[c], b[c])]
+
+
+def test_real_runs_differ_on_some_metrics(two_runs):
+    assert len(metric_pairs(two_runs)) >= 5
+
+
+def test_t_test_matches_scipy(two_runs):
+    for name, a, b in metric_pairs(two_runs):
+        ours = paired_t_test(a, b)
+        ref = stats.ttest_rel(b, a)
+        assert ours.statistic == pytest.approx(ref.statistic, rel=1e-9), name
+        assert ours.p_value == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-15), name
+
+
+def test_wilcoxon_matches_scipy_asymptotic_with_ties_and_zeros(two_runs):
+    for name, a, b in metric_pairs(two_runs):
+        d = b - a
+        assert (d == 0).any() or len(np.unique(np.abs(d))) < len(d)  # real IR scores tie a lot
+        ours = wilcoxon_signed_rank(a, b)
+        ref = stats.wilcoxon(b, a, method="asymptotic", correction=False)
+        assert ours.statistic == pytest.approx(ref.statistic), name
+        assert ours.p_value == pytest.approx(ref.pvalue, rel=1e-9), name
+
+
+@pytest.mark.parametrize("n", [5, 12, 30, 50])
+def test_wilcoxon_exact_matches_scipy_without_ties(n):
+    rng = np.random.default_rng(n)
+    a, b = rng.random(n), rng.random(n) + 0.1
+    ours = wilcoxon_signed_rank(a, b)
+    ref = stats.wilcoxon(b, a, method="exact")
+    assert ours.statistic == ref.statistic
+    assert ours.p_value == pytest.approx(ref.pvalue, rel=1e-12)
+
+
+def test_wilcoxon_all_equal_is_not_significant():
+    x = np.array([0.2, 0.5, 1.0])
+    assert wilcoxon_signed_rank(x, x).p_value == 1.0
+
+
+def test_randomization_exact_matches_scipy_permutation_test():
+    rng = np.random.default_rng(1)
+    a = rng.random(12)
+    b = a + rng.normal(0.1, 0.2, 12)
+    ours = randomization_test(a, b, n_resamples=10_000)
+    ref = stats.permutation_test((b - a,), np.mean, permutation_type="samples", n_resamples=10_000)
+    assert ours.p_value == pytest.approx(ref.pvalue, rel=1e-12)
+
+
+def test_randomization_sampled_agrees_with_scipy_within_monte_carlo_error(two_runs):
+    for name, a, b in metric_pairs(two_runs)[:4]:
+        ours = randomization_test(a, b, n_resamples=20_000, seed=3).p_value
+        ref = stats.permutation_test((b - a,), np.mean, permutation_type="samples", n_resamples=20_000,
+                                     random_state=7).pvalue
+        # two independent Monte Carlo estimates: standard error <= 0.5 / sqrt(20000) each
+        assert abs(ours - ref) < 0.015, (name, ours, ref)
+
+
+def test_randomization_agrees_with_ranx_fisher(two_runs):
+    from ranx.statistical_tests.fisher_randomization_test import fisher_randomization_test
+
+    name, a, b = metric_pairs(two_runs)[0]
+    ours = randomization_test(a, b, n_resamples=20_000, seed=1).p_value
+    ref, _ = fisher_randomization_test(a, b, n_permutations=20_000, max_p=0.05, random_seed=42)
+    assert abs(ours - ref) < 0.015, (name, ours, ref)
+
+
+def test_effect_size_is_mean_over_sd_of_differences(two_runs):
+    for name, a, b in metric_pairs(two_runs):
+        d = b - a
+        assert paired_effect_size(a, b) == pytest.approx(d.mean() / d.std(ddof=1)), name
+        assert paired_effect_size(a, b) == pytest.approx(-paired_effect_size(b, a)), name
+
+
+def test_bootstrap_ci_matches_scipy_percentile(two_runs):
+    for name, a, b in metric_pairs(two_runs)[:4]:
+        d = b - a
+        low, high = bootstrap_ci(d, n_resamples=20_000, seed=0)
+        ref = stats.bootstrap((d,), np.mean, method="percentile", n_resamples=20_000, random_state=0,
+                              confidence_level=0.95).confidence_interval
+        # two Monte Carlo estimates of the same percentiles; means of 0/1-ish scores sit on a lattice of
+        # step min|d|/n, so allow one step beyond 5% of the width
+        tol = 0.05 * (ref.high - ref.low) + np.abs(d[d != 0]).min() / len(d) + 1e-12
+        assert low <= d.mean() <= high, name
+        assert abs(low - ref.low) <= tol, name
+        assert abs(high - ref.high) <= tol, name
+
+
+def closed_testing_holm(p):
+    """Holm as closed testing with Bonferroni local tests: adjusted p_i = max over every set S holding i of
+    min(1, |S| * min_{j in S} p_j). An independent (exponential) reference for small m."""
+    m = len(p)
+    out = []
+    for i in range(m):
+        worst = 0.0
+        for size in range(1, m + 1):
+            for subset in combinations(range(m), size):
+                if i in subset:
+                    worst = max(worst, min(1.0, size * min(p[j] for j in subset)))
+        out.append(worst)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_holm_equals_closed_testing(seed):
+    rng = np.random.default_rng(seed)
+    p = rng.random(6) ** 3
+    p[seed % 6] = p[(seed + 1) % 6]  # a tie
+    np.testing.assert_allclose(holm(p), closed_testing_holm(p), rtol=1e-12)
+
+
+def test_holm_between_raw_and_bonferroni():
+    p = np.array([0.01, 0.04, 0.03, 0.005, 0.2])
+    h, b = holm(p), bonferroni(p)
+    assert (p <= h + 1e-15).all() and (h <= b + 1e-15).all()
+    np.testing.assert_allclose(b, np.minimum(1, p * 5))
+
+
+def test_adjust_leaves_nan_out_and_rejects_unknown_methods():
+    adjusted = adjust_p_values([0.01, float("nan"), 0.02], "bonferroni")
+    assert np.isnan(adjusted[1])
+    np.testing.assert_allclose(adjusted[[0, 2]], [0.02, 0.04])
+    with pytest.raises(ValueError, match="holm, bonferroni, none"):
+        adjust_p_values([0.1], "sidak")
+
+
+def test_paired_inputs_are_checked():
+    with pytest.raises(ValueError, match="equal length"):
+        paired_t_test([1, 2, 3], [1, 2])
