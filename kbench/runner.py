@@ -118,7 +118,8 @@ def run_experiment(experiment: Experiment, *, progress: bool = True, log: bool =
 
     try:
         with timer.stage("search"):
-            output = search(dataset.queries, context, experiment.retrieval, experiment.rerank, progress=progress)
+            output = search(dataset.queries, context, experiment.retrieval, experiment.rerank, progress=progress,
+                            documents=dataset.documents)
     finally:
         if stored is not None:
             stored.close()  # pgvector: closes the connection and stops a server kbench started
