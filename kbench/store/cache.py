@@ -259,7 +259,8 @@ def cache_stats(root: Path) -> list[NamespaceStats]:
             except (OSError, ValueError):
                 key = {}
             if kind == "embeddings":
-                label = f"{key.get('model', '?')} dim={key.get('dimension') or 'native'}"
+                label = (f"{key.get('model', '?')} rev {key.get('revision', '?')} "
+                         f"dim={key.get('dimension') or 'native'}")
             else:
                 label = f"{key.get('chunker', '?')} {json.dumps(key.get('params', {}), sort_keys=True)}"
             mtimes = [p.stat().st_mtime for p in shards] or [0.0]
