@@ -82,14 +82,18 @@ def load_code(data: bytes, path: Path) -> LoadedFile:
 
 
 def load_html(data: bytes, path: Path) -> LoadedFile:
+    from bs4 import BeautifulSoup
     from markdownify import markdownify
 
-    html = decode_text(data)
-    text = normalise_newlines(markdownify(html, heading_style="ATX", strip=["script", "style"]))
+    soup = BeautifulSoup(decode_text(data), "html.parser")
+    title = soup.title.get_text(" ", strip=True) if soup.title else ""
+    for tag in soup(["script", "style", "noscript", "template", "head"]):  # markdownify would keep their text
+        tag.decompose()
+    text = normalise_newlines(markdownify(str(soup), heading_style="ATX"))
     text = "\n".join(line.rstrip() for line in text.strip().split("\n"))
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")
-    return LoadedFile(text, "html", {"converted_from": "html"})
+    return LoadedFile(text, "html", {"converted_from": "html", "html_title": title})
 
 
 def load_pdf(data: bytes, path: Path) -> LoadedFile:
