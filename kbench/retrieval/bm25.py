@@ -1,0 +1,145 @@
+"""``bm25``: Okapi BM25 over a sparse document-term matrix.
+
+score(q, d) = sum over query terms t (repeated terms count again) of
+    idf(t) * tf(t, d) * (k1 + 1) / (tf(t, d) + k1 * (1 - b + b * |d| / avgdl))
+
+with |d| the document's term count after analysis and avgdl its mean over the corpus. idf variants, for N
+documents of which n contain t:
+
+- ``lucene``: log(1 + (N - n + 0.5) / (n + 0.5)) (Lucene, Elasticsearch, bm25s' default); always > 0.
+- ``okapi_epsilon`` (alias ``rank_bm25``): log((N - n + 0.5) / (n + 0.5)) as rank_bm25's BM25Okapi computes
+  it, and every negative idf (terms in more than half the documents) replaced by epsilon * the mean idf over
+  the whole vocabulary (epsilon 0.25 in rank_bm25).
+
+The term weights tf*(k1+1)/(...) are computed once per corpus into a CSC matrix, so scoring a batch of
+queries is one sparse product; documents sharing no term with the query score 0 and are not returned.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import scipy.sparse as sp
+from pydantic import Field
+
+from kbench.records import Query
+from kbench.registry import StrictModel
+from kbench.retrieval.registry import LEGS, LegResult, SearchContext
+from kbench.retrieval.text.tokenizers import Analyzer
+
+
+class BM25Params(StrictModel):
+    k1: float = Field(1.2, ge=0, description="term-frequency saturation (Lucene 1.2, rank_bm25 and bm25s 1.5)")
+    b: float = Field(0.75, ge=0, le=1, description="document-length normalization, 0 = none, 1 = full")
+    idf: Literal["lucene", "okapi_epsilon", "rank_bm25"] = Field(
+        "lucene", description="lucene: log(1 + (N-n+0.5)/(n+0.5)); okapi_epsilon = rank_bm25: "
+        "log((N-n+0.5)/(n+0.5)) with negative values replaced by epsilon * mean idf")
+    epsilon: float = Field(0.25, ge=0, description="okapi_epsilon: floor for negative idfs, times the mean idf")
+    tokenizer: Literal["regex", "word", "postgres"] = Field(
+        "regex", description="regex: matches of token_pattern; word: whitespace split; postgres: PostgreSQL's parser")
+    token_pattern: str = Field(r"\w+", description="regex tokenizer: what one token matches")
+    lowercase: bool = True
+    stemmer: Literal["none", "snowball_english", "postgres_english"] = Field(
+        "snowball_english", description="snowball_english: current Snowball (PyStemmer); postgres_english: "
+        "the Snowball English PostgreSQL compiles in")
+    stopwords: Literal["none", "english"] = Field("english", description="english: PostgreSQL's english.stop (127 words)")
+
+    def analyzer(self) -> Analyzer:
+        return Analyzer(self.tokenizer, self.token_pattern, self.lowercase, self.stopwords, self.stemmer)
+
+
+def bm25_idf(document_frequency: np.ndarray, n_documents: int, variant: str, epsilon: float = 0.25) -> np.ndarray:
+    """idf per term from its document frequency (see the module doc for each variant)."""
+    n = document_frequency.astype(np.float64)
+    if variant == "lucene":
+        return np.log(1.0 + (n_documents - n + 0.5) / (n + 0.5))
+    if variant in ("okapi_epsilon", "rank_bm25"):
+        idf = np.log(n_documents - n + 0.5) - np.log(n + 0.5)  # the order rank_bm25 computes it in
+        if idf.size:
+            idf = np.where(idf < 0, epsilon * idf.mean(), idf)
+        return idf
+    raise ValueError(f"idf: unknown variant {variant!r}; allowed: lucene, okapi_epsilon, rank_bm25")
+
+
+class BM25Index:
+    """BM25 over pre-analyzed documents (lists of terms)."""
+
+    def __init__(self, documents: list[list[str]], k1: float = 1.2, b: float = 0.75, idf: str = "lucene",
+                 epsilon: float = 0.25):
+        self.vocabulary: dict[str, int] = {}
+        rows, cols = [], []
+        for d, terms in enumerate(documents):
+            for term in terms:
+                cols.append(self.vocabulary.setdefault(term, len(self.vocabulary)))
+                rows.append(d)
+        n_docs, n_terms = len(documents), len(self.vocabulary)
+        tf = sp.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(n_docs, n_terms))
+        tf.sum_duplicates()  # (doc, term) pairs -> term frequencies
+        doc_len = np.array([len(terms) for terms in documents], dtype=np.float64)
+        avgdl = doc_len.mean() if n_docs and doc_len.sum() > 0 else 1.0
+        self.idf = bm25_idf(np.bincount(tf.indices, minlength=n_terms), n_docs, idf, epsilon)
+        norm = k1 * (1.0 - b + b * doc_len / avgdl)  # per document
+        weights = tf.copy()
+        row_of = np.repeat(np.arange(n_docs), np.diff(tf.indptr))
+        weights.data = tf.data * (k1 + 1.0) / (tf.data + norm[row_of])
+        self.weights = weights.tocsc()  # docs x terms
+        self.n_documents = n_docs
+
+    def query_matrix(self, queries: list[list[str]]) -> sp.csc_matrix:
+        """terms x queries: idf(t) * (count of t in the query); unknown terms are dropped."""
+        rows, cols = [], []
+        for q, terms in enumerate(queries):
+            for term in terms:
+                t = self.vocabulary.get(term)
+                if t is not None:
+                    rows.append(t)
+                    cols.append(q)
+        counts = sp.csc_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(self.vocabulary), len(queries)))
+        counts.sum_duplicates()
+        counts.data *= self.idf[counts.indices]
+        return counts
+
+    def scores(self, queries: list[list[str]]) -> sp.csc_matrix:
+        """docs x queries scores (sparse: only documents sharing a term with the query)."""
+        return (self.weights @ self.query_matrix(queries)).tocsc()
+
+    def top_k(self, queries: list[list[str]], k: int, mask: np.ndarray | None = None) -> list[LegResult]:
+        """Per query, the k best (document, score) pairs, best first; ties go to the lower index."""
+        scores = self.scores(queries)
+        results = []
+        for q in range(len(queries)):
+            start, end = scores.indptr[q], scores.indptr[q + 1]
+            docs, values = scores.indices[start:end], scores.data[start:end]
+            keep = values > 0
+            if mask is not None:
+                keep &= mask[docs]
+            docs, values = docs[keep], values[keep]
+            results.append(top_k_pairs(docs, values, k))
+        return results
+
+
+def top_k_pairs(ids: np.ndarray, scores: np.ndarray, k: int) -> LegResult:
+    """The k highest scores as (id, score), best first, ties broken by the lower id (also at the cut)."""
+    if len(ids) > k:
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        keep = scores >= kth
+        ids, scores = ids[keep], scores[keep]
+    order = np.lexsort((ids, -scores))[:k]
+    return [(int(ids[i]), float(scores[i])) for i in order]
+
+
+@LEGS.register("bm25", BM25Params)
+class BM25Leg:
+    """Okapi BM25 on a sparse term matrix (k1, b, idf variant, tokenizer, stemmer, stop words)."""
+
+    needs_query_vectors = False
+
+    def __init__(self, context: SearchContext, params: BM25Params):
+        self.params = params
+        self.analyzer = params.analyzer()
+        self.index = BM25Index(self.analyzer.analyze_many([c.text for c in context.chunks]),
+                               params.k1, params.b, params.idf, params.epsilon)
+
+    def search(self, queries: list[Query], query_vectors: np.ndarray | None, k: int,
+               mask: np.ndarray | None = None) -> list[LegResult]:
+        return self.index.top_k(self.analyzer.analyze_many([q.text for q in queries]), k, mask)

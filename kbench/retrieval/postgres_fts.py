@@ -1,0 +1,95 @@
+"""``postgres_fts``: the keyword search the production systems run in PostgreSQL, emulated in Python.
+
+Reference 000/002's text leg is, per query::
+
+    SELECT id, ts_rank_cd(content_search_vector, plainto_tsquery('english', q)) AS rank
+    FROM pages WHERE content_search_vector @@ plainto_tsquery('english', q)   -- vector = to_tsvector('english', content)
+    ORDER BY rank DESC LIMIT n
+
+and reference 004 ranks with ``ts_rank`` instead. This leg computes the same tsvectors, the same tsquery, the
+same ``@@`` match and the same scores as PostgreSQL 18 (see :mod:`kbench.retrieval.text.pg_tsearch`; a
+parity test checks them against a real server). A quirk it keeps on purpose: plainto_tsquery ANDs every
+query word, so a long natural-language question matches only documents containing *all* its words — on
+SciFact most test claims match nothing and the leg returns an empty list for them.
+
+Knobs: the configuration (``english``, or ``simple``: no stemming, no stop words), the query parser
+(``plainto`` as production, or ``or``: the same lexemes ORed, to measure what the AND costs), the rank
+function and PostgreSQL's normalization bitmask. Ties in rank (PostgreSQL returns them in scan order) go
+to the lower chunk index.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+
+from kbench.records import Query
+from kbench.registry import StrictModel
+from kbench.retrieval.bm25 import top_k_pairs
+from kbench.retrieval.registry import LEGS, LegResult, SearchContext
+from kbench.retrieval.text.pg_tsearch import RANK_FUNCTIONS, TextSearchConfig, TsQuery, matches
+
+
+class PostgresFtsParams(StrictModel):
+    config: Literal["english", "simple"] = Field(
+        "english", description="text search configuration of to_tsvector and the query (reference 004 passes 'simple')")
+    query_parser: Literal["plainto", "or"] = Field(
+        "plainto", description="plainto: plainto_tsquery, every lexeme ANDed (production); or: the same lexemes ORed")
+    rank_function: Literal["ts_rank_cd", "ts_rank"] = Field(
+        "ts_rank_cd", description="ts_rank_cd: cover density (references 000/002); ts_rank: frequency/proximity (004)")
+    normalization: int = Field(
+        0, ge=0, le=63, description="PostgreSQL's normalization bitmask: 1 log length, 2 length, 4 cover distance "
+        "(ts_rank_cd), 8 unique words, 16 log unique words, 32 rank/(rank+1); 0 = none (production)")
+
+
+@LEGS.register("postgres_fts", PostgresFtsParams)
+class PostgresFtsLeg:
+    """PostgreSQL full-text search: to_tsvector @@ plainto_tsquery, ranked by ts_rank_cd (or ts_rank)."""
+
+    needs_query_vectors = False
+
+    def __init__(self, context: SearchContext, params: PostgresFtsParams):
+        self.params = params
+        self.config = TextSearchConfig(params.config)
+        self.rank = RANK_FUNCTIONS[params.rank_function]
+        self.vectors = [self.config.to_tsvector(chunk.text) for chunk in context.chunks]
+        postings: dict[str, list[int]] = {}
+        for i, vector in enumerate(self.vectors):
+            for lexeme in vector:
+                postings.setdefault(lexeme, []).append(i)
+        self.postings = {lexeme: np.array(ids, dtype=np.int64) for lexeme, ids in postings.items()}
+
+    def tsquery(self, text: str) -> TsQuery:
+        if self.params.query_parser == "plainto":
+            return self.config.plainto_tsquery(text)
+        return self.config.or_tsquery(text)
+
+    def candidates(self, query: TsQuery) -> np.ndarray:
+        """Chunks whose tsvector matches ``query`` (``@@``), by intersecting or joining posting lists."""
+        lists = [self.postings.get(lexeme) for lexeme in dict.fromkeys(query.operands)]
+        empty = np.zeros(0, dtype=np.int64)
+        if query.kind == "and":
+            if any(ids is None for ids in lists):
+                return empty
+            found = lists[0]
+            for ids in sorted(lists[1:], key=len):
+                found = np.intersect1d(found, ids, assume_unique=True)
+            return found
+        found = np.unique(np.concatenate([ids for ids in lists if ids is not None] or [empty]))
+        if query.kind == "mixed":
+            found = np.array([i for i in found if matches(self.vectors[i], query)], dtype=np.int64)
+        return found
+
+    def search(self, queries: list[Query], query_vectors: np.ndarray | None, k: int,
+               mask: np.ndarray | None = None) -> list[LegResult]:
+        results = []
+        for query in queries:
+            tsquery = self.tsquery(query.text)
+            ids = self.candidates(tsquery) if tsquery.root is not None else np.zeros(0, dtype=np.int64)
+            if mask is not None:
+                ids = ids[mask[ids]]
+            scores = np.array([self.rank(self.vectors[i], tsquery, normalization=self.params.normalization)
+                               for i in ids], dtype=np.float64)
+            results.append(top_k_pairs(ids, scores, k))
+        return results
