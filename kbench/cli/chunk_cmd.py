@@ -73,6 +73,8 @@ def load_corpus(args) -> tuple[str, list, dict[str, list[str]], dict]:
 
 
 def chunking_config(section: dict, chunker: str | None, knobs: list[str]):
+    from pydantic import ValidationError
+
     from kbench.config import ChunkingConfig, ConfigError, parse_override
 
     values = dict(section)
@@ -84,8 +86,8 @@ def chunking_config(section: dict, chunker: str | None, knobs: list[str]):
         values[key.removeprefix("chunking.")] = value
     try:
         return ChunkingConfig(**values)
-    except ValueError as e:
-        raise ConfigError(f"chunking: {e}") from None
+    except ValidationError as e:  # the section validator's own messages name the knob and the allowed ones
+        raise ConfigError("; ".join(str(err.get("ctx", {}).get("error", err["msg"])) for err in e.errors())) from None
 
 
 def chunk_statistics(chunks, documents) -> dict[str, float]:
