@@ -59,9 +59,7 @@ def log_finished_run(*, client, experiment_id: str, run_name: str, params: dict[
                      metrics: dict[str, float], tags: dict[str, str], run_dir: Path,
                      parent_run_id: str | None = None, status: str = "FINISHED") -> str:
     """Create one run holding everything at once; returns its id."""
-    from mlflow.entities import Metric, Param, RunTag
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
-    import time
 
     all_tags = {MLFLOW_RUN_NAME: run_name, **tags}
     if parent_run_id:
@@ -69,17 +67,34 @@ def log_finished_run(*, client, experiment_id: str, run_name: str, params: dict[
     run = client.create_run(experiment_id, run_name=run_name, tags=all_tags)
     run_id = run.info.run_id
     try:
-        now = int(time.time() * 1000)
-        client.log_batch(
-            run_id,
-            metrics=[Metric(metric_key(k), float(v), now, 0) for k, v in metrics.items() if v == v],
-            params=[Param(k, v) for k, v in params.items()],
-            tags=[],
-        )
-        if run_dir.is_dir():
-            client.log_artifacts(run_id, str(run_dir))
+        fill_run(client, run_id, params=params, metrics=metrics, run_dir=run_dir)
         client.set_terminated(run_id, status)
     except BaseException:
         client.set_terminated(run_id, "FAILED")
         raise
     return run_id
+
+
+def fill_run(client, run_id: str, *, params: dict[str, str], metrics: dict[str, float], run_dir: Path | None,
+             tags: dict[str, str] | None = None) -> None:
+    """Log params, metrics (NaN left out), tags and the run folder's files into an existing run."""
+    from mlflow.entities import Metric, Param, RunTag
+    import time
+
+    now = int(time.time() * 1000)
+    metric_list = [Metric(metric_key(k), float(v), now, 0) for k, v in metrics.items() if v == v]
+    param_list = [Param(k, v) for k, v in params.items()]
+    for start in range(0, max(len(metric_list), len(param_list), 1), 100):  # log_batch takes <= 100 params
+        client.log_batch(run_id, metrics=metric_list[start:start + 100], params=param_list[start:start + 100],
+                         tags=[RunTag(k, v) for k, v in (tags or {}).items()] if start == 0 else [])
+    if run_dir is not None and run_dir.is_dir():
+        client.log_artifacts(run_id, str(run_dir))
+
+
+def record_failed_run(client, run_id: str, error: str, details: str = "") -> None:
+    """Mark a run FAILED with its error: tag ``kbench.error`` (first 5000 characters) and ``error.txt``."""
+    client.set_tag(run_id, "kbench.error", error[:5000])
+    try:
+        client.log_text(run_id, f"{error}\n\n{details}".strip() + "\n", "error.txt")
+    finally:
+        client.set_terminated(run_id, "FAILED")

@@ -1,0 +1,244 @@
+"""Compare runs: metrics per config, the difference to a baseline and whether it is real.
+
+    from kbench.evaluation.compare import compare_runs
+    cmp = compare_runs("<sweep parent run id>")                      # every finished config of a sweep
+    cmp = compare_runs(["<run a>", "<run b>"], baseline="<run a>",   # or any runs, by id
+                       metrics=["chunk_ndcg_at_10"], tracking_uri="sqlite:///experiments/mlflow.db")
+    cmp.table                                                       # one row per config and metric
+
+Per-query scores come from each run's ``per_query.parquet`` artifact (for a sweep child that reused an
+equal config's run, from that run). Runs are paired by query id. For every config other than the baseline
+and every metric: the mean difference with a bootstrap interval, the paired effect size (d_z), p-values of
+the paired t-test, Wilcoxon signed-rank and randomization tests, and the chosen test's p-value corrected
+for multiple comparisons over all (config, metric) pairs (Holm by default).
+"""
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from kbench.evaluation.significance import (TESTS, adjust_p_values, bootstrap_ci, paired_effect_size,
+                                            paired_t_test, randomization_test, wilcoxon_signed_rank)
+
+NOT_METRICS = ("query_id", "n_results")
+DEFAULT_MEASURES = ("ndcg", "recall", "mrr")
+
+
+class CompareError(ValueError):
+    pass
+
+
+@dataclass
+class RunScores:
+    label: str
+    run_id: str
+    per_query: pd.DataFrame  # indexed by query_id
+    artifact_run_id: str  # where per_query.parquet was read (the source run of a reused config)
+    knobs: str = ""
+
+
+@dataclass
+class Comparison:
+    table: pd.DataFrame
+    runs: list[RunScores]
+    baseline: str
+    metrics: list[str]
+    test: str
+    correction: str
+    alpha: float
+    confidence: float
+    n_queries: int
+    parent_run_id: str | None = None
+    tracking_uri: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def scores(self, label: str, metric: str) -> np.ndarray:
+        run = next(r for r in self.runs if r.label == label)
+        return run.per_query[metric].to_numpy(dtype=float)
+
+    def significant(self) -> pd.DataFrame:
+        return self.table[self.table["significant"]]
+
+    def wide(self, value: str = "mean") -> pd.DataFrame:
+        """One row per config, one column per metric (``value``: mean, diff, p_adjusted, ...)."""
+        return self.table.pivot(index="config", columns="metric", values=value).loc[[r.label for r in self.runs]]
+
+
+# --------------------------------------------------------------------------- reading runs
+def _client(tracking_uri: str | None):
+    from mlflow.tracking import MlflowClient
+
+    from kbench.paths import workspace_dir
+    from kbench.tracking.mlflow_run import tracking_uri as resolve_uri
+
+    return MlflowClient(tracking_uri=resolve_uri(tracking_uri, workspace_dir()))
+
+
+def _sweep_children(client, parent) -> list:
+    from kbench.sweep.run import CONFIG_KEY, sweep_children
+
+    newest: dict[str, object] = {}
+    for run in sorted(sweep_children(client, parent.info.experiment_id, parent.info.run_id),
+                      key=lambda r: r.info.start_time or 0):
+        if run.info.status == "FINISHED":
+            newest[run.data.tags.get(CONFIG_KEY, run.info.run_id)] = run
+    if not newest:
+        raise CompareError(f"sweep parent run {parent.info.run_id} has no FINISHED child runs yet")
+    order: dict[str, int] = {}
+    try:  # keep the order of the sweep plan when it is there
+        path = client.download_artifacts(parent.info.run_id, "sweep_plan.json", tempfile.mkdtemp(prefix="kbench-"))
+        order = {c["run_key"]: i for i, c in enumerate(json.loads(Path(path).read_text())["configs"])}
+    except Exception:  # runs grouped by hand under a parent: keep start order
+        pass
+    return sorted(newest.values(), key=lambda r: order.get(r.data.tags.get(CONFIG_KEY), len(order)))
+
+
+def _read_per_query(client, run) -> tuple[pd.DataFrame, str]:
+    from kbench.sweep.run import REUSED_FROM
+
+    source = run.data.tags.get(REUSED_FROM) or run.info.run_id
+    folder = tempfile.mkdtemp(prefix="kbench-compare-")
+    try:
+        path = client.download_artifacts(source, "per_query.parquet", folder)
+    except Exception as e:
+        raise CompareError(f"run {run.info.run_id}: cannot read per_query.parquet from run {source}'s artifacts "
+                           f"({type(e).__name__}: {e}); was it logged by kbench?") from None
+    frame = pd.read_parquet(path)
+    if "query_id" not in frame:
+        raise CompareError(f"run {source}: per_query.parquet has no query_id column")
+    return frame.set_index("query_id"), source
+
+
+def load_runs(runs: str | list[str], tracking_uri: str | None = None) -> tuple[list[RunScores], str | None, object]:
+    """Run ids, or one sweep parent id -> per-query scores of each run (labels from the sweep tags)."""
+    from kbench.sweep.run import LABEL, ROLE
+
+    client = _client(tracking_uri)
+    ids = [runs] if isinstance(runs, str) else list(runs)
+    if not ids:
+        raise CompareError("give at least two run ids, or a sweep's parent run id")
+    parent_id = None
+    fetched = []
+    for run_id in ids:
+        try:
+            fetched.append(client.get_run(run_id))
+        except Exception:
+            raise CompareError(f"run {run_id!r} not found in {client.tracking_uri} "
+                               "(pass --tracking-uri, or run from the workspace that logged it)") from None
+    if len(fetched) == 1 and fetched[0].data.tags.get(ROLE) == "parent":
+        parent_id = fetched[0].info.run_id
+        fetched = _sweep_children(client, fetched[0])
+    scores = []
+    for run in fetched:
+        label = run.data.tags.get(LABEL) or run.data.tags.get("mlflow.runName") or run.info.run_id[:8]
+        frame, source = _read_per_query(client, run)
+        scores.append(RunScores(label, run.info.run_id, frame, source, run.data.tags.get("kbench.sweep.knobs", "")))
+    labels = [s.label for s in scores]
+    for s in scores:  # two runs with one name: tell them apart by id
+        if labels.count(s.label) > 1:
+            s.label = f"{s.label} ({s.run_id[:8]})"
+    return scores, parent_id, client
+
+
+# --------------------------------------------------------------------------- comparing
+def default_metrics(frame: pd.DataFrame) -> list[str]:
+    """nDCG, recall and MRR at 10 (or the largest k) of the finest level present: chunk, else doc."""
+    cols = [c for c in frame.columns if frame[c].dtype.kind in "fi" and c not in NOT_METRICS]
+    for level in ("chunk", "doc"):
+        ks = sorted({int(c.rsplit("_", 1)[1]) for c in cols if c.startswith(f"{level}_") and "_at_" in c})
+        if ks:
+            k = 10 if 10 in ks else ks[-1]
+            return [f"{level}_{m}_at_{k}" for m in DEFAULT_MEASURES if f"{level}_{m}_at_{k}" in cols]
+    raise CompareError(f"no metric columns found in per_query.parquet (columns: {list(frame.columns)})")
+
+
+def _pick_baseline(runs: list[RunScores], baseline: str | None) -> RunScores:
+    if baseline is None:
+        for r in runs:
+            if r.knobs == "baseline":
+                return r
+        return runs[0]
+    for r in runs:
+        if baseline in (r.label, r.run_id, r.artifact_run_id):
+            return r
+    raise CompareError(f"baseline {baseline!r} is none of the compared runs; give a label or run id of: "
+                       + ", ".join(f"{r.label} ({r.run_id})" for r in runs))
+
+
+def compare_scores(runs: list[RunScores], *, baseline: str | None = None, metrics: list[str] | None = None,
+                   test: str = "randomization", correction: str = "holm", alpha: float = 0.05,
+                   confidence: float = 0.95, n_resamples: int = 10_000, n_bootstrap: int = 2_000,
+                   seed: int = 0) -> Comparison:
+    if len(runs) < 2:
+        raise CompareError(f"need at least two runs to compare, got {len(runs)}")
+    if test not in TESTS:
+        raise CompareError(f"test: unknown {test!r}; allowed: {', '.join(TESTS)}")
+    base = _pick_baseline(runs, baseline)
+    runs = [base] + [r for r in runs if r is not base]
+    notes = []
+    common = runs[0].per_query.index
+    for r in runs[1:]:
+        common = common.intersection(r.per_query.index)
+    if len(common) < 2:
+        raise CompareError("the runs share fewer than 2 query ids; were they run on the same dataset and sample?")
+    for r in runs:
+        if len(r.per_query) != len(common):
+            notes.append(f"{r.label}: {len(r.per_query) - len(common)} queries not in every run were left out")
+    metrics = metrics or default_metrics(base.per_query)
+    for r in runs:
+        missing = [m for m in metrics if m not in r.per_query]
+        if missing:
+            raise CompareError(f"{r.label}: per-query scores lack {missing}; available: "
+                               f"{[c for c in r.per_query.columns if r.per_query[c].dtype.kind in 'fi']}")
+    common = common.sort_values()
+    for r in runs:
+        r.per_query = r.per_query.loc[common]
+    rows = []
+    for r in runs:
+        for metric in metrics:
+            b = r.per_query[metric].to_numpy(dtype=float)
+            a = base.per_query[metric].to_numpy(dtype=float)
+            low, high = bootstrap_ci(b, confidence, n_bootstrap, seed)
+            row = {"config": r.label, "run_id": r.run_id, "metric": metric, "n_queries": len(b),
+                   "mean": float(b.mean()), "ci_low": low, "ci_high": high, "baseline": r is base}
+            d = b - a
+            if r is base:
+                row.update(diff=0.0, diff_ci_low=0.0, diff_ci_high=0.0, effect_size=np.nan, p_t=np.nan,
+                           p_wilcoxon=np.nan, p_randomization=np.nan, wins=0, ties=len(d), losses=0)
+            else:
+                dlow, dhigh = bootstrap_ci(d, confidence, n_bootstrap, seed)
+                row.update(diff=float(d.mean()), diff_ci_low=dlow, diff_ci_high=dhigh,
+                           effect_size=paired_effect_size(a, b), p_t=paired_t_test(a, b).p_value,
+                           p_wilcoxon=wilcoxon_signed_rank(a, b).p_value,
+                           p_randomization=randomization_test(a, b, n_resamples, seed).p_value,
+                           wins=int((d > 0).sum()), ties=int((d == 0).sum()), losses=int((d < 0).sum()))
+            rows.append(row)
+    table = pd.DataFrame(rows)
+    chosen = table[f"p_{test}"].to_numpy()
+    table["p_adjusted"] = adjust_p_values(chosen, correction)
+    table["significant"] = table["p_adjusted"] < alpha  # NaN (baseline, or no spread) compares False
+    return Comparison(table, runs, base.label, list(metrics), test, correction, alpha, confidence, len(common),
+                      notes=notes)
+
+
+def compare_runs(runs: str | list[str], *, baseline: str | None = None, metrics: list[str] | None = None,
+                 tracking_uri: str | None = None, test: str = "randomization", correction: str = "holm",
+                 alpha: float = 0.05, confidence: float = 0.95, n_resamples: int = 10_000,
+                 n_bootstrap: int = 2_000, seed: int = 0) -> Comparison:
+    """Compare MLflow runs (ids) or every finished config of a sweep (its parent run id)."""
+    scores, parent_id, client = load_runs(runs, tracking_uri)
+    comparison = compare_scores(scores, baseline=baseline, metrics=metrics, test=test, correction=correction,
+                                alpha=alpha, confidence=confidence, n_resamples=n_resamples,
+                                n_bootstrap=n_bootstrap, seed=seed)
+    comparison.parent_run_id = parent_id
+    comparison.tracking_uri = str(client.tracking_uri)
+    return comparison
+
+
+__all__ = ["Comparison", "CompareError", "RunScores", "compare_runs", "compare_scores", "default_metrics",
+           "load_runs", "paired_t_test", "randomization_test", "wilcoxon_signed_rank"]

@@ -1,0 +1,216 @@
+"""Expand a config's ``sweep:`` grid and ``variants:`` into one validated Experiment per config.
+
+    sweep:                              # every combination (a grid), keys are dotted config paths
+      chunking.chunk_size: [300, 600]
+      retrieval.top_k: [5, 20]
+    variants:                           # named override sets, run beside the grid
+      - name: whole-docs
+        chunking.strategy: none
+
+The baseline is the config without its sweep/variants blocks. Each expanded config is the baseline with
+its overrides applied; it is labelled by the knobs that differ from the baseline. When an override picks
+another strategy (chunking.strategy, retrieval.fusion.method, rerank.method), knobs that the new strategy
+does not have but another registered strategy does are dropped (``chunk_size`` means nothing to
+``none``), so a grid may cross strategies with their knobs; a knob no strategy knows is still an error.
+Configs that resolve to the same content (same run key) are run once, under the first label.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbench.config import ConfigError, Experiment, set_dotted, validate_experiment
+from kbench.tracking.mlflow_run import flatten
+
+# sections whose extra keys are the knobs of the strategy named by one field
+STRATEGY_SECTIONS = {"chunking": "strategy", "retrieval.fusion": "method", "rerank": "method"}
+# parts of the resolved config that do not change results (and so never make a knob)
+NOT_KNOBS = ("name", "description", "workspace", "tracking", "sweep", "variants")
+
+
+@dataclass
+class SweepConfig:
+    """One config of a sweep: its label, the Experiment, the knobs that differ from the baseline."""
+
+    label: str
+    experiment: Experiment
+    knobs: dict[str, str]  # dotted path -> value (as logged in MLflow params), only where != baseline
+    overrides: dict[str, Any]  # what the sweep/variant set, as written
+    aliases: list[str] = field(default_factory=list)  # labels of grid points that resolved to the same config
+
+    @property
+    def run_key(self) -> str:
+        return self.experiment.run_key()
+
+
+@dataclass
+class SweepPlan:
+    name: str
+    baseline: Experiment
+    configs: list[SweepConfig]
+    sweep_key: str
+    raw: dict[str, Any]  # the config without its sweep blocks
+    raw_blocks: dict[str, Any] = field(default_factory=dict)  # {"sweep": ..., "variants": ...} as written
+
+    def by_label(self) -> dict[str, SweepConfig]:
+        return {c.label: c for c in self.configs}
+
+
+def _registry_for(section: str):
+    if section == "chunking":
+        from kbench.chunking.registry import CHUNKERS
+
+        return CHUNKERS
+    from kbench.retrieval.registry import FUSIONS, RERANKERS
+
+    return FUSIONS if section == "retrieval.fusion" else RERANKERS
+
+
+def _get_dotted(data: dict[str, Any], dotted: str) -> Any:
+    node: Any = data
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _flatten_overrides(overrides: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{chunking: {strategy: none}}`` and ``{chunking.strategy: none}`` both become dotted paths."""
+    flat: dict[str, Any] = {}
+    for key, value in overrides.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value and path not in ("retrieval.leg_params",) and not path.endswith(
+                ("filters.metadata", "tracking.tags")):
+            flat.update(_flatten_overrides(value, path + "."))
+        else:
+            flat[path] = value
+    return flat
+
+
+def _drop_foreign_knobs(data: dict[str, Any], overridden: set[str]) -> None:
+    """After a strategy switch, drop knobs the chosen strategy lacks but a sibling strategy has."""
+    for section, name_field in STRATEGY_SECTIONS.items():
+        if f"{section}.{name_field}" not in overridden:
+            continue
+        node = _get_dotted(data, section)
+        if not isinstance(node, dict) or name_field not in node:
+            continue
+        registry = _registry_for(section)
+        try:
+            own = set(registry.get(node[name_field]).params.model_fields)
+        except KeyError:
+            continue  # an unknown name: validation reports it with the allowed names
+        known = {f for name in registry.names() for f in registry.get(name).params.model_fields}
+        fixed = {"strategy", "method", "enabled"}
+        for knob in [k for k in node if k not in fixed and k not in own and k in known]:
+            del node[knob]
+
+
+def apply_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    data = copy.deepcopy(base)
+    flat = _flatten_overrides(overrides)
+    for path, value in flat.items():
+        set_dotted(data, path, value)
+    _drop_foreign_knobs(data, set(flat))
+    return data
+
+
+def knob_diff(experiment: Experiment, baseline: Experiment) -> dict[str, str]:
+    """Flattened params of ``experiment`` whose value differs from the baseline's (or that it lacks)."""
+    mine = flatten({k: v for k, v in experiment.resolved().items() if k not in NOT_KNOBS})
+    base = flatten({k: v for k, v in baseline.resolved().items() if k not in NOT_KNOBS})
+    return {k: v for k, v in mine.items() if base.get(k) != v}
+
+
+def _short_label(overrides: dict[str, Any]) -> str:
+    """``chunking.chunk_size=300,retrieval.top_k=5`` -> ``chunk_size=300,top_k=5`` (full path if ambiguous)."""
+    flat = _flatten_overrides(overrides)
+    tails = [p.rsplit(".", 1)[-1] for p in flat]
+    parts = []
+    for (path, value), tail in zip(flat.items(), tails):
+        key = tail if tails.count(tail) == 1 else path
+        parts.append(f"{key}={value if not isinstance(value, (list, dict)) else json.dumps(value)}")
+    return ",".join(parts) or "baseline"
+
+
+def grid_points(sweep: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    for path, values in sweep.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"sweep.{path}: give a non-empty list of values, e.g. [300, 600], got {values!r}")
+    keys = list(sweep)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(sweep[k] for k in keys))]
+
+
+def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
+    """Every config of a sweep, validated (all errors at once) before anything runs."""
+    raw = copy.deepcopy(data)
+    sweep = raw.pop("sweep", None) or {}
+    variants = raw.pop("variants", None) or []
+    if not sweep and not variants:
+        raise ConfigError(f"{origin}: no 'sweep:' grid and no 'variants:' list; nothing to sweep "
+                          "(add e.g. sweep: {{chunking.chunk_size: [300, 600]}}, or use `kbench run`)")
+    if not isinstance(sweep, dict):
+        raise ConfigError(f"{origin}: sweep: must map dotted paths to lists of values, got {type(sweep).__name__}")
+    if not isinstance(variants, list) or not all(isinstance(v, dict) for v in variants):
+        raise ConfigError(f"{origin}: variants: must be a list of mappings (name: ..., path: value ...)")
+    baseline = validate_experiment(raw, f"{origin} (baseline, without sweep/variants)")
+
+    points: list[tuple[str, dict[str, Any]]] = [(_short_label(p), p) for p in (grid_points(sweep) if sweep else [])]
+    for n, variant in enumerate(variants, start=1):
+        variant = dict(variant)
+        name = str(variant.pop("name", f"variant-{n}"))
+        if not variant:
+            raise ConfigError(f"{origin}: variants[{n - 1}] ({name}) sets nothing")
+        points.append((name, variant))
+    labels = [label for label, _ in points]
+    dupes = sorted({x for x in labels if labels.count(x) > 1})
+    if dupes:
+        raise ConfigError(f"{origin}: config labels repeat: {dupes}; give each variant a distinct name")
+
+    configs: dict[str, SweepConfig] = {}
+    errors: list[str] = []
+    for label, overrides in points:
+        try:
+            experiment = validate_experiment(apply_overrides(raw, overrides), f"{origin} [{label}]")
+        except ConfigError as e:
+            errors.append(str(e))
+            continue
+        experiment.name = f"{baseline.name}[{label}]"
+        key = experiment.run_key()
+        if key in configs:
+            configs[key].aliases.append(label)
+            continue
+        configs[key] = SweepConfig(label, experiment, knob_diff(experiment, baseline), overrides)
+    if errors:
+        raise ConfigError("\n".join(errors))
+    sweep_key = hashlib.sha256(json.dumps(
+        {"name": baseline.name, "baseline": baseline.run_key(), "configs": sorted(configs)},
+        sort_keys=True).encode()).hexdigest()[:16]
+    return SweepPlan(baseline.name, baseline, list(configs.values()), sweep_key, raw,
+                     {"sweep": sweep, "variants": variants})
+
+
+def load_sweep(path: str | Path, overrides: list[str] | None = None) -> SweepPlan:
+    """Read a sweep config from YAML, apply ``a.b=value`` overrides to the baseline, expand it."""
+    import yaml
+
+    from kbench.config import parse_override
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path} (give a YAML file, e.g. configs/sweeps/demo.yaml)")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections, got {type(data).__name__}")
+    for item in overrides or []:
+        set_dotted(data, *parse_override(item))
+    return expand_sweep(data, str(path))

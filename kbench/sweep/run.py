@@ -1,0 +1,281 @@
+"""Run a sweep: one MLflow parent run, one child run per config, resumable after any interruption.
+
+What is "finished": a child run of this sweep's parent (tag ``kbench.sweep.key``) with status FINISHED and
+tag ``kbench.sweep.config_key`` = the config's run key. A child is created only once its config's results
+exist (by the driver, the only MLflow writer), so a kill leaves at most the child being logged in state
+RUNNING; the next start marks such a child KILLED and runs its config again. Failed configs get a FAILED
+child carrying the error (tag ``kbench.error``, artifact ``error.txt``) and are tried again on the next
+start. A config already FINISHED anywhere in the tracking store (same ``kbench.run_key``, e.g. by another
+sweep or ``kbench run``) is not run again: a link child is logged instead (params and metrics copied, tag
+``kbench.sweep.reused_from`` = the source run, whose artifacts hold the per-query results); ``reuse=False``
+runs it again. A lock file per sweep stops two drivers of the same sweep from running at once.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from kbench.paths import workspace_dir
+from kbench.sweep.executors import ComputedRun, JobFailure, make_job
+from kbench.sweep.expand import SweepConfig, SweepPlan
+from kbench.tracking.mlflow_run import (ensure_experiment, fill_run, flatten, mlflow_client, record_failed_run)
+
+SWEEP_KEY = "kbench.sweep.key"
+ROLE = "kbench.sweep.role"
+LABEL = "kbench.sweep.label"
+CONFIG_KEY = "kbench.sweep.config_key"
+REUSED_FROM = "kbench.sweep.reused_from"
+KNOB_PREFIX = "kbench.knob."
+LIVE_STATUSES = ("RUNNING", "SCHEDULED")
+
+
+class SweepError(RuntimeError):
+    pass
+
+
+@dataclass
+class SweepOutcome:
+    parent_run_id: str
+    tracking_uri: str
+    experiment_id: str
+    sweep_key: str
+    status: dict[str, str] = field(default_factory=dict)  # label -> ran | done | reused | failed
+    run_ids: dict[str, str] = field(default_factory=dict)  # label -> child run id
+    errors: dict[str, str] = field(default_factory=dict)
+    killed_children: list[str] = field(default_factory=list)  # RUNNING children of an interrupted start
+    report_dir: Path | None = None
+    report_error: str | None = None
+
+    def count(self, status: str) -> int:
+        return sum(1 for s in self.status.values() if s == status)
+
+
+class SweepLock:
+    """An exclusive flock on <workspace>/sweeps/<sweep_key>.lock; the kernel drops it when the process dies."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._fd: int | None = None
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(self._fd, 64, 0).decode(errors="replace").strip()
+            os.close(self._fd)
+            raise SweepError(f"this sweep is already running (process {holder or '?'}, lock {self.path}); "
+                             "wait for it to finish or stop that process, then start it again") from None
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, str(os.getpid()).encode(), 0)
+        return self
+
+    def __exit__(self, *exc):
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def run_params(experiment) -> dict[str, str]:
+    return flatten({k: v for k, v in experiment.resolved().items() if k not in ("sweep", "variants")})
+
+
+def child_tags(plan: SweepPlan, config: SweepConfig) -> dict[str, str]:
+    from kbench.tracking.mlflow_run import MAX_PARAM_CHARS
+
+    tags = {SWEEP_KEY: plan.sweep_key, ROLE: "child", LABEL: config.label, CONFIG_KEY: config.run_key,
+            "kbench.sweep.knobs": ", ".join(f"{k}={v}" for k, v in config.knobs.items())[:MAX_PARAM_CHARS] or "baseline",
+            **{f"{KNOB_PREFIX}{k}": v[:MAX_PARAM_CHARS] for k, v in config.knobs.items()}}
+    if config.aliases:
+        tags["kbench.sweep.aliases"] = ", ".join(config.aliases)
+    return tags
+
+
+def find_parent(client, experiment_id: str, sweep_key: str):
+    runs = client.search_runs([experiment_id], f"tags.`{SWEEP_KEY}` = '{sweep_key}' and tags.`{ROLE}` = 'parent'",
+                              order_by=["attributes.start_time DESC"], max_results=1)
+    return runs[0] if runs else None
+
+
+def sweep_children(client, experiment_id: str, parent_run_id: str) -> list:
+    return client.search_runs([experiment_id], f"tags.mlflow.parentRunId = '{parent_run_id}'", max_results=50_000)
+
+
+def find_finished_elsewhere(client, run_key: str, exclude_parent: str):
+    """The newest FINISHED run with this run key in any experiment of the store, outside this sweep."""
+    experiment_ids = [e.experiment_id for e in client.search_experiments()]
+    runs = client.search_runs(experiment_ids, f"tags.`kbench.run_key` = '{run_key}' and attributes.status = 'FINISHED'",
+                              order_by=["attributes.start_time DESC"], max_results=50)
+    for run in runs:
+        if run.data.tags.get("mlflow.parentRunId") != exclude_parent:
+            return run
+    return None
+
+
+def _create_child(client, experiment_id: str, parent_id: str, name: str, tags: dict[str, str]) -> str:
+    from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
+
+    run = client.create_run(experiment_id, run_name=name,
+                            tags={MLFLOW_RUN_NAME: name, MLFLOW_PARENT_RUN_ID: parent_id, **tags})
+    return run.info.run_id
+
+
+def _materialize(computed: ComputedRun, workspace: Path) -> Path:
+    """The run folder on this machine: the worker's if this driver sees it, else rebuilt from its files."""
+    run_dir = Path(computed.run_dir)
+    if run_dir.is_dir():
+        return run_dir
+    local = workspace / "runs" / run_dir.name
+    for rel, data in computed.files.items():
+        path = local / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return local
+
+
+def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = True,
+              say: Callable[[str], None] = print) -> SweepOutcome:
+    baseline = plan.baseline
+    workspace = workspace_dir(baseline.workspace)
+    if not baseline.tracking.enabled:
+        raise SweepError("tracking.enabled is false: a sweep records its progress in MLflow and cannot resume "
+                         "without it; enable tracking (or run configs one by one with `kbench run --no-log`)")
+    with SweepLock(workspace / "sweeps" / f"{plan.sweep_key}.lock"):
+        client = mlflow_client(baseline.tracking.tracking_uri, workspace)
+        experiment_id = ensure_experiment(client, baseline.tracking.experiment, workspace)
+        parent = find_parent(client, experiment_id, plan.sweep_key)
+        if parent is None:
+            parent_id = client.create_run(
+                experiment_id, run_name=f"{plan.name} sweep",
+                tags={"mlflow.runName": f"{plan.name} sweep", SWEEP_KEY: plan.sweep_key, ROLE: "parent",
+                      "kbench.sweep.configs": str(len(plan.configs))}).info.run_id
+            say(f"sweep {plan.name}: {len(plan.configs)} configs, new parent run {parent_id}")
+        else:
+            parent_id = parent.info.run_id
+            client.update_run(parent_id, status="RUNNING")
+            say(f"sweep {plan.name}: {len(plan.configs)} configs, resuming parent run {parent_id}")
+        outcome = SweepOutcome(parent_id, str(client.tracking_uri), experiment_id, plan.sweep_key)
+        _log_parent_plan(client, parent_id, plan)
+
+        done: dict[str, str] = {}  # config run key -> finished child id
+        for run in sweep_children(client, experiment_id, parent_id):
+            key = run.data.tags.get(CONFIG_KEY)
+            if run.info.status == "FINISHED" and key:
+                done.setdefault(key, run.info.run_id)
+            elif run.info.status in LIVE_STATUSES:  # the lock says no driver is alive: a kill left it
+                client.set_tag(run.info.run_id, "kbench.sweep.note",
+                               "left RUNNING by an interrupted sweep; its config was run again")
+                client.set_terminated(run.info.run_id, "KILLED")
+                outcome.killed_children.append(run.info.run_id)
+
+        todo: list[SweepConfig] = []
+        for config in plan.configs:
+            if config.run_key in done:
+                outcome.status[config.label] = "done"
+                outcome.run_ids[config.label] = done[config.run_key]
+                continue
+            source = find_finished_elsewhere(client, config.run_key, parent_id) if reuse else None
+            if source is not None:
+                outcome.run_ids[config.label] = _link_child(client, experiment_id, parent_id, plan, config, source)
+                outcome.status[config.label] = "reused"
+                say(f"  {config.label}: reused finished run {source.info.run_id} (same run key {config.run_key})")
+                continue
+            todo.append(config)
+        say(f"  {outcome.count('done')} finished before, {outcome.count('reused')} reused, {len(todo)} to run"
+            + (f", {len(outcome.killed_children)} interrupted child runs marked KILLED" if outcome.killed_children else ""))
+
+        by_key = {c.run_key: c for c in todo}
+        jobs = [make_job(c.label, c.experiment) for c in todo]
+        started = time.perf_counter()
+        try:
+            for n, (job, result) in enumerate(executor.run(jobs), start=1):
+                config = by_key[job.run_key]
+                if isinstance(result, JobFailure):
+                    outcome.run_ids[config.label] = _failed_child(client, experiment_id, parent_id, plan, config, result)
+                    outcome.status[config.label] = "failed"
+                    outcome.errors[config.label] = str(result)
+                    say(f"  [{n}/{len(jobs)}] {config.label}: FAILED {result}")
+                else:
+                    outcome.run_ids[config.label] = _finished_child(
+                        client, experiment_id, parent_id, plan, config, result, workspace, executor.name)
+                    outcome.status[config.label] = "ran"
+                    say(f"  [{n}/{len(jobs)}] {config.label}: {_headline(result.metrics)} "
+                        f"({time.perf_counter() - started:.0f}s)")
+        finally:
+            executor.close()
+
+        client.set_tag(parent_id, "kbench.sweep.summary",
+                       json.dumps({s: outcome.count(s) for s in ("ran", "done", "reused", "failed")}))
+        if report and len([c for c in outcome.status.values() if c != "failed"]) >= 1:
+            try:
+                from kbench.evaluation.compare import compare_runs
+                from kbench.evaluation.report import write_report
+
+                comparison = compare_runs(parent_id, tracking_uri=outcome.tracking_uri)
+                outcome.report_dir = write_report(comparison, workspace / "sweeps" / plan.sweep_key / "report")
+                client.log_artifacts(parent_id, str(outcome.report_dir), "report")
+            except Exception as e:  # the runs are logged; a report problem must not hide that
+                outcome.report_error = f"{type(e).__name__}: {e}"
+                say(f"  comparison report not written: {outcome.report_error}")
+        client.set_terminated(parent_id, "FAILED" if outcome.errors else "FINISHED")
+        return outcome
+
+
+def _headline(metrics: dict[str, float]) -> str:
+    for key in ("chunk_ndcg_at_10", "doc_ndcg_at_10", "chunk_recall_at_10", "doc_recall_at_10"):
+        if key in metrics:
+            return f"{key} {metrics[key]:.4f}"
+    return ""
+
+
+def _log_parent_plan(client, parent_id: str, plan: SweepPlan) -> None:
+    """The baseline's params, the sweep blocks and sweep_plan.json (label, run key, knobs per config)."""
+    from kbench.tracking.mlflow_run import MAX_PARAM_CHARS
+
+    rows = [{"label": c.label, "run_key": c.run_key, "knobs": c.knobs, "aliases": c.aliases} for c in plan.configs]
+    client.log_text(parent_id, json.dumps({"sweep_key": plan.sweep_key, "baseline_run_key": plan.baseline.run_key(),
+                                           "configs": rows}, indent=2), "sweep_plan.json")
+    params = run_params(plan.baseline)
+    params.update({f"sweep.{k}": json.dumps(plan.raw_blocks.get(k))[:MAX_PARAM_CHARS]
+                   for k in ("sweep", "variants") if plan.raw_blocks.get(k)})
+    existing = client.get_run(parent_id).data.params  # params are write-once in MLflow
+    params = {k: v for k, v in params.items() if k not in existing}
+    if params:
+        fill_run(client, parent_id, params=params, metrics={}, run_dir=None)
+
+
+def _finished_child(client, experiment_id, parent_id, plan, config, result: ComputedRun, workspace: Path,
+                    executor_name: str) -> str:
+    tags = {"kbench.run_key": config.run_key, "kbench.dataset": result.dataset_name, **config.experiment.tracking.tags,
+            **child_tags(plan, config), "kbench.sweep.executor": executor_name,
+            "kbench.worker": f"{result.host}:{result.pid}"}
+    run_id = _create_child(client, experiment_id, parent_id, config.experiment.name, tags)
+    fill_run(client, run_id, params=run_params(config.experiment), metrics=result.metrics,
+             run_dir=_materialize(result, workspace))
+    client.set_terminated(run_id, "FINISHED")
+    return run_id
+
+
+def _failed_child(client, experiment_id, parent_id, plan, config, failure: JobFailure) -> str:
+    tags = {"kbench.run_key": config.run_key, **child_tags(plan, config)}
+    run_id = _create_child(client, experiment_id, parent_id, config.experiment.name, tags)
+    fill_run(client, run_id, params=run_params(config.experiment), metrics={}, run_dir=None)
+    record_failed_run(client, run_id, str(failure), failure.traceback)
+    return run_id
+
+
+def _link_child(client, experiment_id, parent_id, plan, config, source) -> str:
+    """A child that points at an equal config's finished run instead of computing it again."""
+    tags = {**child_tags(plan, config), REUSED_FROM: source.info.run_id,
+            "kbench.dataset": source.data.tags.get("kbench.dataset", "")}
+    run_id = _create_child(client, experiment_id, parent_id, config.experiment.name, tags)
+    fill_run(client, run_id, params=dict(source.data.params), metrics=dict(source.data.metrics), run_dir=None)
+    client.set_terminated(run_id, "FINISHED")
+    return run_id
