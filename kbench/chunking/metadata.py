@@ -3,7 +3,7 @@
 The reference shows the stored fields (``headers`` such as ``"# Authentication"``, ``word_count``,
 ``has_code``, ``has_links``) but not the function body, so the rules below are kbench's reading:
 - headers: the chunk's markdown heading lines (``#`` to ``######`` followed by a space), joined with "; ".
-  Source code has no headings (a Python ``# comment`` is not one), so code chunks get "".
+  Source code and OpenAPI specs have no headings (a ``# comment`` is not one), so their chunks get "".
 - word_count: ``len(text.split())``.
 - has_code: a code fence (```) in the chunk, or the chunk comes from a code document.
 - has_links: an http(s) URL or a markdown link ``[text](target)``.
@@ -19,7 +19,8 @@ LINK = re.compile(r"https?://|\[[^\]\n]*\]\([^)\s]+\)")
 
 def text_metadata(text: str, doc_type: str = "text") -> dict[str, Any]:
     is_code = doc_type == "code"
-    headers = [] if is_code else [m.group(0).strip() for m in HEADING_LINE.finditer(text)]
+    # a "# ..." line in code or a YAML/JSON spec is a comment, not a heading
+    headers = [] if doc_type in ("code", "openapi") else [m.group(0).strip() for m in HEADING_LINE.finditer(text)]
     return {
         "headers": "; ".join(headers),
         "word_count": len(text.split()),
