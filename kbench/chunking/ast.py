@@ -42,6 +42,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from kbench.chunking.recursive import RecursiveParams, recursive_spans
+from kbench.chunking.nested import nested_params
 from kbench.chunking.registry import CHUNKERS
 from kbench.chunking.spans import line_number, make_chunks, strip_span
 from kbench.records import Chunk, Document
@@ -112,7 +113,8 @@ class AstParams(StrictModel):
     def _check_fallback(self):
         if self.fallback in ("ast", "by_type"):
             raise ValueError(f"fallback: {self.fallback!r} is not a text chunker; use e.g. recursive or smart")
-        self.__dict__["fallback_params"] = CHUNKERS.params(self.fallback, self.fallback_params).model_dump()
+        params = nested_params(self.fallback, self.fallback_params, "fallback", "fallback_params")
+        self.__dict__["fallback_params"] = params.model_dump()
         return self
 
 

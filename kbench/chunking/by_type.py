@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, model_validator
 
+from kbench.chunking.nested import nested_params
 from kbench.chunking.registry import CHUNKERS
 from kbench.records import Chunk, Document
 from kbench.registry import StrictModel
@@ -35,12 +36,8 @@ class ByTypeParams(StrictModel):
         unused = sorted(set(self.chunker_params) - set(used))
         if unused:
             raise ValueError(f"chunker_params: {unused} are not used by routes or default (used: {used})")
-        models = {}
-        for name in used:
-            try:
-                models[name] = CHUNKERS.params(name, self.chunker_params.get(name, {}))
-            except Exception as e:  # name the chunker whose knobs are wrong
-                raise ValueError(f"chunker_params.{name}: {e}") from None
+        models = {name: nested_params(name, self.chunker_params.get(name, {}), "routes/default",
+                                      f"chunker_params.{name}") for name in used}
         self.__dict__["chunker_params"] = {name: model.model_dump() for name, model in models.items()}
         self._models = models
         return self

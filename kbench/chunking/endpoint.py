@@ -22,6 +22,7 @@ import yaml
 from pydantic import Field, model_validator
 
 from kbench.chunking.recursive import RecursiveParams, recursive_spans
+from kbench.chunking.nested import nested_params
 from kbench.chunking.registry import CHUNKERS
 from kbench.chunking.spans import Span, make_chunks, strip_span
 from kbench.records import Chunk, Document
@@ -42,7 +43,8 @@ class EndpointParams(StrictModel):
     def _check_fallback(self):
         if self.fallback in ("endpoint", "by_type"):
             raise ValueError(f"fallback: {self.fallback!r} is not a text chunker; use e.g. recursive")
-        self.__dict__["fallback_params"] = CHUNKERS.params(self.fallback, self.fallback_params).model_dump()
+        params = nested_params(self.fallback, self.fallback_params, "fallback", "fallback_params")
+        self.__dict__["fallback_params"] = params.model_dump()
         return self
 
 

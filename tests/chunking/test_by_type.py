@@ -25,9 +25,15 @@ def test_demo_set_routes_code_to_ast_and_markdown_to_markdown():
 
 
 def test_bad_routes_and_knobs_are_refused_with_the_chunker_named():
-    with pytest.raises(ValueError, match="chunking.strategy: unknown value 'nope'"):
+    with pytest.raises(ValueError, match="routes/default: unknown chunker 'nope'; allowed: ast, "):
         ChunkingConfig(strategy="by_type", routes={"code": "nope"})
-    with pytest.raises(ValueError, match="chunker_params.ast"):
+    with pytest.raises(ValueError, match="chunker_params.ast.granularity: Input should be 'file', 'class'"):
         ChunkingConfig(strategy="by_type", chunker_params={"ast": {"granularity": "module"}})
+    with pytest.raises(ValueError, match="chunker_params.markdown.depth: unknown knob of markdown; allowed: max_depth"):
+        ChunkingConfig(strategy="by_type", chunker_params={"markdown": {"depth": 2}})
+    with pytest.raises(ValueError, match="fallback: unknown chunker 'nope'"):
+        ChunkingConfig(strategy="ast", fallback="nope")
+    with pytest.raises(ValueError, match="fallback_params.chunk_size: Input should be greater than or equal to 1"):
+        ChunkingConfig(strategy="endpoint", fallback_params={"chunk_size": -1})
     with pytest.raises(ValueError, match="not used by routes"):
         ChunkingConfig(strategy="by_type", chunker_params={"smart": {"chunk_size": 10}})
