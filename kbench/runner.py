@@ -71,11 +71,33 @@ def latency_summary(latency_ms: dict[str, np.ndarray]) -> dict[str, float]:
     return out
 
 
+def preflight_llm_and_rerank(experiment: Experiment) -> None:
+    from kbench.enrichment import check_enrichment
+    from kbench.retrieval.rerank import check_reranker
+
+    check_enrichment(experiment.enrichment)
+    check_reranker(experiment.rerank)
+
+
+def texts_to_embed(experiment: Experiment, dataset: Dataset, chunks: list[Chunk], workspace: Path,
+                   timer: StageTimer, counts: dict[str, int]) -> list[str]:
+    """Chunk texts, or with enrichment on, LLM context + "\\n---\\n" + chunk (kbench.enrichment)."""
+    if not experiment.enrichment.enabled:
+        return [c.text for c in chunks]
+    from kbench.enrichment import enrich_chunks
+
+    with timer.stage("enrich"):
+        enriched = enrich_chunks(chunks, dataset.documents, experiment.enrichment, workspace / "cache")
+    counts.update(enriched.counts())
+    return enriched.texts
+
+
 def run_experiment(experiment: Experiment, *, progress: bool = True, log: bool = True,
                    parent_run_id: str | None = None, extra_tags: dict[str, str] | None = None) -> RunResult:
     workspace = workspace_dir(experiment.workspace)
     timer = StageTimer()
     counts: dict[str, int] = {}
+    preflight_llm_and_rerank(experiment)  # a missing endpoint, key or reranker fails here, before any work
 
     with timer.stage("load"):
         dataset = load_dataset(experiment.dataset)
@@ -100,8 +122,9 @@ def run_experiment(experiment: Experiment, *, progress: bool = True, log: bool =
 
         with timer.stage("load_model"):
             embedder = CachedEmbedder(experiment.embedding, workspace / "cache")
+        texts = texts_to_embed(experiment, dataset, chunks, workspace, timer, counts)
         with timer.stage("embed"):
-            embedded = embedder.embed([c.text for c in chunks], progress=progress)
+            embedded = embedder.embed(texts, progress=progress)
         counts.update(embeddings_computed=embedded.cache_misses, embeddings_cached=embedded.cache_hits,
                       embeddings_failed=len(embedded.failed))
         with timer.stage("store"):  # kbench.store.stage: faiss in memory, duckdb + saved FAISS, or pgvector
@@ -135,6 +158,9 @@ def run_experiment(experiment: Experiment, *, progress: bool = True, log: bool =
     metrics.update({f"count_{k}": float(v) for k, v in counts.items()})
     metrics.update({f"time_s_{k}": v for k, v in timer.seconds.items()})
     run_dir = write_run_folder(experiment, workspace, metrics, per_query, timer.seconds, counts)
+    from kbench.tracking.export import rankings_frame  # scores per hit, for TREC/ranx export of logged runs
+
+    rankings_frame(chunks, output.rankings).to_parquet(run_dir / "rankings.parquet", index=False)
     result = RunResult(experiment, metrics, per_query, dict(timer.seconds), counts, run_dir,
                        chunks=chunks, dataset=dataset, rankings=output.rankings)
     if log and experiment.tracking.enabled:

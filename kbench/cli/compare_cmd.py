@@ -1,0 +1,113 @@
+"""kbench compare (runs or a sweep, with significance), kbench export (TREC/ranx files), kbench import-trec."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from kbench.cli.tables import format_table
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("compare", help="compare runs or a sweep: metric differences to a baseline with paired "
+                                       "significance tests, bootstrap CIs and a markdown/HTML report")
+    p.add_argument("runs", nargs="*", metavar="RUN_ID", help="MLflow run ids to compare (or use --sweep)")
+    p.add_argument("--sweep", metavar="PARENT_RUN_ID", help="compare every finished config of this sweep")
+    p.add_argument("--baseline", help="label or run id of the baseline (default: the sweep's baseline config, "
+                                      "else the first run)")
+    p.add_argument("--metric", dest="metrics", action="append", metavar="NAME",
+                   help="per-query metric column, repeatable (default: nDCG, recall, MRR at 10 of the finest level)")
+    p.add_argument("--test", choices=["randomization", "t", "wilcoxon"], default="randomization",
+                   help="the test whose p-values are corrected and decide 'significant' (all three are reported)")
+    p.add_argument("--correction", choices=["holm", "bonferroni", "none"], default="holm")
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or experiments/mlflow.db)")
+    p.add_argument("--out", help="write report.md, report.html and plots here (default: a folder under the workspace)")
+    p.add_argument("--log", action="store_true", help="also log the report as artifacts of the sweep's parent run")
+    p.set_defaults(func=run_compare)
+
+    e = sub.add_parser("export", help="write a logged run's ranking and qrels as TREC files (run.trec, qrels.txt)")
+    e.add_argument("run_id", metavar="RUN_ID")
+    e.add_argument("--out", required=True, help="folder for run.trec and qrels.txt")
+    e.add_argument("--level", choices=["doc", "chunk"], default="doc",
+                   help="doc: documents at the rank of their best chunk, qrels from the dataset; chunk: chunk ids, "
+                        "qrels from span overlap (span datasets)")
+    e.add_argument("--tracking-uri")
+    e.set_defaults(func=run_export)
+
+    i = sub.add_parser("import-trec", help="score a TREC run file from another tool on a config's dataset and log it "
+                                           "as a kbench run (then kbench compare can test it against kbench runs)")
+    i.add_argument("run_file", help="TREC run: 'qid Q0 docid rank score tag' per line")
+    i.add_argument("--config", required=True, help="the config whose dataset (and evaluation.k) to score against")
+    i.add_argument("--name", help="run name (default: the file's tag column)")
+    i.add_argument("--no-log", action="store_true")
+    i.set_defaults(func=run_import)
+
+
+def _quiet_mlflow() -> None:
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+
+def run_compare(args) -> int:
+    from kbench.evaluation.compare import CompareError, compare_runs
+    from kbench.evaluation.report import summary_lines, write_report
+    from kbench.paths import workspace_dir
+
+    _quiet_mlflow()
+    if bool(args.sweep) == bool(args.runs):
+        print("kbench: error: give run ids or --sweep PARENT_RUN_ID (one of them)", file=sys.stderr)
+        return 2
+    try:
+        comparison = compare_runs(args.sweep or args.runs, baseline=args.baseline, metrics=args.metrics,
+                                  tracking_uri=args.tracking_uri, test=args.test, correction=args.correction,
+                                  alpha=args.alpha)
+    except CompareError as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return 2
+    for metric in comparison.metrics:
+        rows = comparison.table[comparison.table["metric"] == metric]
+        print(format_table(
+            [metric, "mean", "diff", "ci_low", "ci_high", "d", f"p_{args.test}", "p_adj", "sig"],
+            [[r.config + (" *base" if r.baseline else ""), r.mean, r.diff, r.diff_ci_low, r.diff_ci_high,
+              r.effect_size, getattr(r, f"p_{args.test}"), r.p_adjusted, "yes" if r.significant else ""]
+             for r in rows.itertuples()]))
+        print()
+    for line in summary_lines(comparison):
+        print(line)
+    name = comparison.parent_run_id or "-".join(r.run_id[:8] for r in comparison.runs)
+    out = Path(args.out) if args.out else workspace_dir() / "comparisons" / name
+    write_report(comparison, out)
+    print(f"\nreport: {out / 'report.md'} and {out / 'report.html'}")
+    if args.log:
+        if not comparison.parent_run_id:
+            print("kbench: error: --log needs --sweep (the report is logged to the sweep's parent run)", file=sys.stderr)
+            return 2
+        from mlflow.tracking import MlflowClient
+
+        MlflowClient(comparison.tracking_uri).log_artifacts(comparison.parent_run_id, str(out), "report")
+        print(f"logged as artifacts report/ of run {comparison.parent_run_id}")
+    return 0
+
+
+def run_export(args) -> int:
+    from kbench.tracking.export import export_run
+
+    _quiet_mlflow()
+    paths = export_run(args.run_id, args.out, level=args.level, tracking_uri=args.tracking_uri)
+    for kind, path in paths.items():
+        print(f"{kind}: {path}")
+    return 0
+
+
+def run_import(args) -> int:
+    from kbench.config import load_experiment
+    from kbench.tracking.export import import_trec_run
+
+    result = import_trec_run(args.run_file, load_experiment(args.config), name=args.name, log=not args.no_log)
+    print(f"scored {result.counts['queries']} queries of {result.experiment.dataset.name or result.experiment.dataset.path}")
+    for key in sorted(k for k in result.metrics if k.startswith("doc_") and k.endswith(("_at_10", "_at_100"))):
+        print(f"  {key} {result.metrics[key]:.4f}")
+    print(f"results: {result.run_dir}")
+    if result.run_id:
+        print(f"MLflow run {result.run_id} in {result.tracking_uri}")
+    return 0
