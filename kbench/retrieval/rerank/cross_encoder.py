@@ -1,0 +1,109 @@
+"""``cross_encoder``: score (query, chunk) pairs with a sentence-transformers CrossEncoder (reference 002).
+
+Production fetches ``match_count * 5`` candidates, scores every pair with
+``cross-encoder/ms-marco-MiniLM-L-6-v2`` and keeps the best ``match_count``. Here the model is found
+locally, never downloaded:
+- a folder path;
+- the name of a model kbench trained (``kbench models train-reranker --out NAME``, under models_dir());
+- a hub id (``org/name``) only if it already sits in the local Hugging Face cache (downloaded on a
+  machine with network); otherwise the run stops before any work with a message naming the trainer.
+A plain embedding model (all-MiniLM-L6-v2) is refused: loaded as a cross-encoder its head is random.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import Field
+
+from kbench.embedding.models import CATALOGUE, ModelNotInstalledError, resolve_model_path
+from kbench.paths import models_dir
+from kbench.records import Hit
+from kbench.retrieval.registry import RERANKERS, SearchContext
+from kbench.retrieval.rerank.common import CandidateParams, apply_scores, split_candidates
+
+TRAIN_HINT = ("train one offline with `kbench models train-reranker --dataset scifact --split train "
+              "--out scifact-minilm-ce` and set rerank.model=scifact-minilm-ce")
+
+
+class CrossEncoderParams(CandidateParams):
+    model: str = Field("cross-encoder/ms-marco-MiniLM-L-6-v2",
+                       description="folder, name of a kbench-trained model, or a hub id already in the local HF cache")
+    batch_size: int = Field(32, ge=1, description="pairs per forward pass")
+    max_length: int | None = Field(None, ge=8, description="tokens per (query, chunk) pair; default: the model's own")
+
+
+def _cached_hub_snapshot(repo_id: str) -> Path | None:
+    """The local Hugging Face cache copy of ``repo_id``, without touching the network."""
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+    except ImportError:
+        return None
+    try:
+        return Path(snapshot_download(repo_id, local_files_only=True))
+    except (LocalEntryNotFoundError, ValueError, OSError):
+        return None
+
+
+def resolve_cross_encoder(name: str) -> Path:
+    """A reranker model name -> a local folder holding a trained sequence-classification head."""
+    folder = None
+    as_path = Path(name).expanduser()
+    if as_path.is_dir():
+        folder = as_path.resolve()
+    elif (models_dir() / name).is_dir():
+        folder = models_dir() / name
+    elif name in CATALOGUE:  # an embedding model: found, then refused below for its missing head
+        folder = resolve_model_path(name)
+    elif "/" in name and not as_path.is_absolute():
+        folder = _cached_hub_snapshot(name)
+        if folder is None:
+            raise ModelNotInstalledError(
+                f"rerank.model: {name!r} is a hub id and is not in the local Hugging Face cache; kbench never "
+                f"downloads at run time. Either {TRAIN_HINT}, or download the model on a machine with network "
+                f"(`hf download {name}`) and point rerank.model at the folder."
+            )
+    if folder is None:
+        raise ModelNotInstalledError(
+            f"rerank.model: {name!r} is not a folder, nor a model under {models_dir()}, nor a hub id; {TRAIN_HINT}"
+        )
+    config_file = folder / "config.json"
+    architectures = []
+    if config_file.is_file():
+        architectures = json.loads(config_file.read_text(encoding="utf-8")).get("architectures") or []
+    if not any(a.endswith("ForSequenceClassification") for a in architectures):
+        raise ModelNotInstalledError(
+            f"rerank.model: {folder} is not a cross-encoder (architectures {architectures or 'unknown'}); loaded as "
+            f"one its scoring head would be random and its scores meaningless. To get one, {TRAIN_HINT}"
+        )
+    return folder
+
+
+@RERANKERS.register("cross_encoder", CrossEncoderParams)
+class CrossEncoderReranker:
+    """Rescore the top candidates with a cross-encoder (reference 002; 5x candidates)."""
+
+    @staticmethod
+    def preflight(params: CrossEncoderParams) -> None:
+        resolve_cross_encoder(params.model)
+
+    def __init__(self, context: SearchContext, params: CrossEncoderParams):
+        from sentence_transformers import CrossEncoder
+
+        self.context, self.params = context, params
+        self.path = resolve_cross_encoder(params.model)
+        kwargs = {"max_length": params.max_length} if params.max_length else {}
+        self.model = CrossEncoder(str(self.path), device="cpu", local_files_only=True, **kwargs)
+
+    def score(self, query_text: str, texts: list[str]) -> list[float]:
+        if not texts:
+            return []
+        scores = self.model.predict([[query_text, t] for t in texts], batch_size=self.params.batch_size,
+                                    show_progress_bar=False, convert_to_numpy=True)
+        return [float(s) for s in scores]
+
+    def rerank(self, query_text: str, hits: list[Hit], top_k: int) -> list[Hit]:
+        candidates, tail = split_candidates(hits, self.params.max_candidates)
+        scores = self.score(query_text, [self.context.chunks[h.chunk_index].text for h in candidates])
+        return apply_scores(candidates, scores, top_k, tail)

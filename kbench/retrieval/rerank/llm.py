@@ -1,0 +1,107 @@
+"""``llm``: reference 001's LLM reranker through any OpenAI-compatible chat endpoint.
+
+Reference 001 sends one prompt per query listing each candidate as ``[i] <first 200 chars>...`` (0-based
+indices, although the instruction says "1 = most relevant") and asks for a JSON array of indices in order
+of relevance. Its ``applyRanking`` is left unspecified; here it is:
+- the longest bracketed list of integers in the answer is the ranking (an answer may echo ``[0]`` labels);
+- indices out of range and repeats are dropped; candidates the answer leaves out follow in first-stage order;
+- an answer with no list keeps the first-stage order, and is counted in ``parse_failures``.
+Scores are ``n - position`` (n candidates), so the best gets n.
+
+Differences from the TypeScript original, on purpose: the prompt is dedented (the template literal carried
+six spaces of source indentation on most lines) and snippets are cut at 200 code points, not UTF-16 units.
+
+With no endpoint, model or key configured the run stops at start time with a message naming what to set;
+a rerank config that silently skipped reranking would record unreranked numbers under a rerank name.
+Answers are cached by prompt in the workspace, so re-running a config never asks twice.
+"""
+from __future__ import annotations
+
+import re
+
+from pydantic import Field
+
+from kbench.enrichment.chat import ChatCache, ChatClient, ChatSettings
+from kbench.records import Hit
+from kbench.retrieval.registry import RERANKERS, SearchContext
+from kbench.retrieval.rerank.common import CandidateParams, apply_scores, split_candidates
+
+INDEX_LIST = re.compile(r"\[\s*\"?\d+\"?(?:\s*,\s*\"?\d+\"?)*\s*,?\s*\]")
+
+
+class LLMRerankParams(CandidateParams):
+    candidate_multiplier: int = Field(4, ge=1, description="top_k x this many candidates (reference 001 semantic: 20 -> 5)")
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint; default OPENAI_BASE_URL")
+    model: str | None = Field(None, description="chat model name at that endpoint")
+    api_key_env: str = Field("OPENAI_API_KEY", description="name of the env var holding the key (never the key)")
+    snippet_chars: int = Field(200, ge=1, description="characters of each candidate shown (reference 001: 200)")
+    max_tokens: int = Field(256, ge=1)
+    temperature: float | None = Field(0.0, description="0 for repeatable rankings; None: the endpoint's default")
+    timeout_s: float = Field(60.0, gt=0)
+
+
+def rerank_prompt(query_text: str, snippets: list[str], snippet_chars: int = 200) -> str:
+    listed = "\n".join(f"[{i}] {text[:snippet_chars]}..." for i, text in enumerate(snippets))
+    return (f"Query: {query_text}\n\n"
+            f"Rank these results by relevance (1 = most relevant):\n{listed}\n\n"
+            "Return: JSON array of indices in order of relevance")
+
+
+def parse_ranking(answer: str, n: int) -> list[int] | None:
+    """Candidate indices, best first, from the model's answer; None when it holds no index list."""
+    best: list[int] | None = None
+    for match in INDEX_LIST.finditer(answer):
+        values = [int(v) for v in re.findall(r"\d+", match.group(0))]
+        if best is None or len(values) > len(best):
+            best = values
+    if best is None:
+        return None
+    order = list(dict.fromkeys(i for i in best if 0 <= i < n))
+    return order + [i for i in range(n) if i not in set(order)]
+
+
+def ranking_scores(order: list[int]) -> list[float]:
+    """Position-based scores per candidate index: the first in ``order`` gets n, the last 1."""
+    n = len(order)
+    scores = [0.0] * n
+    for position, index in enumerate(order):
+        scores[index] = float(n - position)
+    return scores
+
+
+def chat_settings(params: LLMRerankParams) -> ChatSettings:
+    return ChatSettings("rerank", params.base_url, params.model, params.api_key_env, max_tokens=params.max_tokens,
+                        temperature=params.temperature, timeout_s=params.timeout_s)
+
+
+@RERANKERS.register("llm", LLMRerankParams)
+class LLMReranker:
+    """Ask a chat model to order the candidates (reference 001's prompt; JSON array of indices)."""
+
+    @staticmethod
+    def preflight(params: LLMRerankParams) -> None:
+        chat_settings(params).check()
+
+    def __init__(self, context: SearchContext, params: LLMRerankParams):
+        self.context, self.params = context, params
+        settings = chat_settings(params)
+        self.client = ChatClient(settings)
+        self.cache = ChatCache(context.workspace / "cache",
+                               {"purpose": "llm_rerank", **settings.namespace()}, flush_every=1)
+        self.parse_failures = 0
+
+    def rerank(self, query_text: str, hits: list[Hit], top_k: int) -> list[Hit]:
+        candidates, tail = split_candidates(hits, self.params.max_candidates)
+        if not candidates:
+            return apply_scores(candidates, [], top_k, tail)
+        prompt = rerank_prompt(query_text, [self.context.chunks[h.chunk_index].text for h in candidates],
+                               self.params.snippet_chars)
+        answer = self.cache.get(prompt)
+        if answer is None:
+            answer = self.client.complete(prompt)
+            self.cache.put(prompt, answer)
+        order = parse_ranking(answer, len(candidates))
+        if order is None:
+            self.parse_failures += 1
+            order = list(range(len(candidates)))
+        return apply_scores(candidates, ranking_scores(order), top_k, tail)

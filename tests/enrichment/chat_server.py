@@ -1,0 +1,94 @@
+"""A local OpenAI-compatible chat endpoint for tests (no chat model runs offline fast enough for a test).
+
+It speaks the real wire protocol (``POST /v1/chat/completions``, bearer auth) to the real ``openai`` client,
+records every request, and answers deterministically from the prompt itself:
+- an enrichment prompt gets "This chunk is from the document '<its first heading or line>'.";
+- a rerank prompt gets a JSON array of the candidates ordered by words shared with the query.
+So tests check kbench's side for real: prompts sent, caching, the key reaching only the endpoint, parsing.
+"""
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+WORD = re.compile(r"[a-z0-9]{4,}")
+
+
+def situate(prompt: str) -> str:
+    document = prompt.split("<document>\n", 1)[1].split("\n</document>", 1)[0]
+    first = next((ln.lstrip("# ").strip() for ln in document.splitlines() if ln.strip()), "untitled")
+    return f"This chunk is from the document '{first}'."
+
+
+def rank_by_overlap(prompt: str) -> str:
+    query = prompt.split("Query: ", 1)[1].split("\n", 1)[0]
+    wanted = set(WORD.findall(query.lower()))
+    listing = prompt.split("relevant):\n", 1)[1].rsplit("\n\nReturn:", 1)[0]
+    parts = re.split(r"(?m)^\[(\d+)\] ", listing)[1:]  # [index, text, index, text, ...]
+    candidates = list(zip(parts[0::2], parts[1::2]))
+    order = sorted(candidates, key=lambda c: (-len(wanted & set(WORD.findall(c[1].lower()))), int(c[0])))
+    return "```json\n" + json.dumps([int(i) for i, _ in order]) + "\n```"
+
+
+def answer(prompt: str) -> str:
+    if prompt.startswith("<document>"):
+        return situate(prompt)
+    if prompt.startswith("Query: "):
+        return rank_by_overlap(prompt)
+    return "I do not understand the request."
+
+
+@dataclass
+class ChatServer:
+    base_url: str
+    requests: list[dict] = field(default_factory=list)  # {"authorization", "model", "prompt", "max_tokens"}
+    _server: ThreadingHTTPServer | None = None
+
+    def prompts(self) -> list[str]:
+        return [r["prompt"] for r in self.requests]
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+
+def start_chat_server() -> ChatServer:
+    lock = threading.Lock()
+    state = ChatServer(base_url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's naming)
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            if not self.path.endswith("/chat/completions"):
+                self.send_error(404)
+                return
+            prompt = body["messages"][-1]["content"]
+            with lock:
+                state.requests.append({"authorization": self.headers.get("Authorization", ""),
+                                       "model": body.get("model"), "prompt": prompt,
+                                       "max_tokens": body.get("max_tokens")})
+            payload = json.dumps({
+                "id": f"chatcmpl-{len(state.requests)}", "object": "chat.completion", "created": 0,
+                "model": body.get("model"),
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": answer(prompt)}}],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            }).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args):  # keep test output clean
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    state._server = server
+    return state
