@@ -248,6 +248,7 @@ def test_span_metrics_from_a_real_minilm_run(workspace, config_for):
     config = load_experiment(config_for(
         dataset={"name": "chroma_chunking", "subset": ["chatlogs"]},
         chunking={"strategy": "fixed", "chunk_size": 1000, "chunk_overlap": 0},
+        retrieval={"legs": ["vector"], "top_k": 10, "latency": "batch"},
         evaluation={"k": [5, 10]},
     ))
     result = run_experiment(config, progress=False, log=False)
