@@ -1,0 +1,98 @@
+"""Parity of the DuckDB + FAISS store against pgvector running the production SQL functions.
+
+- Vector leg: FAISS flat top-k (cosine on normalized float32 vectors) vs ``match_archon_crawled_pages``
+  (pgvector exact scan, ``<=>``). Lists must be equal; a position where they differ counts as a *tie* when
+  the two chunks' cosines differ by less than ``tie_tolerance`` (float32 vs pgvector's arithmetic).
+- Production hybrid: the SQL function vs kbench's Python fusion of the same name fed with the FAISS vector
+  leg and the function's own text CTE (ts_rank_cd over plainto_tsquery, run as a separate SQL query), so
+  the comparison isolates the store and the fusion logic. Result *sets* are compared; differences are
+  listed with whether a tie at a LIMIT boundary explains them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kbench.retrieval.registry import FUSIONS
+
+TEXT_LEG_SQL = """
+SELECT id::text, ts_rank_cd(content_search_vector, plainto_tsquery('english', %s)) AS rank
+  FROM archon_crawled_pages
+ WHERE content_search_vector @@ plainto_tsquery('english', %s)
+ ORDER BY rank DESC
+ LIMIT %s
+"""
+
+
+def pg_text_leg(store, query_text: str, limit: int) -> list[tuple[int, float]]:
+    """The text CTE of references 000/002 as its own query: [(chunk index, ts_rank_cd)] best first."""
+    with store.conn.cursor() as cur:
+        rows = cur.execute(TEXT_LEG_SQL, [query_text, query_text, limit]).fetchall()
+    return [(store._ids[rid], float(rank)) for rid, rank in rows]
+
+
+@dataclass
+class VectorParity:
+    queries: int = 0
+    identical: int = 0
+    tie_only: int = 0
+    differences: list[dict] = field(default_factory=list)  # non-tie differences, one per query
+    max_score_diff: float = 0.0
+
+
+def compare_vector_lists(faiss_results: list[list[tuple[int, float]]], pg_results: list[list[tuple[int, float]]],
+                         query_ids: list[str], tie_tolerance: float = 1e-5) -> VectorParity:
+    report = VectorParity(queries=len(query_ids))
+    for qid, a, b in zip(query_ids, faiss_results, pg_results):
+        ids_a, ids_b = [i for i, _ in a], [i for i, _ in b]
+        common = set(ids_a) & set(ids_b)
+        sa, sb = dict(a), dict(b)
+        if common:
+            report.max_score_diff = max(report.max_score_diff, max(abs(sa[i] - sb[i]) for i in common))
+        if ids_a == ids_b:
+            report.identical += 1
+            continue
+        # every differing position must hold chunks whose scores tie within the tolerance
+        ties = len(a) == len(b) and all(abs(x[1] - y[1]) < tie_tolerance for x, y in zip(a, b))
+        if ties:
+            report.tie_only += 1
+        else:
+            report.differences.append({"query_id": qid, "faiss": a, "pgvector": b})
+    return report
+
+
+@dataclass
+class HybridParity:
+    function: str
+    queries: int = 0
+    same_set: int = 0
+    same_order: int = 0
+    differences: list[dict] = field(default_factory=list)
+
+
+def compare_hybrid(function: str, store, queries, query_vectors: np.ndarray, faiss_index, k: int,
+                   fusion_params: dict) -> HybridParity:
+    """The SQL function ``function`` vs the Python fusion of the same name over FAISS + the SQL text CTE."""
+    fusion = FUSIONS.get(function)
+    params = fusion.params(**fusion_params)
+    depth = params.leg_depth(k) if hasattr(params, "leg_depth") else k
+    scores, ids = faiss_index.search(query_vectors, depth)
+    report = HybridParity(function)
+    for qi, query in enumerate(queries):
+        vector_leg = [(int(i), float(s)) for i, s in zip(ids[qi], scores[qi]) if i >= 0]
+        text_leg = pg_text_leg(store, query.text, depth)
+        python = fusion.impl({"vector": vector_leg, "text": text_leg}, params, k)
+        threshold = fusion_params.get("similarity_threshold")
+        sql = store.hybrid(function, query_vectors[qi], query.text, k,
+                           similarity_threshold=-1.0 if threshold is None else threshold)
+        py_ids, sql_ids = [h.chunk_index for h in python], [i for i, _, _ in sql]
+        report.queries += 1
+        if set(py_ids) == set(sql_ids):
+            report.same_set += 1
+            report.same_order += py_ids == sql_ids
+        else:
+            report.differences.append({"query_id": query.query_id, "only_python": sorted(set(py_ids) - set(sql_ids)),
+                                       "only_sql": sorted(set(sql_ids) - set(py_ids)),
+                                       "text_leg_tail_scores": [s for _, s in text_leg[-3:]]})
+    return report
