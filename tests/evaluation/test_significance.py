@@ -24,7 +24,7 @@ def two_runs(shared_cache_workspace, tmp_path_factory):
     (ws / "cache").symlink_to(cache, target_is_directory=True)
     out = []
     for size, overlap in ((600, 100), (1000, 0)):
-        data = make_config(ws, dataset={"name": "demo", "max_documents": 6, "max_queries": 40},
+        data = make_config(ws, dataset={"name": "demo", "max_documents": 1, "max_queries": 20, "seed": 7},
                            chunking={"strategy": "fixed", "chunk_size": size, "chunk_overlap": overlap})
         out.append(run_experiment(load_experiment(data), progress=False, log=False).per_query)
     a, b = out

@@ -1,0 +1,220 @@
+"""Sweeps: grid/variant expansion, MLflow parent/child runs, failures, resume after kill -9, reuse by run
+key, and the Dask executor giving the local executor's metrics, on small real demo samples."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+from kbench.config import ConfigError
+from kbench.sweep import expand_sweep, make_executor, run_sweep
+from kbench.sweep.run import CONFIG_KEY, LABEL, REUSED_FROM, ROLE, SweepError, SweepLock
+from tests.conftest import make_config
+
+KBENCH = Path(sys.executable).parent / "kbench"
+SMALL_DEMO = {"name": "demo", "max_documents": 1, "max_queries": 6, "seed": 2}  # 5 documents, 28 kB
+
+
+def sweep_data(workspace: Path, sweep=None, variants=None, **sections) -> dict:
+    data = make_config(workspace, dataset=SMALL_DEMO, **sections)
+    data["name"] = "t"
+    if sweep:
+        data["sweep"] = sweep
+    if variants:
+        data["variants"] = variants
+    return data
+
+
+def runs_of(workspace: Path, experiment: str = "tests"):
+    client = MlflowClient(f"sqlite:///{workspace / 'mlflow.db'}")
+    exp = client.get_experiment_by_name(experiment)
+    return client, (client.search_runs([exp.experiment_id], max_results=1000) if exp else [])
+
+
+# --------------------------------------------------------------------------- expansion
+def test_grid_expands_every_combination_with_knob_labels(tmp_path):
+    plan = expand_sweep(sweep_data(tmp_path, sweep={"chunking.chunk_size": [300, 600, 900],
+                                                    "retrieval.top_k": [5, 20]}))
+    assert len(plan.configs) == 6
+    labels = [c.label for c in plan.configs]
+    assert labels[0] == "chunk_size=300,top_k=5"
+    by = plan.by_label()
+    assert by["chunk_size=600,top_k=20"].knobs == {}  # equals the baseline
+    assert by["chunk_size=300,top_k=20"].knobs == {"chunking.chunk_size": "300"}
+    assert by["chunk_size=900,top_k=5"].knobs == {"chunking.chunk_size": "900", "retrieval.top_k": "5"}
+    assert len({c.run_key for c in plan.configs}) == 6
+    assert by["chunk_size=300,top_k=5"].experiment.chunking.chunk_size == 300
+
+
+def test_run_key_ignores_names_and_tracking(tmp_path):
+    a = expand_sweep(sweep_data(tmp_path, sweep={"retrieval.top_k": [5]}))
+    b = expand_sweep({**sweep_data(tmp_path / "other", sweep={"retrieval.top_k": [5]}),
+                      "name": "renamed", "tracking": {"experiment": "x"}})
+    assert a.configs[0].run_key == b.configs[0].run_key
+
+
+def test_variant_switching_strategy_drops_the_old_strategys_knobs(tmp_path):
+    plan = expand_sweep(sweep_data(tmp_path, variants=[{"name": "whole", "chunking": {"strategy": "none"}}],
+                                   sweep={"chunking.chunk_size": [400]}))
+    whole = plan.by_label()["whole"]
+    assert whole.experiment.chunking.strategy == "none"
+    assert "chunk_size" not in whole.experiment.resolved()["chunking"]
+    assert whole.knobs["chunking.strategy"] == "none"
+
+
+def test_strategy_grid_collapses_configs_that_resolve_equal(tmp_path):
+    plan = expand_sweep(sweep_data(tmp_path, sweep={"chunking.strategy": ["fixed", "none"],
+                                                    "chunking.chunk_size": [300, 600]}))
+    # none ignores chunk_size: its two grid points are one config
+    assert len(plan.configs) == 3
+    none = [c for c in plan.configs if c.experiment.chunking.strategy == "none"][0]
+    assert none.aliases == ["strategy=none,chunk_size=600"]
+
+
+def test_bad_sweeps_fail_before_anything_runs(tmp_path):
+    with pytest.raises(ConfigError, match="chunk_sise"):
+        expand_sweep(sweep_data(tmp_path, sweep={"chunking.chunk_sise": [300]}))
+    with pytest.raises(ConfigError, match="non-empty list"):
+        expand_sweep(sweep_data(tmp_path, sweep={"retrieval.top_k": 5}))
+    with pytest.raises(ConfigError, match="nothing to sweep"):
+        expand_sweep(sweep_data(tmp_path))
+    with pytest.raises(ConfigError, match="distinct name"):
+        expand_sweep(sweep_data(tmp_path, variants=[{"name": "a", "retrieval.top_k": 3},
+                                                    {"name": "a", "retrieval.top_k": 4}]))
+    with pytest.raises(ConfigError, match=r"(?s)\[top_k=0\].*retrieval.top_k"):
+        expand_sweep(sweep_data(tmp_path, sweep={"retrieval.top_k": [5, 0]}))
+
+
+def test_lock_refuses_a_second_driver(tmp_path):
+    with SweepLock(tmp_path / "s.lock"):
+        with pytest.raises(SweepError, match="already running"):
+            with SweepLock(tmp_path / "s.lock"):
+                pass
+    with SweepLock(tmp_path / "s.lock"):  # released on exit
+        pass
+
+
+# --------------------------------------------------------------------------- running
+@pytest.mark.slow
+def test_local_sweep_logs_parent_children_failure_and_resumes(workspace):
+    data = sweep_data(workspace, sweep={"retrieval.top_k": [3, 10]},
+                      variants=[{"name": "broken", "embedding.model": "/nonexistent/model-folder"}])
+    plan = expand_sweep(data)
+    out = run_sweep(plan, make_executor("local"), say=lambda s: None)
+    assert out.status == {"top_k=3": "ran", "top_k=10": "ran", "broken": "failed"}
+    assert "ModelNotInstalledError" in out.errors["broken"]
+
+    client, runs = runs_of(workspace)
+    parent = client.get_run(out.parent_run_id)
+    assert parent.data.tags[ROLE] == "parent" and parent.info.status == "FAILED"  # one config failed
+    children = {r.data.tags[LABEL]: r for r in runs if r.data.tags.get("mlflow.parentRunId") == out.parent_run_id}
+    assert children["top_k=3"].info.status == "FINISHED"
+    assert children["top_k=3"].data.tags["kbench.knob.retrieval.top_k"] == "3"
+    assert children["top_k=3"].data.metrics["chunk_recall_at_10"] <= children["top_k=10"].data.metrics[
+        "chunk_recall_at_10"]
+    failed = children["broken"]
+    assert failed.info.status == "FAILED" and "/nonexistent/model-folder" in failed.data.tags["kbench.error"]
+    assert "error.txt" in [a.path for a in client.list_artifacts(failed.info.run_id)]
+    assert "per_query.parquet" in [a.path for a in client.list_artifacts(children["top_k=3"].info.run_id)]
+    report = [a.path for a in client.list_artifacts(out.parent_run_id, "report")]
+    assert "report/report.md" in report and "report/metric_per_config.png" in report
+
+    again = run_sweep(expand_sweep(data), make_executor("local"), say=lambda s: None)
+    assert again.parent_run_id == out.parent_run_id
+    assert again.status == {"top_k=3": "done", "top_k=10": "done", "broken": "failed"}  # failures are retried
+    _, runs = runs_of(workspace)
+    per_key = Counter(r.data.tags.get(CONFIG_KEY) for r in runs if r.info.status == "FINISHED"
+                      and r.data.tags.get(ROLE) == "child")
+    assert sorted(per_key.values()) == [1, 1]
+
+    # another sweep holding one equal config reuses (links) its finished run instead of computing it again
+    other = sweep_data(workspace, sweep={"retrieval.top_k": [10, 20]})
+    third = run_sweep(expand_sweep(other), make_executor("local"), say=lambda s: None)
+    assert third.status == {"top_k=10": "reused", "top_k=20": "ran"}
+    link = client.get_run(third.run_ids["top_k=10"])
+    assert link.data.tags[REUSED_FROM] == out.run_ids["top_k=10"]
+    assert link.data.metrics["chunk_ndcg_at_10"] == children["top_k=10"].data.metrics["chunk_ndcg_at_10"]
+    assert third.report_dir is not None and (third.report_dir / "report.html").is_file()
+
+
+def _finished_children(workspace: Path) -> list:
+    if not (workspace / "mlflow.db").exists():
+        return []
+    try:
+        _, runs = runs_of(workspace)
+    except Exception:  # the database is being created by the sweep
+        return []
+    return [r for r in runs if r.data.tags.get(ROLE) == "child" and r.info.status == "FINISHED"]
+
+
+@pytest.mark.slow
+def test_kill_minus_9_then_resume_runs_only_missing_configs(tmp_path):
+    """A real `kbench sweep` process is killed with SIGKILL after its first config finished; the next start
+    finishes the rest and no finished config is computed or logged twice."""
+    ws = tmp_path / "ws"  # own empty cache: every config embeds, so the kill lands mid-sweep
+    data = sweep_data(ws, sweep={"chunking.chunk_size": [250, 350, 450], "chunking.chunk_overlap": [0]})
+    config = tmp_path / "sweep.yaml"
+    config.write_text(yaml.safe_dump(data))
+    env = {**os.environ, "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
+    proc = subprocess.Popen([str(KBENCH), "sweep", str(config), "--no-report"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None and not _finished_children(ws):
+        time.sleep(0.2)
+    assert proc.poll() is None, "the sweep ended before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = {r.data.tags[CONFIG_KEY]: r.info.run_id for r in _finished_children(ws)}
+    assert 1 <= len(before) < 3, "the kill should land after the first config and before the last"
+
+    done = subprocess.run([str(KBENCH), "sweep", str(config), "--no-report"], env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert f"{len(before)} finished before" in done.stdout
+
+    _, runs = runs_of(ws)
+    children = [r for r in runs if r.data.tags.get(ROLE) == "child"]
+    finished = Counter(r.data.tags[CONFIG_KEY] for r in children if r.info.status == "FINISHED")
+    assert len(finished) == 3 and set(finished.values()) == {1}  # every config FINISHED exactly once
+    computed = Counter(r.data.tags["kbench.run_key"] for r in runs if "kbench.run_key" in r.data.tags)
+    for key, run_id in before.items():  # finished before the kill: never run or logged again
+        assert computed[key] == 1
+        assert [r.info.run_id for r in children if r.data.tags[CONFIG_KEY] == key] == [run_id]
+    statuses = Counter(r.info.status for r in children)
+    assert set(statuses) <= {"FINISHED", "KILLED"}  # a child caught mid-logging is marked KILLED, then re-run
+
+
+def _quality(metrics: dict[str, float]) -> dict[str, float]:
+    return {k: v for k, v in metrics.items() if k.startswith(("doc_", "chunk_", "span_"))}
+
+
+@pytest.mark.slow
+def test_dask_local_cluster_gives_the_local_executors_metrics(tmp_path, shared_cache_workspace):
+    cache = shared_cache_workspace / "cache"
+    cache.mkdir(exist_ok=True)
+    results = {}
+    for executor in ("local", "dask"):
+        ws = tmp_path / executor
+        ws.mkdir()
+        (ws / "cache").symlink_to(cache, target_is_directory=True)  # workers share one cache
+        data = sweep_data(ws, sweep={"chunking.chunk_size": [500, 700], "retrieval.top_k": [5, 10]})
+        out = run_sweep(expand_sweep(data), make_executor(executor, workers=2), report=False, say=lambda s: None)
+        assert set(out.status.values()) == {"ran"}
+        client, runs = runs_of(ws)
+        results[executor] = {r.data.tags[LABEL]: r for r in runs if r.data.tags.get(ROLE) == "child"}
+    assert set(results["local"]) == set(results["dask"]) and len(results["local"]) == 4
+    for label, run in results["local"].items():
+        other = results["dask"][label]
+        assert other.data.tags["kbench.sweep.executor"] == "dask"
+        assert _quality(run.data.metrics) == _quality(other.data.metrics), label
+        assert len(_quality(run.data.metrics)) > 10
+    pids = {r.data.tags["kbench.worker"] for r in results["dask"].values()}
+    assert str(os.getpid()) not in {p.rsplit(":", 1)[1] for p in pids}  # computed on the workers
