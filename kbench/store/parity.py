@@ -17,18 +17,19 @@ import numpy as np
 from kbench.retrieval.registry import FUSIONS
 
 TEXT_LEG_SQL = """
-SELECT id::text, ts_rank_cd(content_search_vector, plainto_tsquery('english', %s)) AS rank
+SELECT id::text, {rank}(content_search_vector, plainto_tsquery('english', %s)) AS rank
   FROM archon_crawled_pages
  WHERE content_search_vector @@ plainto_tsquery('english', %s)
  ORDER BY rank DESC
- LIMIT %s
 """
 
 
-def pg_text_leg(store, query_text: str, limit: int) -> list[tuple[int, float]]:
-    """The text CTE of references 000/002 as its own query: [(chunk index, ts_rank_cd)] best first."""
+def pg_text_leg(store, query_text: str, limit: int | None, rank: str = "ts_rank_cd") -> list[tuple[int, float]]:
+    """The text CTE of references 000/002 (ts_rank_cd, LIMIT) or 004 (ts_rank, no LIMIT) as its own query:
+    [(chunk index, rank)] best first."""
+    sql = TEXT_LEG_SQL.format(rank=rank) + (" LIMIT %s" if limit else "")
     with store.conn.cursor() as cur:
-        rows = cur.execute(TEXT_LEG_SQL, [query_text, query_text, limit]).fetchall()
+        rows = cur.execute(sql, [query_text, query_text] + ([limit] if limit else [])).fetchall()
     return [(store._ids[rid], float(rank)) for rid, rank in rows]
 
 
@@ -76,12 +77,16 @@ def compare_hybrid(function: str, store, queries, query_vectors: np.ndarray, fai
     """The SQL function ``function`` vs the Python fusion of the same name over FAISS + the SQL text CTE."""
     fusion = FUSIONS.get(function)
     params = fusion.params(**fusion_params)
-    depth = params.leg_depth(k) if hasattr(params, "leg_depth") else k
+    if function == "rrf_supabase":  # 004's legs have no LIMIT and its text leg ranks with ts_rank
+        depth, text_limit, rank = faiss_index.ntotal, None, "ts_rank"
+    else:
+        depth = params.leg_depth(k) if hasattr(params, "leg_depth") else k
+        text_limit, rank = depth, "ts_rank_cd"
     scores, ids = faiss_index.search(query_vectors, depth)
     report = HybridParity(function)
     for qi, query in enumerate(queries):
         vector_leg = [(int(i), float(s)) for i, s in zip(ids[qi], scores[qi]) if i >= 0]
-        text_leg = pg_text_leg(store, query.text, depth)
+        text_leg = pg_text_leg(store, query.text, text_limit, rank)
         python = fusion.impl({"vector": vector_leg, "text": text_leg}, params, k)
         threshold = fusion_params.get("similarity_threshold")
         sql = store.hybrid(function, query_vectors[qi], query.text, k,

@@ -65,7 +65,8 @@ def test_vector_leg_and_production_hybrid_match_duckdb_faiss(scifact_run):
 
         store = pg.extras["pg_store"]
         for function, params in [("archon_hybrid", {"similarity_threshold": None}),
-                                 ("archon_weighted", {"similarity_threshold": 0.05})]:
+                                 ("archon_weighted", {"similarity_threshold": 0.05}),
+                                 ("rrf_supabase", {"rrf_k": 10})]:
             hybrid = compare_hybrid(function, store, dataset.queries, qv, duck.vector_index, 10, params)
             assert hybrid.queries == len(dataset.queries)
             assert hybrid.same_set == hybrid.queries, hybrid.differences

@@ -1,0 +1,113 @@
+"""Flat vs HNSW vs IVF on SciFact (all-MiniLM-L6-v2, one vector per abstract): recall@10 against exact search
+and per-query latency, side by side in one run; optionally the same indexes in pgvector.
+
+Run from the repository root so the workspace cache holds the full-SciFact embeddings (otherwise the
+5,183 abstracts are embedded first, several minutes on 2 cores):
+
+    .venv/bin/python benchmarks/ann_recall.py [--pgvector] [--workspace experiments]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kbench.chunking import chunk_corpus  # noqa: E402
+from kbench.cli.tables import format_table  # noqa: E402
+from kbench.config import StoreConfig, load_experiment  # noqa: E402
+from kbench.datasets import load_dataset  # noqa: E402
+from kbench.embedding.run import CachedEmbedder  # noqa: E402
+from kbench.paths import workspace_dir  # noqa: E402
+from kbench.store.faiss_index import VectorIndex, exact_top_k  # noqa: E402
+
+VARIANTS = [
+    ("flat", {"index": "flat"}),
+    ("hnsw M=32 efSearch=64", {"index": "hnsw"}),
+    ("hnsw M=32 efSearch=16", {"index": "hnsw", "hnsw_ef_search": 16}),
+    ("ivf nlist=100 nprobe=10", {"index": "ivf"}),
+    ("ivf nlist=100 nprobe=1", {"index": "ivf", "ivf_nprobe": 1}),
+]
+
+
+def recall(found: np.ndarray, truth: np.ndarray) -> float:
+    return float(np.mean([len(set(f[f >= 0]) & set(t)) / len(t) for f, t in zip(found, truth)]))
+
+
+def per_query_ms(search, queries: np.ndarray, k: int) -> np.ndarray:
+    times = []
+    for q in queries:
+        t = time.perf_counter()
+        search(q[None, :], k)
+        times.append((time.perf_counter() - t) * 1000)
+    return np.array(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workspace", default="experiments")
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--pgvector", action="store_true", help="also measure pgvector exact / hnsw / ivfflat")
+    args = parser.parse_args()
+    experiment = load_experiment({"dataset": {"name": "scifact"}, "chunking": {"strategy": "none"},
+                                  "workspace": args.workspace, "tracking": {"enabled": False}})
+    dataset = load_dataset(experiment.dataset)
+    chunks = chunk_corpus(dataset.documents, experiment.chunking)
+    embedder = CachedEmbedder(experiment.embedding, workspace_dir(args.workspace) / "cache")
+    t = time.perf_counter()
+    embedded = embedder.embed([c.text for c in chunks], progress=True)
+    print(f"{len(chunks)} abstracts: {embedded.cache_hits} vectors from the cache, {embedded.cache_misses} computed "
+          f"({time.perf_counter() - t:.1f} s)")
+    ok = np.flatnonzero(embedded.ok_mask)
+    vectors = embedded.vectors[ok]
+    queries = embedder.embed_queries([q.text for q in dataset.queries])
+    truth = exact_top_k(vectors, ok, queries, args.k)
+    rows = []
+    for label, knobs in VARIANTS:
+        config = StoreConfig(**knobs)
+        t = time.perf_counter()
+        index = VectorIndex.build(vectors, config, ids=ok)
+        build_s = time.perf_counter() - t
+        _, found = index.search(queries, args.k)
+        ms = per_query_ms(index.search, queries, args.k)
+        rows.append([f"faiss {label}", recall(found, truth), float(np.percentile(ms, 50)),
+                     float(np.percentile(ms, 95)), round(build_s, 2)])
+    if args.pgvector:
+        rows += pgvector_rows(experiment, dataset, chunks, embedded, embedder, queries, truth, args.k)
+    flat_p50 = rows[0][2]
+    for row in rows:
+        row.append(round(row[2] / flat_p50, 2))
+    print(f"\nSciFact test: {len(queries)} queries over {len(ok)} abstracts, recall@{args.k} against exact search\n")
+    print(format_table(["index", f"recall@{args.k}", "p50 ms/query", "p95 ms/query", "build s", "p50 / flat"],
+                       rows))
+
+
+def pgvector_rows(experiment, dataset, chunks, embedded, embedder, queries, truth, k) -> list[list]:
+    from kbench.store.pgvector_store import PgVectorIndex, PgVectorStore
+    from kbench.store.sync import make_collection
+
+    collection = make_collection(experiment, embedder.cache.namespace, embedded.vectors.shape[1])
+    rows = []
+    with PgVectorStore(collection) as store:
+        store.sync(collection, dataset.documents, chunks, embedded.vectors, embedded.failed)
+        store.load_id_map(chunks)
+        index = PgVectorIndex(store)
+        for label, knobs in [("exact", {"index": "flat"}), ("hnsw m=32 ef_search=64", {"index": "hnsw"}),
+                             ("ivfflat lists=100 probes=10", {"index": "ivf"}),
+                             ("ivfflat lists=100 probes=1", {"index": "ivf", "ivf_nprobe": 1})]:
+            t = time.perf_counter()
+            store.apply_index(StoreConfig(**knobs))
+            build_s = time.perf_counter() - t
+            _, found = index.search(queries, k)
+            ms = per_query_ms(index.search, queries, k)
+            rows.append([f"pgvector {label}", recall(found, truth), float(np.percentile(ms, 50)),
+                         float(np.percentile(ms, 95)), round(build_s, 2)])
+    return rows
+
+
+if __name__ == "__main__":
+    main()
