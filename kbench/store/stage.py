@@ -64,7 +64,7 @@ def prepare_store(experiment, dataset: Dataset, chunks: list[Chunk], embedded, e
             report = store.sync(collection, dataset.documents, chunks, vectors, failed)
             ids, stored = store.read_vectors(collection, chunks)
         if not np.array_equal(ids, ok):
-            raise RuntimeError(f"{db_path}: collection {collection.name} holds chunks {len(ids)} "
+            raise RuntimeError(f"{db_path}: collection {collection.name} holds {len(ids)} chunks after sync "
                                f"but the run has {len(ok)} embedded chunks")
         folder = db_path.parent / "faiss" / collection.name
         index, reopened = load_or_build(folder, stored, ids, config, index_state(chunks, ids, embedder.cache.namespace))
