@@ -24,6 +24,7 @@ SMALL_DEMO = {"name": "demo", "max_documents": 1, "max_queries": 6, "seed": 2}  
 
 
 def sweep_data(workspace: Path, sweep=None, variants=None, **sections) -> dict:
+    sections.setdefault("retrieval", {"legs": ["vector"], "top_k": 20, "latency": "batch"})
     data = make_config(workspace, dataset=SMALL_DEMO, **sections)
     data["name"] = "t"
     if sweep:

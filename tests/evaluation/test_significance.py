@@ -25,7 +25,8 @@ def two_runs(shared_cache_workspace, tmp_path_factory):
     out = []
     for size, overlap in ((600, 100), (1000, 0)):
         data = make_config(ws, dataset={"name": "demo", "max_documents": 1, "max_queries": 20, "seed": 7},
-                           chunking={"strategy": "fixed", "chunk_size": size, "chunk_overlap": overlap})
+                           chunking={"strategy": "fixed", "chunk_size": size, "chunk_overlap": overlap},
+                           retrieval={"legs": ["vector"], "top_k": 20, "latency": "batch"})
         out.append(run_experiment(load_experiment(data), progress=False, log=False).per_query)
     a, b = out
     assert list(a["query_id"]) == list(b["query_id"])
