@@ -11,7 +11,7 @@ A comparison config is an ordinary experiment config plus ``variants``: a list o
 next one's). Variants whose chunker is not registered are reported and skipped, so the script runs
 while chunkers are still being written. Every run is a normal kbench run (run folder + MLflow, the
 shared embedding cache), and the table is rewritten after each run to
-``<workspace>/benchmarks/<config name>.md``, so finished rows survive an interrupted comparison.
+``<workspace>/benchmarks/<config name>-<UTC time>.md``, so finished rows survive an interrupted comparison.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import argparse
 import copy
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
@@ -72,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     base, variants = variant_configs(args.config, args.overrides)
     known = set(CHUNKERS.names())
     rows, skipped = [], []
-    out_file = workspace_dir(base.get("workspace", "experiments")) / "benchmarks" / f"{base.get('name')}.md"
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out_file = workspace_dir(base.get("workspace", "experiments")) / "benchmarks" / f"{base.get('name')}-{stamp}.md"
     out_file.parent.mkdir(parents=True, exist_ok=True)
     for name, data in variants:
         if args.only and name not in args.only:

@@ -6,7 +6,8 @@ chunk may be the answer, the other the answer plus three pages. Chroma's chunkin
 characters instead. For one question with reference spans and a ranked list of chunks:
 
 - ``R`` = the union of the question's reference character ranges (per document),
-- ``C_k`` = the union of the character ranges ``[chunk.start, chunk.end)`` of the top ``k`` chunks,
+- ``C_k`` = the union of the character ranges ``[chunk.start, chunk.end)`` of the top ``k`` chunks
+  (all of them when the retriever returned fewer than ``k``: retrieval.top_k caps the list),
 - ``C_omega`` = the union of the ranges of *every* chunk in the index that overlaps ``R`` by at least
   one character.
 
@@ -156,3 +157,31 @@ def span_metric_row(spans: list[Span], ranked_chunks: list[Chunk], candidates: I
     row["spans_covered"] = reference_coverage(chunk_ranges(ranked_chunks[: max(ks)]), spans)
     row["span_refs"] = [{"doc_id": s.doc_id, "start": s.start, "end": s.end} for s in spans]
     return row
+
+
+def reference_table(per_query, dataset):
+    """One row per (question, reference span) from a run's per-query table, for reading misses.
+
+    Columns: query_id, question, doc_id, start, end, hit_rank (rank of the first chunk that hits it under
+    evaluation.overlap, 0 = missed within the top max(k)), covered (fraction of its characters retrieved
+    in the top max(k)) and text (the reference itself). ``per_query`` is RunResult.per_query or a run's
+    per_query.parquet; ``dataset`` the run's Dataset (for the question and reference texts).
+    """
+    import pandas as pd
+
+    questions = {q.query_id: q.text for q in dataset.queries}
+    texts = {d.doc_id: d.text for d in dataset.documents}
+    rows = []
+    for _, r in per_query.iterrows():
+        refs = r.get("span_refs")
+        if refs is None:
+            continue
+        hits = list(r["spans_hit"]) if "spans_hit" in r and r["spans_hit"] is not None else [None] * len(refs)
+        for ref, hit, covered in zip(refs, hits, r["spans_covered"]):
+            doc_id, start, end = ref["doc_id"], int(ref["start"]), int(ref["end"])
+            rows.append({"query_id": r["query_id"], "question": questions.get(r["query_id"], ""),
+                         "doc_id": doc_id, "start": start, "end": end,
+                         "hit_rank": None if hit is None else int(hit), "covered": float(covered),
+                         "text": texts.get(doc_id, "")[start:end]})
+    return pd.DataFrame(rows, columns=["query_id", "question", "doc_id", "start", "end", "hit_rank", "covered",
+                                       "text"])
