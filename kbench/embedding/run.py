@@ -43,6 +43,8 @@ class EmbeddingResult:
 class CachedEmbedder:
     """An encoder plus its cache namespace; ``embed(texts)`` computes only texts never seen before."""
 
+    CACHE_BLOCK = 512  # texts per encode call and per cache shard
+
     def __init__(self, config: EmbeddingConfig, cache_root: Path, extra_key: dict | None = None):
         self.config = config
         self.encoder = load_encoder(config)
@@ -73,19 +75,26 @@ class CachedEmbedder:
             if h not in found and h not in todo:
                 todo[h] = t
         failed_hashes: dict[str, str] = {}
-        if todo:
-            keys, batch_texts = list(todo), list(todo.values())
+        pending = list(todo.items())
+        blocks = range(0, len(pending), self.CACHE_BLOCK)
+        if progress and len(blocks) > 1:
+            from tqdm.auto import tqdm
+
+            blocks = tqdm(blocks, desc=f"embedding {len(pending)} texts", unit="block")
+        for start in blocks:
+            # one cache shard per block: a run killed mid-way keeps what it already embedded
+            block = pending[start : start + self.CACHE_BLOCK]
+            keys, batch_texts = [k for k, _ in block], [t for _, t in block]
             try:
-                computed = self._finish(self.encoder.encode(batch_texts, progress=progress))
+                computed = self._finish(self.encoder.encode(batch_texts, progress=progress and len(pending) <= self.CACHE_BLOCK))
             except Exception as e:  # keep going: record failures, never store a zero vector
-                computed = None
-                failed_hashes = {k: f"{type(e).__name__}: {e}" for k in keys}
-            if computed is not None:
-                bad = ~np.isfinite(computed).all(axis=1) | (np.abs(computed).sum(axis=1) == 0)
-                good_keys = [k for k, b in zip(keys, bad) if not b]
-                failed_hashes.update({k: "zero or non-finite vector" for k, b in zip(keys, bad) if b})
-                self.cache.put_many(good_keys, computed[~bad])
-                found.update({k: v for k, v, b in zip(keys, computed, bad) if not b})
+                failed_hashes.update({k: f"{type(e).__name__}: {e}" for k in keys})
+                continue
+            bad = ~np.isfinite(computed).all(axis=1) | (np.abs(computed).sum(axis=1) == 0)
+            good_keys = [k for k, b in zip(keys, bad) if not b]
+            failed_hashes.update({k: "zero or non-finite vector" for k, b in zip(keys, bad) if b})
+            self.cache.put_many(good_keys, computed[~bad])
+            found.update({k: v for k, v, b in zip(keys, computed, bad) if not b})
         dim = next(iter(found.values())).shape[0] if found else (self.dimension or 1)
         vectors = np.zeros((len(texts), dim), dtype=np.float32)
         failed: dict[int, str] = {}
