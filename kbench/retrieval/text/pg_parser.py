@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Callable
 
 # Token type ids and aliases, as ts_token_type('default') lists them.
 TOKEN_TYPES = (

