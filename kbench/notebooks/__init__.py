@@ -85,14 +85,22 @@ def parse_value(raw: str) -> Any:
         return raw
 
 
-def _failure(error: BaseException) -> tuple[str, int | None]:
-    """A readable error naming the failing cell (papermill's PapermillExecutionError carries it)."""
+def _failure(error: BaseException, output: Path) -> tuple[str, int | None]:
+    """A readable error naming the failing cell: its index in the executed copy and its first line."""
     from papermill.exceptions import PapermillExecutionError
 
-    if isinstance(error, PapermillExecutionError):
-        cell = error.exec_count
-        return f"cell {error.cell_index} (execution count {cell}) raised {error.ename}: {error.evalue}", error.cell_index
-    return f"{type(error).__name__}: {error}", None
+    if not isinstance(error, PapermillExecutionError):
+        return f"{type(error).__name__}: {error}", None
+    index = None
+    if output.is_file():
+        import nbformat
+
+        cells = nbformat.read(str(output), as_version=4).cells
+        index = next((i for i, c in enumerate(cells) if c.cell_type == "code"
+                      and any(o.get("output_type") == "error" for o in c.get("outputs", []))), None)
+    first_line = _cell_source(output, index).strip().splitlines()[:1]
+    where = f"cell {index} (execution count {error.exec_count}" + (f", {first_line[0]!r})" if first_line else ")")
+    return f"{where} raised {error.ename}: {error.evalue}", index
 
 
 def _cell_source(path: Path, index: int | None) -> str:
@@ -146,7 +154,10 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile
         papermill.execute_notebook(str(source), str(output), parameters=params, kernel_name=kernel,
                                    cwd=str(REPO_ROOT), progress_bar=False, log_output=False)
     except Exception as e:  # the executed copy (with the traceback in the failing cell) is still written
-        error, failed_cell = _failure(e)
+        error, failed_cell = _failure(e, output)
+    except BaseException as e:  # interrupted: the run still ends FAILED, not RUNNING forever
+        record_failed_run(client, run_id, f"{name}: interrupted ({type(e).__name__})")
+        raise
     seconds = time.perf_counter() - started
     plots = sorted(p for p in plots_dir.glob("*") if p.is_file())
     client.log_metric(run_id, "notebook_seconds", seconds)
