@@ -39,6 +39,7 @@ def recall(found: np.ndarray, truth: np.ndarray) -> float:
 
 
 def per_query_ms(search, queries: np.ndarray, k: int) -> np.ndarray:
+    search(queries[:1], k)  # warm-up
     times = []
     for q in queries:
         t = time.perf_counter()
@@ -52,7 +53,13 @@ def main() -> None:
     parser.add_argument("--workspace", default="experiments")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--pgvector", action="store_true", help="also measure pgvector exact / hnsw / ivfflat")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="FAISS OpenMP threads; 1 (default) because a single query gains nothing from more and "
+                             "on a busy machine idle OpenMP workers add tens of milliseconds per call")
     args = parser.parse_args()
+    import faiss
+
+    faiss.omp_set_num_threads(args.threads)
     experiment = load_experiment({"dataset": {"name": "scifact"}, "chunking": {"strategy": "none"},
                                   "workspace": args.workspace, "tracking": {"enabled": False}})
     dataset = load_dataset(experiment.dataset)

@@ -220,8 +220,9 @@ $$;
 -- positions), 1/(rrf_k + value) per leg, and an inner JOIN keeps only chunks found by both legs.
 -- Two readings where the reference cannot run as printed: its `query::tsquery` names no defined
 -- value, read here as plainto_tsquery(query_lang, query_text); it has no stored tsvector for
--- query_lang, so one is computed from content. p_user_id is dropped (one collection per schema) and
--- rows come back as a table instead of json.
+-- query_lang, so one is computed from content (the stored english one when query_lang is english: the
+-- same tsvector, without re-parsing every row per query). p_user_id is dropped (one collection per
+-- schema) and rows come back as a table instead of json.
 CREATE OR REPLACE FUNCTION hybrid_knowledge_chunks_search_v2(
     query_text TEXT,
     query_embedding vector,
@@ -237,10 +238,11 @@ DECLARE
 BEGIN
     RETURN QUERY EXECUTE format(
         'WITH text_results AS (
-             SELECT c.id, ts_rank(to_tsvector($3::regconfig, c.content),
-                                  plainto_tsquery($3::regconfig, $1)) AS rank_text
-               FROM archon_crawled_pages c
-              WHERE to_tsvector($3::regconfig, c.content) @@ plainto_tsquery($3::regconfig, $1)
+             SELECT d.id, ts_rank(d.tsv, plainto_tsquery($3::regconfig, $1)) AS rank_text
+               FROM (SELECT c.id, CASE WHEN $3 = ''english'' THEN c.content_search_vector
+                                       ELSE to_tsvector($3::regconfig, c.content) END AS tsv
+                       FROM archon_crawled_pages c) d
+              WHERE d.tsv @@ plainto_tsquery($3::regconfig, $1)
          ),
          vector_results AS (
              SELECT c.id, -(c.%1$I <#> $2) AS rank_vec
