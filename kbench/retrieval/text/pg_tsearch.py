@@ -186,6 +186,11 @@ class TsQuery:
         return self.root[0] if isinstance(self.root, tuple) else None
 
     @cached_property
+    def sorted_unique_operands(self) -> list[str]:
+        """Distinct operands in tsCompareString order (bytewise, a prefix first), as tsrank.c sorts them."""
+        return sorted(set(self.operands), key=lambda s: s.encode("utf-8"))
+
+    @cached_property
     def kind(self) -> str:
         """"and" / "or" when every operator is & / | (a plainto or OR query), else "mixed"."""
         ops = set()
@@ -282,7 +287,7 @@ def _weights32(weights: tuple[float, ...]) -> tuple[float, ...]:
 
 def _sorted_unique_operands(query: TsQuery) -> list[str]:
     """SortAndUniqItems(): distinct operands in tsCompareString order (bytewise, shorter first on ties)."""
-    return sorted(set(query.operands), key=lambda s: s.encode("utf-8"))
+    return query.sorted_unique_operands
 
 
 def word_distance(distance: int) -> float:
@@ -409,12 +414,23 @@ def ts_rank_cd(vector: TsVector, query: TsQuery, weights: tuple[float, ...] = DE
     inverse_weights = [1.0 / w for w in _weights32(weights)]
     if query.root is None:
         return 0.0
-    doc = _doc_representation(vector, query)
-    if not doc:
-        return 0.0
     wdoc = sum_dist = prev_ext_pos = 0.0
     n_extent = 0
-    for begin, end in _covers(doc, query):
+    if query.kind == "or" and not normalization & 4:
+        # every occurrence is a one-entry cover worth 1 / (1 / w_D); the same sum without building covers
+        occurrences = sum(len(vector.get(lexeme, ())) for lexeme in query.sorted_unique_operands)
+        if not occurrences:
+            return 0.0
+        cpos = 1 / inverse_weights[0]
+        for _ in range(occurrences):
+            wdoc += cpos
+        covers = ()
+    else:
+        doc = _doc_representation(vector, query)
+        if not doc:
+            return 0.0
+        covers = _covers(doc, query)
+    for begin, end in covers:
         p, q = doc[begin][0], doc[end][0]
         inv_sum = 0.0
         for _ in range(begin, end + 1):
