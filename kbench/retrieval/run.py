@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kbench.config import RerankConfig, RetrievalConfig
+from kbench.config import ConfigError, RerankConfig, RetrievalConfig
 from kbench.records import Document, Hit, Query
 from kbench.retrieval.filters import describe, drop_query_document, filter_mask
 from kbench.retrieval.grouping import group_by_page
 from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS, SearchContext
 
 
-class SearchError(ValueError):
-    pass
+class SearchError(ConfigError):
+    """A config that cannot search this dataset (e.g. filters that keep no chunk); the CLI prints it plainly."""
 
 
 @dataclass

@@ -270,7 +270,8 @@ def legs_002(cur, text, qv, n):
     cur.execute("SELECT id - 1, 1 - (embedding <=> %s::vector) FROM documents WHERE metadata @> '{}' "
                 "AND embedding IS NOT NULL ORDER BY embedding <=> %s::vector LIMIT %s", (qv, qv, n))
     vec = [(int(i), float(s)) for i, s in cur.fetchall()]
-    cur.execute("SELECT id - 1, ts_rank_cd(content_search_vector, plainto_tsquery('english', %s))::float8 AS similarity "
+    cur.execute("SELECT id - 1, ts_rank_cd(content_search_vector, plainto_tsquery('english', %s))::float8 "
+                "AS similarity "
                 "FROM documents WHERE metadata @> '{}' AND content_search_vector @@ plainto_tsquery('english', %s) "
                 "ORDER BY similarity DESC LIMIT %s", (text, text, n))
     return vec, [(int(i), float(s)) for i, s in cur.fetchall()]
@@ -309,7 +310,8 @@ def test_archon_weighted_matches_reference_000(pg):
                 cur.execute("SELECT id, 1 - (embedding_384 <=> %s::vector) AS similarity FROM archon_crawled_pages "
                             "ORDER BY similarity DESC LIMIT %s", (qv, 2 * n))  # unthresholded: the fusion thresholds
                 vec = [(uuid.UUID(str(i)).int - 1, float(s)) for i, s in cur.fetchall()]
-                cur.execute("SELECT id, ts_rank_cd(content_search_vector, plainto_tsquery('english', %s))::float8 AS rank "
+                cur.execute("SELECT id, ts_rank_cd(content_search_vector, plainto_tsquery('english', %s))::float8 "
+                            "AS rank "
                             "FROM archon_crawled_pages WHERE content_search_vector @@ plainto_tsquery('english', %s) "
                             "ORDER BY rank DESC LIMIT %s", (text, text, 2 * n))
                 txt = [(uuid.UUID(str(i)).int - 1, float(s)) for i, s in cur.fetchall()]
@@ -344,7 +346,8 @@ def test_rrf_supabase_matches_reference_004_as_written(pg):
                         "plainto_tsquery('english', %s) AS query WHERE user_id = %s AND tsv @@ query "
                         "ORDER BY rank_text DESC", (text, USER))
             txt = [(uuid.UUID(str(i)).int - 1, float(s)) for i, s in cur.fetchall()]
-            cur.execute("SELECT id, score FROM hybrid_knowledge_chunks_search_v2(%s, %s, %s::vector, 'english', 10, 10)",
+            cur.execute("SELECT id, score FROM "
+                        "hybrid_knowledge_chunks_search_v2(%s, %s, %s::vector, 'english', 10, 10)",
                         (USER, text, qv))
             theirs = [(uuid.UUID(str(i)).int - 1, float(s)) for i, s in cur.fetchall()]
             hits = rrf_supabase_fuse({"vector": vec, "postgres_fts": txt}, RRFSupabaseParams(rrf_k=10), 10)

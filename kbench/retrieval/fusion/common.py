@@ -14,10 +14,10 @@ def two_legs(leg_results: dict[str, LegResult], method: str) -> tuple[tuple[str,
     return first, second
 
 
-def require_two_legs(method: str, legs: list[str]) -> None:
+def require_two_legs(method: str, legs: list[str], order: str = "[vector, text] (e.g. [vector, postgres_fts])") -> None:
     if len(legs) != 2:
-        raise ValueError(f"retrieval.fusion.method {method!r} fuses exactly two legs, in the order "
-                         f"[vector, text] (e.g. [vector, postgres_fts]); retrieval.legs is {legs}")
+        raise ValueError(f"retrieval.fusion.method {method!r} fuses exactly two legs, in the order {order}; "
+                         f"retrieval.legs is {legs}")
 
 
 def evidence(leg_results: dict[str, LegResult]) -> tuple[dict[int, dict[str, float]], dict[int, dict[str, int]]]:

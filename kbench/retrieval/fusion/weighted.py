@@ -31,7 +31,8 @@ class WeightedParams(StrictModel):
                                                                "leg's lowest normalized score, or 0")
 
     def check_legs(self, legs: list[str]) -> None:
-        require_two_legs("weighted", legs)
+        require_two_legs("weighted", legs,
+                         "[leg weighted by weight, leg weighted by 1 - weight] (e.g. [vector, bm25])")
 
 
 @FUSIONS.register("weighted", WeightedParams)
