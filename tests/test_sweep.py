@@ -206,12 +206,12 @@ def test_dask_local_cluster_gives_the_local_executors_metrics(tmp_path, shared_c
         ws = tmp_path / executor
         ws.mkdir()
         (ws / "cache").symlink_to(cache, target_is_directory=True)  # workers share one cache
-        data = sweep_data(ws, sweep={"chunking.chunk_size": [500, 700], "retrieval.top_k": [5, 10]})
+        data = sweep_data(ws, sweep={"chunking.chunk_size": [500, 700]})  # two embeddings, one per worker
         out = run_sweep(expand_sweep(data), make_executor(executor, workers=2), report=False, say=lambda s: None)
         assert set(out.status.values()) == {"ran"}
         client, runs = runs_of(ws)
         results[executor] = {r.data.tags[LABEL]: r for r in runs if r.data.tags.get(ROLE) == "child"}
-    assert set(results["local"]) == set(results["dask"]) and len(results["local"]) == 4
+    assert set(results["local"]) == set(results["dask"]) and len(results["local"]) == 2
     for label, run in results["local"].items():
         other = results["dask"][label]
         assert other.data.tags["kbench.sweep.executor"] == "dask"
