@@ -152,8 +152,10 @@ class LineIndex:
 
     def whole_lines(self, start: int, end: int) -> tuple[int, int] | None:
         """``[start, end)`` widened to whole lines when only whitespace shares those lines, else None."""
-        first, last = self.line_of(start), self.line_of(max(start, end - 1) if end > start else start)
+        first = self.line_of(start)
         before = self.text[self.line_start(first):start]
+        if end > start and self.text[end - 1] == "\n":  # the range already ends its line (Rust comments)
+            return (None if before.strip() else (self.line_start(first), end))
         line_end = self.text.find("\n", end)
         after = self.text[end: len(self.text) if line_end < 0 else line_end]
         if before.strip() or after.strip():
