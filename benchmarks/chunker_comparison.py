@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         result = run_experiment(experiment, progress=False, log=not args.no_log)
         m = result.metrics
         row = [name, *(int(m[key]) if key == "count_chunks" else m.get(key, float("nan")) for _, key in COLUMNS),
-               round(mean_chunk_chars(result.chunks)), round(time.perf_counter() - started, 1),
+               round(mean_chunk_chars(result.chunks)), round(time.perf_counter() - started),
                int(m.get("count_embeddings_computed", 0))]
         rows.append(row)
         table = format_table(["variant", *(h for h, _ in COLUMNS), "mean chars", "wall s", "embedded"], rows)
