@@ -165,12 +165,13 @@ def test_kill_minus_9_then_resume_runs_only_missing_configs(tmp_path):
     config = tmp_path / "sweep.yaml"
     config.write_text(yaml.safe_dump(data))
     env = {**os.environ, "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
+    stderr_file = tmp_path / "sweep.stderr"
     proc = subprocess.Popen([str(KBENCH), "sweep", str(config), "--no-report"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=stderr_file.open("w"), start_new_session=True)
     deadline = time.time() + 600
     while time.time() < deadline and proc.poll() is None and not _finished_children(ws):
         time.sleep(0.2)
-    assert proc.poll() is None, "the sweep ended before it could be killed"
+    assert proc.poll() is None, f"the sweep ended before it could be killed:\n{stderr_file.read_text()[-3000:]}"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     before = {r.data.tags[CONFIG_KEY]: r.info.run_id for r in _finished_children(ws)}

@@ -41,7 +41,9 @@ def test_sweep_reuses_embeddings_rows_and_index(config_for, workspace):
     other = {**base, "chunking": {"strategy": "fixed", "chunk_size": 400, "chunk_overlap": 0}}
     other_texts = {sha256_text(c.text) for c in chunk_corpus(dataset.documents, load_experiment(other).chunking)}
     third = run_experiment(load_experiment(other), progress=False, log=False)
-    assert third.counts["embeddings_computed"] == len(other_texts - texts)
+    # the session-wide cache may already hold some of these texts (other tests embed the demo set too)
+    assert third.counts["embeddings_computed"] + third.counts["embeddings_cached"] == len(other_texts)
+    assert third.counts["embeddings_computed"] <= len(other_texts - texts)
     assert third.counts["chunk_cache_misses"] == len(dataset.documents)
 
     # the rows are in the workspace's DuckDB, in production's shape, one collection per chunking
