@@ -22,15 +22,20 @@ def shared_cache_workspace(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("kbench-workspace")
 
 
+def link_shared_cache(ws: Path, shared_cache_workspace: Path) -> Path:
+    """Make ``ws/cache`` the session's shared cache, so texts embedded by any test are reused."""
+    cache = shared_cache_workspace / "cache"
+    cache.mkdir(exist_ok=True)
+    (ws / "cache").symlink_to(cache, target_is_directory=True)
+    return ws
+
+
 @pytest.fixture
 def workspace(tmp_path, shared_cache_workspace) -> Path:
     """A fresh workspace per test (own mlflow.db, runs/) that links the session's shared cache."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    cache = shared_cache_workspace / "cache"
-    cache.mkdir(exist_ok=True)
-    (ws / "cache").symlink_to(cache, target_is_directory=True)
-    return ws
+    return link_shared_cache(ws, shared_cache_workspace)
 
 
 def make_config(workspace: Path, **sections) -> dict:

@@ -11,7 +11,7 @@ from kbench.evaluation.compare import CompareError, RunScores, compare_runs, com
 from kbench.evaluation.report import write_report
 from kbench.evaluation.significance import holm, paired_t_test, randomization_test, wilcoxon_signed_rank
 from kbench.sweep import expand_sweep, make_executor, run_sweep
-from tests.conftest import make_config
+from tests.conftest import link_shared_cache, make_config
 
 pytestmark = pytest.mark.slow  # one real sweep of three configs, shared by the module
 
@@ -21,9 +21,7 @@ DEMO = {"name": "demo", "max_documents": 1, "max_queries": 20, "seed": 7}
 @pytest.fixture(scope="module")
 def sweep(shared_cache_workspace, tmp_path_factory):
     ws = tmp_path_factory.mktemp("compare-ws")
-    cache = shared_cache_workspace / "cache"
-    cache.mkdir(exist_ok=True)
-    (ws / "cache").symlink_to(cache, target_is_directory=True)
+    link_shared_cache(ws, shared_cache_workspace)
     data = make_config(ws, dataset=DEMO, retrieval={"legs": ["vector"], "top_k": 20, "latency": "batch"})
     data["sweep"] = {"retrieval.top_k": [3, 20]}
     data["variants"] = [{"name": "big-chunks", "chunking.chunk_size": 1000, "chunking.chunk_overlap": 0}]

@@ -12,16 +12,14 @@ from kbench.config import load_experiment
 from kbench.evaluation.significance import (adjust_p_values, bonferroni, bootstrap_ci, holm, paired_effect_size,
                                             paired_t_test, randomization_test, wilcoxon_signed_rank)
 from kbench.runner import run_experiment
-from tests.conftest import make_config
+from tests.conftest import link_shared_cache, make_config
 
 
 @pytest.fixture(scope="module")
 def two_runs(shared_cache_workspace, tmp_path_factory):
     """Per-query metrics of two real demo runs that differ in chunk size (same queries, same order)."""
     ws = tmp_path_factory.mktemp("sig-ws")
-    cache = shared_cache_workspace / "cache"
-    cache.mkdir(exist_ok=True)
-    (ws / "cache").symlink_to(cache, target_is_directory=True)
+    link_shared_cache(ws, shared_cache_workspace)
     out = []
     for size, overlap in ((600, 100), (1000, 0)):
         data = make_config(ws, dataset={"name": "demo", "max_documents": 1, "max_queries": 20, "seed": 7},

@@ -11,6 +11,7 @@ from kbench.runner import run_experiment
 from kbench.tracking.export import (TrecFormatError, export_run, import_trec_run, rankings_frame, ranked_ids,
                                     read_trec_qrels, read_trec_run, run_from_rankings, to_ranx_qrels,
                                     to_ranx_run, write_trec_qrels, write_trec_run)
+from tests.conftest import link_shared_cache
 
 SMALL_DEMO = {"name": "demo", "max_documents": 1, "max_queries": 6, "seed": 2}
 
@@ -57,9 +58,7 @@ def test_ties_are_written_strictly_decreasing_and_documents_at_their_best_chunk(
 @pytest.fixture(scope="module")
 def logged_run(shared_cache_workspace, tmp_path_factory):
     ws = tmp_path_factory.mktemp("export-ws")
-    cache = shared_cache_workspace / "cache"
-    cache.mkdir(exist_ok=True)
-    (ws / "cache").symlink_to(cache, target_is_directory=True)
+    link_shared_cache(ws, shared_cache_workspace)
     config = {"name": "export", "workspace": str(ws), "dataset": SMALL_DEMO,
               "chunking": {"strategy": "fixed", "chunk_size": 600, "chunk_overlap": 100},
               "retrieval": {"legs": ["vector"], "top_k": 20, "latency": "batch"},
