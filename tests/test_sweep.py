@@ -147,13 +147,26 @@ def test_local_sweep_logs_parent_children_failure_and_resumes(workspace):
 
 
 def _finished_children(workspace: Path) -> list:
-    if not (workspace / "mlflow.db").exists():
-        return []
+    return [r for r in runs_of(workspace)[1] if r.data.tags.get(ROLE) == "child" and r.info.status == "FINISHED"]
+
+
+def _count_finished_children_read_only(workspace: Path) -> int:
+    """Poll the store while the sweep writes it. An MlflowClient would run MLflow's schema migrations on a
+    store the sweep is still creating, and two processes migrating one sqlite file break each other, so
+    this reads the tables directly, read-only, and counts 0 until they exist."""
+    import sqlite3
+
+    db = workspace / "mlflow.db"
+    if not db.exists():
+        return 0
     try:
-        _, runs = runs_of(workspace)
-    except Exception:  # the database is being created by the sweep
-        return []
-    return [r for r in runs if r.data.tags.get(ROLE) == "child" and r.info.status == "FINISHED"]
+        with sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=1) as con:
+            (n,) = con.execute(
+                "SELECT count(*) FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid "
+                "WHERE t.key = ? AND t.value = 'child' AND r.status = 'FINISHED'", (ROLE,)).fetchone()
+        return int(n)
+    except sqlite3.Error:  # tables not created yet, or locked for a moment
+        return 0
 
 
 @pytest.mark.slow
@@ -169,7 +182,7 @@ def test_kill_minus_9_then_resume_runs_only_missing_configs(tmp_path):
     proc = subprocess.Popen([str(KBENCH), "sweep", str(config), "--no-report"], env=env,
                             stdout=subprocess.DEVNULL, stderr=stderr_file.open("w"), start_new_session=True)
     deadline = time.time() + 600
-    while time.time() < deadline and proc.poll() is None and not _finished_children(ws):
+    while time.time() < deadline and proc.poll() is None and not _count_finished_children_read_only(ws):
         time.sleep(0.2)
     assert proc.poll() is None, f"the sweep ended before it could be killed:\n{stderr_file.read_text()[-3000:]}"
     os.killpg(proc.pid, signal.SIGKILL)
