@@ -60,7 +60,10 @@ def add_train_reranker_parser(msub) -> None:
     tr.add_argument("--max-queries", type=int, default=None, help="train on a seeded sample of this many queries")
     tr.add_argument("--max-length", type=int, default=256, help="tokens per (query, passage) pair")
     tr.add_argument("--batch-size", type=int, default=16)
-    tr.add_argument("--learning-rate", type=float, default=3e-5)
+    tr.add_argument("--loss", choices=["listwise", "pointwise"], default="listwise",
+                    help="listwise: softmax over a positive and its negatives; pointwise: binary cross-entropy")
+    tr.add_argument("--learning-rate", type=float, default=1e-4, help="the encoder's")
+    tr.add_argument("--head-learning-rate", type=float, default=1e-3, help="the fresh scoring head's")
     tr.add_argument("--seed", type=int, default=0)
     tr.add_argument("--workspace", default="experiments", help="workspace whose cache/ holds first-stage vectors")
     tr.add_argument("--force", action="store_true", help="replace an existing model of the same name")
@@ -73,7 +76,8 @@ def train_reranker_cmd(args) -> int:
     config = RerankerTrainingConfig(
         dataset=args.dataset, split=args.split, out=args.out, base=args.base, epochs=args.epochs,
         negatives=args.negatives, mine_depth=args.mine_depth, max_queries=args.max_queries,
-        max_length=args.max_length, batch_size=args.batch_size, learning_rate=args.learning_rate,
+        max_length=args.max_length, batch_size=args.batch_size, loss=args.loss, learning_rate=args.learning_rate,
+        head_learning_rate=args.head_learning_rate,
         seed=args.seed, workspace=args.workspace, force=args.force,
     )
     report = train_reranker(config)

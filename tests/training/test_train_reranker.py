@@ -8,12 +8,15 @@ import pytest
 
 from kbench.chunking import chunk_corpus
 from kbench.cli import main
-from kbench.config import ChunkingConfig, DatasetConfig, EmbeddingConfig, OverlapRule
+from kbench.config import ChunkingConfig, ConfigError, DatasetConfig, EmbeddingConfig, OverlapRule
 from kbench.datasets import load_dataset
 from kbench.embedding.run import CachedEmbedder
 from kbench.evaluation.relevance import chunk_matches_span
 from kbench.retrieval.rerank.cross_encoder import resolve_cross_encoder
-from kbench.training.reranker import load_base_cross_encoder, mine_pairs, positive_chunks
+from kbench.training.reranker import (
+    RerankerTrainingConfig, TrainingPair, listwise_groups, load_base_cross_encoder, mine_pairs, positive_chunks,
+    train_reranker,
+)
 from tests.training.demo_reranker import CHUNKING
 
 
@@ -112,3 +115,17 @@ def test_cli_refuses_to_replace_a_model_without_force(tmp_path, monkeypatch, cap
         main(["models", "train-reranker", "--dataset", "demo", "--out", "taken"])
     assert e.value.code == 2
     assert "--force" in capsys.readouterr().err
+
+
+def test_listwise_groups_put_each_positive_first_with_its_own_querys_negatives():
+    pairs = [TrainingPair("q1", "a", 1.0), TrainingPair("q1", "b", 1.0), TrainingPair("q1", "x", 0.0),
+             TrainingPair("q1", "y", 0.0), TrainingPair("q2", "c", 1.0), TrainingPair("q2", "z", 0.0),
+             TrainingPair("q3", "d", 1.0)]  # q3 has no negative: nothing to rank it against
+    groups = listwise_groups(pairs)
+    assert [[p.text for p in g] for g in groups] == [["a", "x", "y"], ["b", "x", "y"], ["c", "z"]]
+
+
+def test_an_unknown_loss_is_refused_before_any_work(tmp_path, monkeypatch):
+    monkeypatch.setenv("KBENCH_MODELS_DIR", str(tmp_path))
+    with pytest.raises(ConfigError, match="--loss: 'hinge' is not one of listwise, pointwise"):
+        train_reranker(RerankerTrainingConfig(dataset="no-such-dataset", out="m", loss="hinge"))
