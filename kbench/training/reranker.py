@@ -49,6 +49,7 @@ class TrainingPair:
     query: str
     text: str
     label: float  # 1.0 relevant, 0.0 hard negative
+    query_id: str = ""  # groups a query's pairs (two queries can share a text: SciFact's train split has two)
 
 
 @dataclass
@@ -126,8 +127,8 @@ def mine_pairs(dataset: Dataset, chunks: list[Chunk], chunk_vectors: np.ndarray,
         stats["queries"] += 1
         stats["positives"] += len(pos)
         stats["negatives"] += len(chosen)
-        pairs += [TrainingPair(q.text, chunks[i].text, 1.0) for i in sorted(pos)]
-        pairs += [TrainingPair(q.text, chunks[i].text, 0.0) for i in chosen]
+        pairs += [TrainingPair(q.text, chunks[i].text, 1.0, q.query_id) for i in sorted(pos)]
+        pairs += [TrainingPair(q.text, chunks[i].text, 0.0, q.query_id) for i in chosen]
     return pairs, stats
 
 
@@ -147,7 +148,7 @@ def listwise_groups(pairs: list[TrainingPair]) -> list[list[TrainingPair]]:
     """Each positive with its query's hard negatives, positive first (one softmax group each)."""
     by_query: dict[str, tuple[list[TrainingPair], list[TrainingPair]]] = {}
     for p in pairs:
-        by_query.setdefault(p.query, ([], []))[0 if p.label == 1.0 else 1].append(p)
+        by_query.setdefault(p.query_id or p.query, ([], []))[0 if p.label == 1.0 else 1].append(p)
     return [[pos] + negatives for positives, negatives in by_query.values() for pos in positives if negatives]
 
 
@@ -164,7 +165,7 @@ def fit_cross_encoder(model, pairs: list[TrainingPair], *, loss: str, epochs: in
     rng = random.Random(seed)
     if loss == "listwise":
         units = listwise_groups(pairs)
-        per_step = max(1, batch_size // max(len(u) for u in units))  # about batch_size pairs per step
+        per_step = max(1, round(batch_size * len(units) / sum(len(u) for u in units)))  # ~batch_size pairs
     else:
         units, per_step = [[p] for p in pairs], batch_size
     steps_per_epoch = math.ceil(len(units) / per_step)

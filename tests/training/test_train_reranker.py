@@ -129,3 +129,9 @@ def test_an_unknown_loss_is_refused_before_any_work(tmp_path, monkeypatch):
     monkeypatch.setenv("KBENCH_MODELS_DIR", str(tmp_path))
     with pytest.raises(ConfigError, match="--loss: 'hinge' is not one of listwise, pointwise"):
         train_reranker(RerankerTrainingConfig(dataset="no-such-dataset", out="m", loss="hinge"))
+
+
+def test_listwise_groups_keep_two_queries_with_the_same_text_apart():
+    pairs = [TrainingPair("same claim", "a", 1.0, "1"), TrainingPair("same claim", "x", 0.0, "1"),
+             TrainingPair("same claim", "b", 1.0, "2"), TrainingPair("same claim", "y", 0.0, "2")]
+    assert [[p.text for p in g] for g in listwise_groups(pairs)] == [["a", "x"], ["b", "y"]]
