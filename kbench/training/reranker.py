@@ -10,8 +10,8 @@ Training pairs, per training query:
 - hard negatives: a seeded sample of ``negatives`` chunks from the first stage's top ``mine_depth``
   (MiniLM cosine search) that are not positives, label 0.
 The default loss is listwise: a softmax over each positive and its query's hard negatives, i.e. "rank the
-positive first" (pointwise binary cross-entropy is the alternative; on SciFact it stayed at the label
-prior for a whole epoch). AdamW with a linear warmup/decay schedule; the fresh head learns 10x faster than
+positive first", which asks for the ordering a reranker is used for (pointwise binary cross-entropy per
+pair is the alternative). AdamW with a linear warmup/decay schedule; the fresh head learns 10x faster than
 the encoder. A plain loop, through the CrossEncoder's own ``preprocess`` and forward (``predict``'s path).
 
 The model is saved under ``models_dir()/<name>`` with ``kbench_model.json`` (base, dataset, split, counts,
