@@ -59,7 +59,7 @@ class RerankerTrainingConfig:
     split: str = "train"
     base: str = "all-MiniLM-L6-v2"  # the encoder the cross-encoder starts from
     first_stage_model: str = "all-MiniLM-L6-v2"  # embeds chunks and queries to mine hard negatives
-    epochs: int = 1
+    epochs: int = 3
     negatives: int = 4  # hard negatives per query
     mine_depth: int = 20  # negatives are sampled from the first stage's top this-many
     max_queries: int | None = None
