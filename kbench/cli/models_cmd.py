@@ -61,7 +61,7 @@ def add_train_reranker_parser(msub) -> None:
     tr.add_argument("--max-queries", type=int, default=None, help="train on a seeded sample of this many queries")
     tr.add_argument("--max-length", type=int, default=256, help="tokens per (query, passage) pair")
     tr.add_argument("--batch-size", type=int, default=16)
-    tr.add_argument("--loss", choices=["listwise", "pointwise"], default="listwise",
+    tr.add_argument("--loss", default="listwise",  # checked by train_reranker, which owns the list
                     help="listwise: softmax over a positive and its negatives; pointwise: binary cross-entropy")
     tr.add_argument("--learning-rate", type=float, default=1e-4, help="the encoder's")
     tr.add_argument("--head-learning-rate", type=float, default=1e-3, help="the fresh scoring head's")

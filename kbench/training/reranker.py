@@ -49,7 +49,7 @@ class TrainingPair:
     query: str
     text: str
     label: float  # 1.0 relevant, 0.0 hard negative
-    query_id: str = ""  # groups a query's pairs (two queries can share a text: SciFact's train split has two)
+    query_id: str  # groups a query's pairs: two queries can share a text (SciFact's train split has two)
 
 
 @dataclass
@@ -148,7 +148,7 @@ def listwise_groups(pairs: list[TrainingPair]) -> list[list[TrainingPair]]:
     """Each positive with its query's hard negatives, positive first (one softmax group each)."""
     by_query: dict[str, tuple[list[TrainingPair], list[TrainingPair]]] = {}
     for p in pairs:
-        by_query.setdefault(p.query_id or p.query, ([], []))[0 if p.label == 1.0 else 1].append(p)
+        by_query.setdefault(p.query_id, ([], []))[0 if p.label == 1.0 else 1].append(p)
     return [[pos] + negatives for positives, negatives in by_query.values() for pos in positives if negatives]
 
 

@@ -76,9 +76,9 @@ def pairwise_accuracy(model, dataset, chunks, vectors, queries, config) -> float
     pairs, _ = mine_pairs(dataset, chunks, vectors, queries, config.negatives, config.mine_depth, config.seed)
     scores = model.predict([[p.query, p.text] for p in pairs], batch_size=16, show_progress_bar=False)
     wins = total = 0
-    for q in {p.query for p in pairs}:
-        pos = [s for p, s in zip(pairs, scores) if p.query == q and p.label == 1.0]
-        neg = [s for p, s in zip(pairs, scores) if p.query == q and p.label == 0.0]
+    for q in {p.query_id for p in pairs}:
+        pos = [s for p, s in zip(pairs, scores) if p.query_id == q and p.label == 1.0]
+        neg = [s for p, s in zip(pairs, scores) if p.query_id == q and p.label == 0.0]
         wins += sum(a > b for a in pos for b in neg)
         total += len(pos) * len(neg)
     return wins / total
@@ -118,9 +118,9 @@ def test_cli_refuses_to_replace_a_model_without_force(tmp_path, monkeypatch, cap
 
 
 def test_listwise_groups_put_each_positive_first_with_its_own_querys_negatives():
-    pairs = [TrainingPair("q1", "a", 1.0), TrainingPair("q1", "b", 1.0), TrainingPair("q1", "x", 0.0),
-             TrainingPair("q1", "y", 0.0), TrainingPair("q2", "c", 1.0), TrainingPair("q2", "z", 0.0),
-             TrainingPair("q3", "d", 1.0)]  # q3 has no negative: nothing to rank it against
+    pairs = [TrainingPair("q1", "a", 1.0, "1"), TrainingPair("q1", "b", 1.0, "1"), TrainingPair("q1", "x", 0.0, "1"),
+             TrainingPair("q1", "y", 0.0, "1"), TrainingPair("q2", "c", 1.0, "2"), TrainingPair("q2", "z", 0.0, "2"),
+             TrainingPair("q3", "d", 1.0, "3")]  # q3 has no negative: nothing to rank it against
     groups = listwise_groups(pairs)
     assert [[p.text for p in g] for g in groups] == [["a", "x", "y"], ["b", "x", "y"], ["c", "z"]]
 
@@ -135,3 +135,11 @@ def test_listwise_groups_keep_two_queries_with_the_same_text_apart():
     pairs = [TrainingPair("same claim", "a", 1.0, "1"), TrainingPair("same claim", "x", 0.0, "1"),
              TrainingPair("same claim", "b", 1.0, "2"), TrainingPair("same claim", "y", 0.0, "2")]
     assert [[p.text for p in g] for g in listwise_groups(pairs)] == [["a", "x"], ["b", "y"]]
+
+
+def test_cli_names_the_losses_when_given_an_unknown_one(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBENCH_MODELS_DIR", str(tmp_path))
+    with pytest.raises(SystemExit) as e:
+        main(["models", "train-reranker", "--dataset", "demo", "--out", "m", "--loss", "hinge"])
+    assert e.value.code == 2
+    assert "'hinge' is not one of listwise, pointwise" in capsys.readouterr().err
