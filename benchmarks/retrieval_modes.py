@@ -21,16 +21,16 @@ from pathlib import Path
 
 from kbench.config import ConfigError, load_experiment
 from kbench.retrieval.rerank.cross_encoder import resolve_cross_encoder
-from kbench.runner import run_experiment
+from kbench.runner import RunResult, run_experiment
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "retrieval"
 MODES = ["vector", "bm25", "postgres_fts", "archon_hybrid", "archon_weighted", "weighted", "rrf", "rrf_supabase"]
 
 
-def run_mode(mode: str, rerank: bool, overrides: list[str], log: bool) -> dict[str, float]:
+def run_mode(mode: str, rerank: bool, overrides: list[str], log: bool) -> RunResult:
     config = CONFIGS / f"{mode}{'_rerank' if rerank else ''}.yaml"
     experiment = load_experiment(config, ["dataset.name=scifact", "chunking.strategy=none", *overrides])
-    return run_experiment(experiment, progress=False, log=log).metrics
+    return run_experiment(experiment, progress=False, log=log)
 
 
 def main() -> int:
@@ -56,15 +56,16 @@ def main() -> int:
         variants = ([(f"weighted w={w}", [f"retrieval.fusion.weight={w}"]) for w in args.weights.split(",")]
                     if mode == "weighted" else [(mode, [])])
         for label, overrides in variants:
-            off = run_mode(mode, False, overrides, not args.no_log)
-            on = run_mode(mode, True, [*overrides, f"rerank.model={args.reranker}"], not args.no_log)
-            rows.append((label, off, on))
+            off = run_mode(mode, False, overrides, not args.no_log).metrics
+            on_run = run_mode(mode, True, [*overrides, f"rerank.model={args.reranker}"], not args.no_log)
+            rows.append((label, off, on_run.metrics))
             print(f"done: {label}", file=sys.stderr, flush=True)
 
     weighted = [r for r in rows if r[0].startswith("weighted")]
     best_weighted = max(weighted, key=lambda r: r[1]["doc_ndcg_at_10"])[0] if weighted else None
     print(f"\nSciFact test ({int(rows[0][1]['count_queries'])} queries, {int(rows[0][1]['count_chunks'])} abstracts), "
-          f"all-MiniLM-L6-v2, one chunk per abstract; rerank: {args.reranker} over the best 25\n")
+          f"{on_run.experiment.embedding.model}, one chunk per abstract; rerank: {args.reranker} over the best "
+          f"{on_run.experiment.rerank.params.max_candidates or 'top_k x candidate_multiplier'}\n")
     head = (f"{'mode':24s} {'nDCG@10':>8s} {'+rerank':>8s} {'R@100':>7s} {'+rerank':>8s} "
             f"{'MRR@10':>7s} {'+rerank':>8s} {'p50 ms':>7s} {'+rerank':>8s} {'rerank p50':>10s}")
     print(head)
