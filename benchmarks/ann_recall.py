@@ -21,7 +21,7 @@ from kbench.chunking import chunk_corpus  # noqa: E402
 from kbench.cli.tables import format_table  # noqa: E402
 from kbench.config import StoreConfig, load_experiment  # noqa: E402
 from kbench.datasets import load_dataset  # noqa: E402
-from kbench.embedding.run import CachedEmbedder  # noqa: E402
+from kbench.embedding.stage import CachedEmbedder  # noqa: E402
 from kbench.paths import workspace_dir  # noqa: E402
 from kbench.store.faiss_index import VectorIndex, exact_top_k  # noqa: E402
 

@@ -21,7 +21,7 @@ from kbench.chunking import chunk_corpus  # noqa: E402
 from kbench.cli.tables import format_table  # noqa: E402
 from kbench.config import load_experiment  # noqa: E402
 from kbench.datasets import load_dataset  # noqa: E402
-from kbench.embedding.run import CachedEmbedder  # noqa: E402
+from kbench.embedding.stage import CachedEmbedder  # noqa: E402
 from kbench.paths import workspace_dir  # noqa: E402
 from kbench.retrieval.registry import SearchContext  # noqa: E402
 from kbench.retrieval.vector import VectorLeg, VectorParams  # noqa: E402

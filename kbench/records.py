@@ -1,17 +1,15 @@
 """Plain records passed between stages.
 
-Data flows one way: Dataset -> Chunk -> vectors -> Hit -> metrics. Every stage takes and returns these
-dataclasses (or numpy arrays), so a stage can be tested, cached or swapped on its own.
+Data flows one way: Dataset -> Chunk -> vectors -> Hit (inside retrieval) -> Run -> metrics. Every stage takes
+and returns these dataclasses (or numpy arrays), so a stage can be tested, cached or swapped on its own.
 """
 from __future__ import annotations
 
-import hashlib
+import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+from kbench.hashing import sha256_text
 
 
 @dataclass(frozen=True)
@@ -83,12 +81,133 @@ class Dataset:
         return bool(self.spans)
 
 
+def chunks_by_doc(chunks: list[Chunk]) -> dict[str, list[int]]:
+    """doc_id -> the rows of ``chunks`` that belong to it, in order."""
+    by_doc: dict[str, list[int]] = {}
+    for i, c in enumerate(chunks):
+        by_doc.setdefault(c.doc_id, []).append(i)
+    return by_doc
+
+
 @dataclass
 class Hit:
-    """One ranked result for one query, with the evidence of how it got its rank."""
+    """One ranked result inside the retrieval stage (legs, fusion, rerank, grouping work on chunk rows).
 
-    chunk_index: int  # row in the run's chunk list
+    Outside retrieval, rankings travel as a ``Run`` of ``RankedHit``s, which carry stable ids."""
+
+    chunk_index: int  # row in the search's chunk list; Run.from_hits turns it into a stable chunk id
     score: float
     leg_scores: dict[str, float] = field(default_factory=dict)
     leg_ranks: dict[str, int] = field(default_factory=dict)  # 1-based rank in each leg that found it
     match_type: str = ""  # hybrid | vector | keyword | ... (which legs found it)
+
+
+@dataclass(frozen=True)
+class RankedHit:
+    """One result of a Run: a chunk by its stable id, with its document, offsets and the evidence of its rank."""
+
+    chunk_id: str
+    doc_id: str
+    score: float
+    start: int = 0  # the chunk's character range in its document (span metrics read these)
+    end: int = 0
+    leg_scores: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
+    leg_ranks: dict[str, int] = field(default_factory=dict, compare=False, hash=False)  # 1-based, per leg
+    match_type: str = ""
+
+
+@dataclass
+class Run:
+    """Rankings of one search: per query id, the ranked hits, best first. The one record every consumer reads
+    (evaluation, the run folder, TREC and ranx export, reranker training, comparisons).
+
+    Views: ``doc_ids(qid)`` (each document at the rank of its best chunk), ``to_frame()`` (one row per hit),
+    ``to_dict(level)`` (``{qid: {id: score}}``, scores strictly decreasing), ``to_ranx(level)``."""
+
+    hits: dict[str, list[RankedHit]]
+    name: str = "kbench"
+
+    TIE_STEP: ClassVar[float] = 1e-9
+    FRAME_COLUMNS: ClassVar[tuple[str, ...]] = ("query_id", "rank", "chunk_id", "doc_id", "score")
+
+    @classmethod
+    def from_hits(cls, rankings: dict[str, list[Hit]], chunks: list[Chunk], name: str = "kbench") -> "Run":
+        """The retrieval stage's row-indexed hits -> stable ids (the chunk list need not travel further)."""
+        out: dict[str, list[RankedHit]] = {}
+        for qid, hits in rankings.items():
+            ranked = []
+            for h in hits:
+                c = chunks[h.chunk_index]
+                ranked.append(RankedHit(c.chunk_id, c.doc_id, float(h.score), c.start, c.end,
+                                        dict(h.leg_scores), dict(h.leg_ranks), h.match_type))
+            out[qid] = ranked
+        return cls(out, name)
+
+    @classmethod
+    def from_frame(cls, frame, name: str = "kbench") -> "Run":
+        """A ``to_frame()`` table (e.g. a run folder's rankings.parquet) back to a Run (no leg evidence)."""
+        hits: dict[str, list[RankedHit]] = {}
+        for qid, group in frame.sort_values(["query_id", "rank"]).groupby("query_id", sort=False):
+            hits[str(qid)] = [RankedHit(str(c), str(d), float(s))
+                              for c, d, s in zip(group["chunk_id"], group["doc_id"], group["score"])]
+        return cls(hits, name)
+
+    @property
+    def query_ids(self) -> list[str]:
+        return list(self.hits)
+
+    def __getitem__(self, query_id: str) -> list[RankedHit]:
+        return self.hits.get(query_id, [])
+
+    def doc_ids(self, query_id: str) -> list[str]:
+        """Document ranking of one query: each document at the rank of its best chunk."""
+        seen, docs = set(), []
+        for h in self.hits.get(query_id, []):
+            if h.doc_id not in seen:
+                seen.add(h.doc_id)
+                docs.append(h.doc_id)
+        return docs
+
+    def to_frame(self):
+        """One row per hit: query_id, rank (1-based), chunk_id, doc_id, score."""
+        import pandas as pd
+
+        rows = [(qid, rank, h.chunk_id, h.doc_id, h.score)
+                for qid, hits in self.hits.items() for rank, h in enumerate(hits, start=1)]
+        return pd.DataFrame(rows, columns=list(self.FRAME_COLUMNS))
+
+    def to_dict(self, level: str = "doc") -> dict[str, dict[str, float]]:
+        """``{query_id: {id: score}}`` in kbench's order with scores made strictly decreasing.
+
+        Tools such as trec_eval and ranx order a query's items by score, not rank: an item whose score ties
+        the one above it is given a hair (1e-9, relative) less. ``doc``: each document at the rank and score
+        of its best chunk; ``chunk``: chunk ids."""
+        if level not in ("doc", "chunk"):
+            raise ValueError(f"level: {level!r}; allowed: doc, chunk")
+        out: dict[str, dict[str, float]] = {}
+        for qid, hits in self.hits.items():
+            items: dict[str, float] = {}
+            for h in hits:
+                key = h.doc_id if level == "doc" else h.chunk_id
+                if key not in items:
+                    items[key] = h.score
+            out[qid] = strictly_decreasing(list(items.items()), self.TIE_STEP)
+        return out
+
+    def to_ranx(self, level: str = "doc"):
+        from ranx import Run as RanxRun
+
+        return RanxRun(self.to_dict(level), name=self.name)
+
+
+def strictly_decreasing(items: list[tuple[str, float]], step: float = 1e-9) -> dict[str, float]:
+    """Scores in the given order, each lowered just below the one above when it would tie or exceed it."""
+    out: dict[str, float] = {}
+    previous = math.inf
+    for item_id, score in items:
+        score = float(score) if score == score else -math.inf
+        if score >= previous:
+            score = previous - step * max(1.0, abs(previous))
+        out[item_id] = score
+        previous = score
+    return out

@@ -1,4 +1,4 @@
-"""Small registries from a config name to the thing that implements it.
+"""Small registries from a config name to the thing that implements it, and the config section that names one.
 
 Each stage keeps one ``Registry``; a strategy module registers itself with a pydantic model of its knobs:
 
@@ -10,15 +10,20 @@ Each stage keeps one ``Registry``; a strategy module registers itself with a pyd
     @CHUNKERS.register("fixed", FixedParams)
     def fixed_chunks(document, params): ...
 
-The config loader validates a section's extra keys against the params model of the chosen name, so an
-unknown strategy or knob fails with the allowed names before any work starts.
+A registry never imports its users: the stage package's ``__init__`` imports its strategy modules, and
+Python runs that ``__init__`` before any module of the package, so a registry is full whenever it can be
+reached. A ``StrategySection`` (e.g. ``chunking: {strategy: smart, chunk_size: 600}``) validates its extra
+keys against the params model of the name it gives, so an unknown strategy or knob fails with the allowed
+names before any work starts.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Callable, ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from kbench.errors import format_error
 
 T = TypeVar("T")
 
@@ -62,28 +67,50 @@ class Registry(Generic[T]):
         return decorator
 
     def get(self, name: str) -> Entry[T]:
-        _ensure_builtin_modules_loaded()
         try:
             return self._entries[name]
         except KeyError:
             raise UnknownNameError(self.field, name, self.names()) from None
 
     def names(self) -> list[str]:
-        _ensure_builtin_modules_loaded()
         return sorted(self._entries)
 
     def params(self, name: str, values: dict[str, Any]) -> StrictModel:
         return self.get(name).params(**values)
 
 
-_loaded = False
+class StrategySection(StrictModel):
+    """A config section whose extra keys are the knobs of the strategy it names.
 
+    Subclasses set ``registry`` (where the names live) and ``name_field`` (the key that names one); after
+    validation the extra keys hold every knob of the chosen strategy with its default filled in.
+    """
 
-def _ensure_builtin_modules_loaded() -> None:
-    """Import every strategy module once, so their @register decorators have run."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    import kbench.chunking  # noqa: F401
-    import kbench.retrieval  # noqa: F401
+    model_config = ConfigDict(extra="allow", validate_assignment=False)
+    registry: ClassVar[Registry]
+    name_field: ClassVar[str] = "strategy"
+
+    def _should_validate(self) -> bool:
+        return True
+
+    @model_validator(mode="after")
+    def _validate_knobs(self):
+        if not self._should_validate():
+            return self
+        name = getattr(self, self.name_field)
+        try:
+            entry = self.registry.get(name)
+        except UnknownNameError as e:
+            raise ValueError(str(e)) from None
+        try:
+            params = entry.params(**(self.model_extra or {}))
+        except ValidationError as e:
+            prefix = self.registry.field.rsplit(".", 1)[0]
+            raise ValueError("; ".join(format_error(err, prefix, entry.params) for err in e.errors())) from None
+        self.__pydantic_extra__ = params.model_dump()
+        return self
+
+    @property
+    def params(self) -> Any:
+        """The strategy's params model instance (defaults filled)."""
+        return self.registry.get(getattr(self, self.name_field)).params(**(self.model_extra or {}))

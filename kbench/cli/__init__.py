@@ -7,6 +7,7 @@ import sys
 from kbench.cli import cache_cmd, chunk_cmd, datasets_cmd, models_cmd, run_cmd
 from kbench.cli import compare_cmd, sweep_cmd
 from kbench.cli import notebooks_cmd
+from kbench.cli.errors import report_errors
 
 # Each module has add_parser(subparsers); a parser's ``func(args) -> int`` does the work.
 COMMAND_MODULES = [run_cmd, datasets_cmd, models_cmd, chunk_cmd, cache_cmd, sweep_cmd, compare_cmd, notebooks_cmd]
@@ -23,7 +24,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     import signal
 
-    from kbench.cli.errors import report_errors
 
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `kbench ... | head` ends quietly
 

@@ -5,10 +5,11 @@ import argparse
 from datetime import datetime
 
 from kbench.cli.tables import format_table
+from kbench.paths import workspace_dir
+from kbench.cache import cache_stats, clear_cache, parse_age
 
 
 def _age(text: str) -> float:
-    from kbench.store.cache import parse_age
 
     try:
         return parse_age(text)
@@ -32,7 +33,6 @@ def add_parser(sub) -> None:
 
 
 def _cache_root(args):
-    from kbench.paths import workspace_dir
 
     return workspace_dir(args.workspace) / "cache"
 
@@ -46,7 +46,6 @@ def _size(n: int) -> str:
 
 
 def stats(args) -> int:
-    from kbench.store.cache import cache_stats
 
     root = _cache_root(args)
     rows = cache_stats(root)
@@ -62,7 +61,6 @@ def stats(args) -> int:
 
 
 def clear(args) -> int:
-    from kbench.store.cache import clear_cache
 
     root = _cache_root(args)
     result = clear_cache(root, args.older_than)

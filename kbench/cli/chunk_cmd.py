@@ -14,6 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from kbench.cli.tables import format_table
+from kbench.chunking import chunk_corpus
+from kbench.chunking.registry import CHUNKERS
+from kbench.config import ChunkingConfig, ConfigError, DatasetConfig, load_experiment, parse_override
+from kbench.datasets.registry import DATASETS, load_dataset
+from kbench.sources.folder import DEFAULT_EXCLUDE, FolderSource, to_document
+from kbench.sources.loaders import DEFAULT_MAX_FILE_BYTES, LoadedFile, load_file
 
 
 def add_parser(sub) -> None:
@@ -34,11 +40,6 @@ def add_parser(sub) -> None:
 
 def load_corpus(args) -> tuple[str, list, dict[str, list[str]], dict]:
     """(label, documents, skipped by reason, chunking section) for CONFIG_OR_PATH."""
-    from kbench.config import ConfigError, DatasetConfig, load_experiment
-    from kbench.datasets.registry import DATASETS, load_dataset
-    from kbench.sources.folder import DEFAULT_EXCLUDE, FolderSource, to_document
-    from kbench.sources.loaders import DEFAULT_MAX_FILE_BYTES, LoadedFile, load_file
-
     source = args.source
     path = Path(source).expanduser()
     folder_knobs = {"include": args.include, "exclude": args.exclude,
@@ -75,7 +76,6 @@ def load_corpus(args) -> tuple[str, list, dict[str, list[str]], dict]:
 def chunking_config(section: dict, chunker: str | None, knobs: list[str]):
     from pydantic import ValidationError
 
-    from kbench.config import ChunkingConfig, ConfigError, parse_override
 
     values = dict(section)
     if chunker and chunker != values.get("strategy"):
@@ -99,8 +99,6 @@ def chunk_statistics(chunks, documents) -> dict[str, float]:
 
 
 def chunk(args) -> int:
-    from kbench.chunking import chunk_corpus
-    from kbench.chunking.registry import CHUNKERS
 
     label, documents, skipped, section = load_corpus(args)
     config = chunking_config(section, args.chunker, args.knobs)

@@ -6,6 +6,10 @@ import sys
 from pathlib import Path
 
 from kbench.cli.tables import format_table
+from kbench.compare import CompareError, compare_runs, summary_lines, write_report
+from kbench.config import load_experiment
+from kbench.paths import workspace_dir
+from kbench.runner import export_run, import_trec_run
 
 
 def add_parser(sub) -> None:
@@ -49,9 +53,6 @@ def _quiet_mlflow() -> None:
 
 
 def run_compare(args) -> int:
-    from kbench.evaluation.compare import CompareError, compare_runs
-    from kbench.evaluation.report import summary_lines, write_report
-    from kbench.paths import workspace_dir
 
     _quiet_mlflow()
     if bool(args.sweep) == bool(args.runs):
@@ -90,7 +91,6 @@ def run_compare(args) -> int:
 
 
 def run_export(args) -> int:
-    from kbench.tracking.export import export_run
 
     _quiet_mlflow()
     paths = export_run(args.run_id, args.out, level=args.level, tracking_uri=args.tracking_uri)
@@ -100,8 +100,6 @@ def run_export(args) -> int:
 
 
 def run_import(args) -> int:
-    from kbench.config import load_experiment
-    from kbench.tracking.export import import_trec_run
 
     result = import_trec_run(args.run_file, load_experiment(args.config), name=args.name, log=not args.no_log)
     print(f"scored {result.counts['queries']} queries of {result.experiment.dataset.name or result.experiment.dataset.path}")

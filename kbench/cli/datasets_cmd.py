@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from kbench.cli.tables import format_table
+from kbench.datasets.code_qa import build_code_qa
+from kbench.datasets.registry import DATASETS
 
 
 def add_parser(sub) -> None:
@@ -21,7 +23,6 @@ def add_parser(sub) -> None:
 
 
 def list_datasets(args) -> int:
-    from kbench.datasets.registry import DATASETS
 
     rows = []
     for entry in DATASETS.values():
@@ -33,7 +34,6 @@ def list_datasets(args) -> int:
 
 
 def build_code_qa_cmd(args) -> int:
-    from kbench.datasets.code_qa import build_code_qa
 
     report = build_code_qa(args.path, args.out, languages=args.languages, force=args.force)
     rows = [[lang, report.files_by_language[lang], report.questions_by_language.get(lang, 0)]

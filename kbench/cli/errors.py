@@ -8,13 +8,13 @@ from kbench.config import ConfigError
 from kbench.datasets.beir import DatasetError
 from kbench.embedding.models import ModelNotInstalledError
 from kbench.registry import UnknownNameError
+from kbench.runner import RunError
 
 USER_ERRORS = (ConfigError, DatasetError, ModelNotInstalledError, UnknownNameError, FileNotFoundError)
 
 
 @contextmanager
 def report_errors():
-    from kbench.runner import RunError
 
     try:
         yield

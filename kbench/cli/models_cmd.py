@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 from kbench.cli.tables import format_table
+from kbench.embedding.models import CATALOGUE, ModelNotInstalledError, prepare_mpnet
+from kbench.paths import models_dir
+from kbench.training import RerankerTrainingConfig, train_reranker
 
 
 def add_parser(sub) -> None:
@@ -16,8 +19,6 @@ def add_parser(sub) -> None:
 
 
 def list_models(args) -> int:
-    from kbench.embedding.models import CATALOGUE
-    from kbench.paths import models_dir
 
     rows = []
     for spec in CATALOGUE.values():
@@ -31,7 +32,6 @@ def list_models(args) -> int:
 
 
 def prepare(args) -> int:
-    from kbench.embedding.models import ModelNotInstalledError, prepare_mpnet
 
     try:
         folder = prepare_mpnet(force=args.force)
@@ -72,7 +72,6 @@ def add_train_reranker_parser(msub) -> None:
 
 
 def train_reranker_cmd(args) -> int:
-    from kbench.training import RerankerTrainingConfig, train_reranker
 
     config = RerankerTrainingConfig(
         dataset=args.dataset, split=args.split, out=args.out, base=args.base, epochs=args.epochs,

@@ -1,5 +1,6 @@
 """kbench notebooks run NAME [-p key value ...] | --all [--profile ci]: papermill runs, one MLflow run each."""
 from __future__ import annotations
+from kbench.studies import NotebookError, declared_parameters, notebook_names, notebook_path, parse_value, run_all, run_notebook
 
 
 def add_parser(sub) -> None:
@@ -19,7 +20,6 @@ def add_parser(sub) -> None:
 
 
 def run_notebooks(args) -> int:
-    from kbench.notebooks import NotebookError, parse_value, run_all, run_notebook
 
     params = {key: parse_value(value) for key, value in args.parameter}
     if args.all == bool(args.names):
@@ -35,7 +35,6 @@ def run_notebooks(args) -> int:
 
 
 def list_notebooks(args) -> int:
-    from kbench.notebooks import declared_parameters, notebook_names, notebook_path
 
     for name in notebook_names():
         params = declared_parameters(notebook_path(name))

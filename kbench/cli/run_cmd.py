@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from kbench.cli.tables import print_metrics
+from kbench.config import load_experiment
+from kbench.runner import run_experiment
 
 
 def add_parser(sub) -> None:
@@ -15,8 +17,6 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from kbench.config import load_experiment
-    from kbench.runner import run_experiment
 
     experiment = load_experiment(args.config, args.overrides)
     result = run_experiment(experiment, progress=not args.quiet, log=not args.no_log)

@@ -5,6 +5,9 @@ import os
 import sys
 
 from kbench.cli.tables import format_table
+from kbench.sweep.executors import make_executor
+from kbench.sweep.expand import load_sweep
+from kbench.sweep.run import SweepError, run_sweep
 
 
 def add_parser(sub) -> None:
@@ -26,9 +29,6 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # keep the sweep log readable
-    from kbench.sweep.executors import make_executor
-    from kbench.sweep.expand import load_sweep
-    from kbench.sweep.run import run_sweep
 
     plan = load_sweep(args.config, args.overrides)
     if args.dry_run:
@@ -40,7 +40,6 @@ def run(args) -> int:
     if args.workers < 1:
         print("kbench: error: --workers must be at least 1", file=sys.stderr)
         return 2
-    from kbench.sweep.run import SweepError
 
     try:
         executor = make_executor(args.executor, args.scheduler, args.workers)

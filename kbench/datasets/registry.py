@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from kbench.config import DatasetConfig
+from kbench.datasets.config import DatasetConfig
 from kbench.datasets.beir import DatasetError, is_beir_folder, load_beir
 from kbench.datasets.spans import (doc_qrels_from_spans, is_chroma_folder, is_kbench_span_folder,
                                    load_chroma, load_kbench_spans)

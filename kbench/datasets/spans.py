@@ -14,13 +14,10 @@ import csv
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kbench.datasets.beir import DatasetError
 from kbench.records import Dataset, Document, Query, Span
-
-if TYPE_CHECKING:
-    from kbench.sources.folder import FolderSource
+from kbench.sources.folder import FolderSource
 
 CODE_EXTENSIONS = {".py": "python", ".ts": "typescript", ".tsx": "typescript", ".js": "javascript",
                    ".go": "go", ".java": "java", ".rs": "rust"}
@@ -77,8 +74,6 @@ def load_chroma(path: Path, name: str | None = None, corpora: list[str] | None =
 
 def load_kbench_spans(path: Path, name: str | None = None, source: FolderSource | None = None) -> Dataset:
     """``source`` sets include/exclude globs and the size cap for ``docs/`` (its root is ignored)."""
-    from kbench.sources.folder import FolderSource
-
     docs_dir = path / "docs"
     source = FolderSource(docs_dir) if source is None else replace(source, root=docs_dir)
     loaded, skipped = source.load()  # loaders by type; empty/binary/undecodable/oversized files skipped

@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from kbench.config import EmbeddingConfig
+from kbench.embedding.config import EmbeddingConfig
 
 
 class OpenAICompatibleEncoder:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kbench.config import EmbeddingConfig
+from kbench.embedding.config import EmbeddingConfig
 from kbench.embedding.models import resolve_model_path
 
 

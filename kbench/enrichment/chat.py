@@ -16,9 +16,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbench.config import ConfigError
-from kbench.records import sha256_text
-from kbench.store.cache import atomic_write_text, stable_hash
+from kbench.hashing import sha256_text, stable_hash
+from kbench.errors import ConfigError
+from kbench.cache import atomic_write_text
 
 
 @dataclass(frozen=True)

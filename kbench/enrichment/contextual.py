@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbench.config import EnrichmentConfig
+from kbench.enrichment.config import EnrichmentConfig
 from kbench.enrichment.chat import ChatCache, ChatClient, ChatSettings
 from kbench.records import Chunk, Document
 

@@ -1,7 +1,7 @@
 """Which retrieved chunks count as relevant: document qrels, or overlap with reference character spans."""
 from __future__ import annotations
 
-from kbench.config import OverlapRule
+from kbench.evaluation.config import OverlapRule
 from kbench.records import Chunk, Span
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from kbench.config import FilterConfig
+from kbench.retrieval.config import FilterConfig
 from kbench.records import Chunk, Document, Hit, Query
 
 

@@ -13,7 +13,8 @@ from typing import Iterator
 
 import numpy as np
 
-from kbench.records import Chunk, sha256_text
+from kbench.hashing import sha256_text
+from kbench.records import Chunk
 from kbench.store.sync import (Collection, PageRows, ProductionStore, StoreDimensionError, check_column_width,
                                embedding_column, row_columns)
 

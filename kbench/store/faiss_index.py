@@ -14,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from kbench.config import StoreConfig
-from kbench.store.cache import atomic_write_text, stable_hash
+from kbench.store.config import StoreConfig
+from kbench.hashing import stable_hash
+from kbench.cache import atomic_write_text
 
 
 class VectorIndex:

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from kbench.config import StoreConfig
-from kbench.records import Chunk, sha256_text
+from kbench.store.config import StoreConfig
+from kbench.hashing import sha256_text
+from kbench.records import Chunk
 from kbench.store.sync import (Collection, PageRows, ProductionStore, StoreDimensionError, check_column_width,
                                embedding_column, row_columns)
 

@@ -20,8 +20,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from kbench.records import Chunk, Dataset, sha256_text
-from kbench.store.cache import stable_hash
+from kbench.hashing import sha256_text, stable_hash
+from kbench.records import Chunk, Dataset
 from kbench.store.faiss_index import VectorIndex, load_or_build, recall_at_k
 from kbench.store.sync import make_collection
 

@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from kbench.records import Chunk, Document, sha256_text
-from kbench.store.cache import document_key, stable_hash
+from kbench.records import Chunk, Document
+from kbench.hashing import sha256_text, stable_hash
+from kbench.cache import document_key
 
 # The per-dimension columns of reference 000, plus MiniLM's 384; other widths are added on demand.
 STANDARD_DIMENSIONS = (384, 768, 1024, 1536, 3072)

@@ -21,7 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from kbench.store.cache import stable_hash
+from kbench.config import validate_experiment
+from kbench.hashing import stable_hash
+from kbench.paths import workspace_dir
+from kbench.runner import run_experiment
 
 
 @dataclass
@@ -71,8 +74,6 @@ def serial_key(data: dict[str, Any]) -> str | None:
 
 
 def make_job(label: str, experiment) -> Job:
-    from kbench.paths import workspace_dir
-
     data = experiment.resolved()
     data["workspace"] = str(workspace_dir(experiment.workspace))  # workers may start in another cwd
     return Job(label, experiment.run_key(), data, warm_key(data), serial_key(data))
@@ -80,9 +81,6 @@ def make_job(label: str, experiment) -> Job:
 
 def compute_config(experiment_data: dict[str, Any], expected_run_key: str) -> ComputedRun:
     """Run one config without MLflow and return what the driver needs to log it. Runs on a worker."""
-    from kbench.config import validate_experiment
-    from kbench.runner import run_experiment
-
     experiment = validate_experiment(experiment_data, f"sweep config {experiment_data.get('name')!r}")
     if experiment.run_key() != expected_run_key:
         raise RuntimeError(

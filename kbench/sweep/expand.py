@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbench.config import ConfigError, Experiment, set_dotted, validate_experiment
+from kbench.config import (ChunkingConfig, ConfigError, Experiment, FusionConfig, RerankConfig, apply_set_items,
+                           read_yaml_mapping, set_dotted, validate_experiment)
+from kbench.registry import Registry
 from kbench.tracking.mlflow_run import flatten
 
 # sections whose extra keys are the knobs of the strategy named by one field
@@ -61,14 +63,8 @@ class SweepPlan:
         return {c.label: c for c in self.configs}
 
 
-def _registry_for(section: str):
-    if section == "chunking":
-        from kbench.chunking.registry import CHUNKERS
-
-        return CHUNKERS
-    from kbench.retrieval.registry import FUSIONS, RERANKERS
-
-    return FUSIONS if section == "retrieval.fusion" else RERANKERS
+def _registry_for(section: str) -> Registry:
+    return {"chunking": ChunkingConfig, "retrieval.fusion": FusionConfig, "rerank": RerankConfig}[section].registry
 
 
 def _get_dotted(data: dict[str, Any], dotted: str) -> Any:
@@ -198,19 +194,5 @@ def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
 
 def load_sweep(path: str | Path, overrides: list[str] | None = None) -> SweepPlan:
     """Read a sweep config from YAML, apply ``a.b=value`` overrides to the baseline, expand it."""
-    import yaml
-
-    from kbench.config import parse_override
-
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path} (give a YAML file, e.g. configs/sweeps/demo.yaml)")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of sections, got {type(data).__name__}")
-    for item in overrides or []:
-        set_dotted(data, *parse_override(item))
+    data = apply_set_items(read_yaml_mapping(path, example="configs/sweeps/demo.yaml"), overrides)
     return expand_sweep(data, str(path))

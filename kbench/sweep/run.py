@@ -23,14 +23,12 @@ from typing import Callable
 from kbench.paths import workspace_dir
 from kbench.sweep.executors import ComputedRun, JobFailure, make_job
 from kbench.sweep.expand import SweepConfig, SweepPlan
-from kbench.tracking.mlflow_run import (ensure_experiment, fill_run, flatten, mlflow_client, record_failed_run)
+from kbench.compare import compare_runs, write_report
+from kbench.tracking import tags as tag
+from kbench.tracking.mlflow_run import (MAX_PARAM_CHARS, ensure_experiment, fill_run, flatten, mlflow_client,
+                                        record_failed_run)
+from kbench.tracking.read import find_finished_elsewhere, sweep_children
 
-SWEEP_KEY = "kbench.sweep.key"
-ROLE = "kbench.sweep.role"
-LABEL = "kbench.sweep.label"
-CONFIG_KEY = "kbench.sweep.config_key"
-REUSED_FROM = "kbench.sweep.reused_from"
-KNOB_PREFIX = "kbench.knob."
 LIVE_STATUSES = ("RUNNING", "SCHEDULED")
 
 
@@ -88,35 +86,19 @@ def run_params(experiment) -> dict[str, str]:
 
 
 def child_tags(plan: SweepPlan, config: SweepConfig) -> dict[str, str]:
-    from kbench.tracking.mlflow_run import MAX_PARAM_CHARS
-
-    tags = {SWEEP_KEY: plan.sweep_key, ROLE: "child", LABEL: config.label, CONFIG_KEY: config.run_key,
-            "kbench.sweep.knobs": ", ".join(f"{k}={v}" for k, v in config.knobs.items())[:MAX_PARAM_CHARS] or "baseline",
-            **{f"{KNOB_PREFIX}{k}": v[:MAX_PARAM_CHARS] for k, v in config.knobs.items()}}
+    tags = {tag.SWEEP_KEY: plan.sweep_key, tag.SWEEP_ROLE: "child", tag.SWEEP_LABEL: config.label,
+            tag.SWEEP_CONFIG_KEY: config.run_key,
+            tag.SWEEP_KNOBS: ", ".join(f"{k}={v}" for k, v in config.knobs.items())[:MAX_PARAM_CHARS] or "baseline",
+            **{f"{tag.KNOB_PREFIX}{k}": v[:MAX_PARAM_CHARS] for k, v in config.knobs.items()}}
     if config.aliases:
-        tags["kbench.sweep.aliases"] = ", ".join(config.aliases)
+        tags[tag.SWEEP_ALIASES] = ", ".join(config.aliases)
     return tags
 
 
 def find_parent(client, experiment_id: str, sweep_key: str):
-    runs = client.search_runs([experiment_id], f"tags.`{SWEEP_KEY}` = '{sweep_key}' and tags.`{ROLE}` = 'parent'",
+    runs = client.search_runs([experiment_id], f"tags.`{tag.SWEEP_KEY}` = '{sweep_key}' and tags.`{tag.SWEEP_ROLE}` = 'parent'",
                               order_by=["attributes.start_time DESC"], max_results=1)
     return runs[0] if runs else None
-
-
-def sweep_children(client, experiment_id: str, parent_run_id: str) -> list:
-    return client.search_runs([experiment_id], f"tags.mlflow.parentRunId = '{parent_run_id}'", max_results=50_000)
-
-
-def find_finished_elsewhere(client, run_key: str, exclude_parent: str):
-    """The newest FINISHED run with this run key in any experiment of the store, outside this sweep."""
-    experiment_ids = [e.experiment_id for e in client.search_experiments()]
-    runs = client.search_runs(experiment_ids, f"tags.`kbench.run_key` = '{run_key}' and attributes.status = 'FINISHED'",
-                              order_by=["attributes.start_time DESC"], max_results=50)
-    for run in runs:
-        if run.data.tags.get("mlflow.parentRunId") != exclude_parent:
-            return run
-    return None
 
 
 def _create_child(client, experiment_id: str, parent_id: str, name: str, tags: dict[str, str]) -> str:
@@ -154,8 +136,8 @@ def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = T
         if parent is None:
             parent_id = client.create_run(
                 experiment_id, run_name=f"{plan.name} sweep",
-                tags={"mlflow.runName": f"{plan.name} sweep", SWEEP_KEY: plan.sweep_key, ROLE: "parent",
-                      "kbench.sweep.configs": str(len(plan.configs))}).info.run_id
+                tags={"mlflow.runName": f"{plan.name} sweep", tag.SWEEP_KEY: plan.sweep_key, tag.SWEEP_ROLE: "parent",
+                      tag.SWEEP_CONFIGS: str(len(plan.configs))}).info.run_id
             say(f"sweep {plan.name}: {len(plan.configs)} configs, new parent run {parent_id}")
         else:
             parent_id = parent.info.run_id
@@ -166,11 +148,11 @@ def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = T
 
         done: dict[str, str] = {}  # config run key -> finished child id
         for run in sweep_children(client, experiment_id, parent_id):
-            key = run.data.tags.get(CONFIG_KEY)
+            key = run.data.tags.get(tag.SWEEP_CONFIG_KEY)
             if run.info.status == "FINISHED" and key:
                 done.setdefault(key, run.info.run_id)
             elif run.info.status in LIVE_STATUSES:  # the lock says no driver is alive: a kill left it
-                client.set_tag(run.info.run_id, "kbench.sweep.note",
+                client.set_tag(run.info.run_id, tag.SWEEP_NOTE,
                                "left RUNNING by an interrupted sweep; its config was run again")
                 client.set_terminated(run.info.run_id, "KILLED")
                 outcome.killed_children.append(run.info.run_id)
@@ -211,13 +193,10 @@ def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = T
         finally:
             executor.close()
 
-        client.set_tag(parent_id, "kbench.sweep.summary",
+        client.set_tag(parent_id, tag.SWEEP_SUMMARY,
                        json.dumps({s: outcome.count(s) for s in ("ran", "done", "reused", "failed")}))
         if report and len([c for c in outcome.status.values() if c != "failed"]) >= 1:
             try:
-                from kbench.evaluation.compare import compare_runs
-                from kbench.evaluation.report import write_report
-
                 comparison = compare_runs(parent_id, tracking_uri=outcome.tracking_uri)
                 outcome.report_dir = write_report(comparison, workspace / "sweeps" / plan.sweep_key / "report")
                 client.log_artifacts(parent_id, str(outcome.report_dir), "report")
@@ -237,8 +216,6 @@ def _headline(metrics: dict[str, float]) -> str:
 
 def _log_parent_plan(client, parent_id: str, plan: SweepPlan) -> None:
     """The baseline's params, the sweep blocks and sweep_plan.json (label, run key, knobs per config)."""
-    from kbench.tracking.mlflow_run import MAX_PARAM_CHARS
-
     rows = [{"label": c.label, "run_key": c.run_key, "knobs": c.knobs, "aliases": c.aliases} for c in plan.configs]
     client.log_text(parent_id, json.dumps({"sweep_key": plan.sweep_key, "baseline_run_key": plan.baseline.run_key(),
                                            "configs": rows}, indent=2), "sweep_plan.json")
@@ -253,9 +230,8 @@ def _log_parent_plan(client, parent_id: str, plan: SweepPlan) -> None:
 
 def _finished_child(client, experiment_id, parent_id, plan, config, result: ComputedRun, workspace: Path,
                     executor_name: str) -> str:
-    tags = {"kbench.run_key": config.run_key, "kbench.dataset": result.dataset_name, **config.experiment.tracking.tags,
-            **child_tags(plan, config), "kbench.sweep.executor": executor_name,
-            "kbench.worker": f"{result.host}:{result.pid}"}
+    tags = {tag.RUN_KEY: config.run_key, tag.DATASET: result.dataset_name, **config.experiment.tracking.tags,
+            **child_tags(plan, config), tag.SWEEP_EXECUTOR: executor_name, tag.WORKER: f"{result.host}:{result.pid}"}
     run_id = _create_child(client, experiment_id, parent_id, config.experiment.name, tags)
     fill_run(client, run_id, params=run_params(config.experiment), metrics=result.metrics,
              run_dir=_materialize(result, workspace))
@@ -264,7 +240,7 @@ def _finished_child(client, experiment_id, parent_id, plan, config, result: Comp
 
 
 def _failed_child(client, experiment_id, parent_id, plan, config, failure: JobFailure) -> str:
-    tags = {"kbench.run_key": config.run_key, **child_tags(plan, config)}
+    tags = {tag.RUN_KEY: config.run_key, **child_tags(plan, config)}
     run_id = _create_child(client, experiment_id, parent_id, config.experiment.name, tags)
     fill_run(client, run_id, params=run_params(config.experiment), metrics={}, run_dir=None)
     record_failed_run(client, run_id, str(failure), failure.traceback)
@@ -273,8 +249,8 @@ def _failed_child(client, experiment_id, parent_id, plan, config, failure: JobFa
 
 def _link_child(client, experiment_id, parent_id, plan, config, source) -> str:
     """A child that points at an equal config's finished run instead of computing it again."""
-    tags = {**child_tags(plan, config), REUSED_FROM: source.info.run_id,
-            "kbench.dataset": source.data.tags.get("kbench.dataset", "")}
+    tags = {**child_tags(plan, config), tag.SWEEP_REUSED_FROM: source.info.run_id,
+            tag.DATASET: source.data.tags.get(tag.DATASET, "")}
     run_id = _create_child(client, experiment_id, parent_id, config.experiment.name, tags)
     fill_run(client, run_id, params=dict(source.data.params), metrics=dict(source.data.metrics), run_dir=None)
     client.set_terminated(run_id, "FINISHED")

@@ -8,8 +8,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
+
+from kbench.tracking import tags as tag
+from kbench.tracking.run_folder import RunResult
 
 SECRET_KEY = re.compile(r"(api_key|token|secret|password)(?!_env)", re.IGNORECASE)
 MAX_PARAM_CHARS = 6000
@@ -79,7 +83,6 @@ def fill_run(client, run_id: str, *, params: dict[str, str], metrics: dict[str, 
              tags: dict[str, str] | None = None) -> None:
     """Log params, metrics (NaN left out), tags and the run folder's files into an existing run."""
     from mlflow.entities import Metric, Param, RunTag
-    import time
 
     now = int(time.time() * 1000)
     metric_list = [Metric(metric_key(k), float(v), now, 0) for k, v in metrics.items() if v == v]
@@ -93,8 +96,24 @@ def fill_run(client, run_id: str, *, params: dict[str, str], metrics: dict[str, 
 
 def record_failed_run(client, run_id: str, error: str, details: str = "") -> None:
     """Mark a run FAILED with its error: tag ``kbench.error`` (first 5000 characters) and ``error.txt``."""
-    client.set_tag(run_id, "kbench.error", error[:5000])
+    client.set_tag(run_id, tag.ERROR, error[:5000])
     try:
         client.log_text(run_id, f"{error}\n\n{details}".strip() + "\n", "error.txt")
     finally:
         client.set_terminated(run_id, "FAILED")
+
+
+def log_to_mlflow(result: RunResult, workspace: Path, parent_run_id: str | None = None,
+                  extra_tags: dict[str, str] | None = None) -> None:
+    """Log a finished run (its folder already written) and set ``result.run_id`` and ``result.tracking_uri``."""
+    experiment = result.experiment
+    client = mlflow_client(experiment.tracking.tracking_uri, workspace)
+    experiment_id = ensure_experiment(client, experiment.tracking.experiment, workspace)
+    params = flatten({k: v for k, v in experiment.resolved().items() if k not in ("sweep", "variants")})
+    tags = {tag.RUN_KEY: experiment.run_key(), tag.DATASET: result.dataset.name if result.dataset else "",
+            **experiment.tracking.tags, **(extra_tags or {})}
+    result.run_id = log_finished_run(
+        client=client, experiment_id=experiment_id, run_name=experiment.tracking.run_name or experiment.name,
+        params=params, metrics=result.metrics, tags=tags, run_dir=result.run_dir, parent_run_id=parent_run_id,
+    )
+    result.tracking_uri = str(client.tracking_uri)

@@ -33,12 +33,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-from kbench.chunking import chunk_corpus
-from kbench.config import ChunkingConfig, ConfigError, DatasetConfig, EmbeddingConfig, OverlapRule
-from kbench.datasets import load_dataset
+from kbench.chunking.config import ChunkingConfig
+from kbench.datasets.config import DatasetConfig
+from kbench.embedding.config import EmbeddingConfig
+from kbench.embedding.models import resolve_model_path
+from kbench.embedding.stage import CachedEmbedder
+from kbench.errors import ConfigError
+from kbench.evaluation.config import OverlapRule
 from kbench.evaluation.relevance import relevant_chunks
 from kbench.paths import models_dir, workspace_dir
-from kbench.records import Chunk, Dataset
+from kbench.pipeline import chunk_dataset, load_corpus
+from kbench.records import Chunk, Dataset, chunks_by_doc
 
 MODEL_CARD = "kbench_model.json"
 LOSSES = ("listwise", "pointwise")
@@ -90,9 +95,7 @@ def _dataset_config(config: RerankerTrainingConfig) -> DatasetConfig:
 
 def positive_chunks(dataset: Dataset, chunks: list[Chunk]) -> dict[str, set[int]]:
     """Query id -> indexes of its relevant chunks (span overlap for span datasets, doc qrels otherwise)."""
-    by_doc: dict[str, list[int]] = {}
-    for i, c in enumerate(chunks):
-        by_doc.setdefault(c.doc_id, []).append(i)
+    by_doc = chunks_by_doc(chunks)
     positives = {}
     for q in dataset.queries:
         if dataset.has_spans and q.query_id in dataset.spans:
@@ -136,8 +139,6 @@ def load_base_cross_encoder(base: str, max_length: int, seed: int):
     """The base encoder with a fresh single-logit head (random until trained; seeded for repeatability)."""
     import torch
     from sentence_transformers import CrossEncoder
-
-    from kbench.embedding.models import resolve_model_path
 
     torch.manual_seed(seed)
     return CrossEncoder(str(resolve_model_path(base)), num_labels=1, max_length=max_length, device="cpu",
@@ -208,8 +209,6 @@ def fit_cross_encoder(model, pairs: list[TrainingPair], *, loss: str, epochs: in
 
 
 def train_reranker(config: RerankerTrainingConfig, log: Callable[[str], None] | None = None) -> TrainingReport:
-    from kbench.embedding.run import CachedEmbedder
-
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     if config.loss not in LOSSES:
         raise ConfigError(f"--loss: {config.loss!r} is not one of {', '.join(LOSSES)}")
@@ -217,9 +216,9 @@ def train_reranker(config: RerankerTrainingConfig, log: Callable[[str], None] | 
     if target.exists() and not config.force:
         raise ConfigError(f"--out: {target} already exists; choose another --out name or pass --force to replace it")
     started = time.perf_counter()
-    dataset = load_dataset(_dataset_config(config))
+    dataset = load_corpus(_dataset_config(config))
     chunking = config.chunking or ({"strategy": "fixed"} if dataset.has_spans else {"strategy": "none"})
-    chunks = chunk_corpus(dataset.documents, ChunkingConfig(**chunking))
+    chunks = chunk_dataset(dataset, ChunkingConfig(**chunking))
     log(f"{dataset.name} split {config.split!r}: {len(dataset.queries)} queries, {len(chunks)} chunks")
 
     embedder = CachedEmbedder(EmbeddingConfig(model=config.first_stage_model),

@@ -8,9 +8,9 @@ import pytest
 from kbench.chunking import chunk_corpus
 from kbench.config import ChunkingConfig, ConfigError, DatasetConfig, EmbeddingConfig, EnrichmentConfig, load_experiment
 from kbench.datasets import load_dataset
-from kbench.embedding.run import CachedEmbedder
+from kbench.embedding.stage import CachedEmbedder
 from kbench.enrichment import EnrichmentError, context_prompt, contextual_text, enrich_chunks
-from kbench.records import sha256_text
+from kbench.hashing import sha256_text
 from kbench.runner import run_experiment
 from tests.enrichment.chat_server import situate
 

@@ -5,7 +5,6 @@ import pytest
 import pytrec_eval
 
 from kbench.config import load_experiment
-from kbench.evaluation.evaluate import doc_ranking
 from kbench.evaluation.metrics import (average_precision_at_k, hit_rate_at_k, mrr_at_k, ndcg_at_k,
                                        precision_at_k, recall_at_k)
 from kbench.runner import run_experiment
@@ -28,15 +27,15 @@ def scifact_run(shared_cache_workspace):
 @pytest.mark.slow
 def test_doc_metrics_equal_pytrec_eval(scifact_run):
     result = scifact_run
-    qrels = {q: result.dataset.qrels[q] for q in result.rankings}
+    qrels = {q: result.dataset.qrels[q] for q in result.run.query_ids}
     # trec_eval ranks by score; give it each document's best-chunk score, the same order kbench used
     runs = {}
-    for qid, hits in result.rankings.items():
+    for qid, hits in result.run.hits.items():
         scores = {}
         for h in hits:
-            scores.setdefault(result.chunks[h.chunk_index].doc_id, float(h.score))
+            scores.setdefault(h.doc_id, float(h.score))
         runs[qid] = scores
-        assert list(scores) == doc_ranking(hits, result.chunks)
+        assert list(scores) == result.run.doc_ids(qid)
     assert all(len(set(s.values())) == len(s) for s in runs.values()), "ties would make the order ambiguous"
 
     measures = {f"P.{','.join(map(str, KS))}", f"recall.{','.join(map(str, KS))}",

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from kbench.chunking import chunk_corpus
 from kbench.config import ChunkingConfig, EvaluationConfig, OverlapRule, load_experiment
 from kbench.datasets.spans import load_chroma
-from kbench.evaluation.evaluate import evaluate_rankings, summarize
+from kbench.evaluation.stage import evaluate_rankings, summarize
 from kbench.evaluation.relevance import chunk_matches_span, relevant_chunks
 from kbench.evaluation.spans import (chunk_ranges, merge_ranges, precision_omega, reference_coverage,
                                      reference_table, span_ranges, span_scores)
 from kbench.paths import shared_datasets_dir
-from kbench.records import Chunk, Hit, Span
+from kbench.records import Chunk, Hit, Run, Span
 
 CHROMA = shared_datasets_dir() / "chroma_chunking"
 
@@ -220,7 +220,7 @@ def test_evaluate_rankings_span_columns_on_real_questions(sotu):
     chunks = chunks_of(sotu, strategy="fixed", chunk_size=800, chunk_overlap=100)
     rankings = lexical_rankings(sotu, chunks)
     config = EvaluationConfig(k=[1, 5, 10])
-    per_query = evaluate_rankings(sotu, chunks, rankings, config)
+    per_query = evaluate_rankings(sotu, chunks, Run.from_hits(rankings, chunks), config)
     for k in (1, 5, 10):
         for name in ("recall", "precision", "iou"):
             assert per_query[f"span_{name}_at_{k}"].between(0, 1).all()

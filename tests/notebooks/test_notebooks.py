@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from kbench.notebooks import NOTEBOOKS_DIR, NotebookError, notebook_names, run_all, run_notebook
+from kbench.studies import NOTEBOOKS_DIR, NotebookError, notebook_names, run_all, run_notebook
 
 pytestmark = pytest.mark.slow
 NOTEBOOKS = ["00_quickstart", "01_chunking", "02_embeddings", "03_retrieval", "04_rerank", "05_compare"]

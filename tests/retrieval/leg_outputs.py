@@ -36,7 +36,7 @@ def tokenize(text: str) -> list[str]:
 def demo_legs(workspace: str, depth: int = 60) -> DemoLegs:
     from rank_bm25 import BM25Okapi
 
-    from kbench.embedding.run import CachedEmbedder
+    from kbench.embedding.stage import CachedEmbedder
     from kbench.retrieval.vector import VectorLeg, VectorParams
     from kbench.store.faiss_index import VectorIndex
 

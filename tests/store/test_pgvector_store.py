@@ -9,7 +9,7 @@ import pytest
 from kbench.chunking import chunk_corpus
 from kbench.config import load_experiment
 from kbench.datasets import load_dataset
-from kbench.embedding.run import CachedEmbedder
+from kbench.embedding.stage import CachedEmbedder
 from kbench.retrieval.pg_hybrid import PgHybridLeg, PgHybridParams
 from kbench.retrieval.registry import SearchContext
 from kbench.retrieval.vector import VectorLeg, VectorParams
@@ -93,4 +93,4 @@ def test_pgvector_run_end_to_end_equals_faiss_flat(scifact_run):
     assert pg.counts["embeddings_computed"] == 0  # the same cache serves both backends
     assert pg.metrics["index_recall_at_10"] == pytest.approx(1.0)  # pgvector exact scan vs numpy exact
     for query, expected in zip(dataset.queries, faiss_lists):
-        assert [h.chunk_index for h in pg.rankings[query.query_id]] == [i for i, _ in expected]
+        assert [h.chunk_id for h in pg.run[query.query_id]] == [chunks[i].chunk_id for i, _ in expected]

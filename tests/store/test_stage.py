@@ -8,7 +8,7 @@ import pytest
 from kbench.chunking import chunk_corpus
 from kbench.config import load_experiment
 from kbench.datasets import load_dataset
-from kbench.records import sha256_text
+from kbench.hashing import sha256_text
 from kbench.runner import run_experiment
 
 

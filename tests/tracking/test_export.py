@@ -6,11 +6,10 @@ import pandas as pd
 import pytest
 
 from kbench.config import load_experiment
-from kbench.records import Chunk, Hit
-from kbench.runner import run_experiment
-from kbench.tracking.export import (TrecFormatError, export_run, import_trec_run, rankings_frame, ranked_ids,
-                                    read_trec_qrels, read_trec_run, run_from_rankings, to_ranx_qrels,
-                                    to_ranx_run, write_trec_qrels, write_trec_run)
+from kbench.records import Chunk, Hit, Run
+from kbench.runner import export_run, import_trec_run, run_experiment
+from kbench.tracking.export import (TrecFormatError, ranked_ids, read_trec_qrels, read_trec_run, to_ranx_qrels,
+                                    write_trec_qrels, write_trec_run)
 from tests.conftest import link_shared_cache
 
 SMALL_DEMO = {"name": "demo", "max_documents": 1, "max_queries": 6, "seed": 2}
@@ -48,11 +47,12 @@ def test_bad_trec_files_name_the_line(tmp_path):
 
 def test_ties_are_written_strictly_decreasing_and_documents_at_their_best_chunk():
     chunks = [Chunk("a", 0, 0, 5, "x"), Chunk("a", 1, 5, 9, "y"), Chunk("b", 0, 0, 3, "z")]
-    frame = rankings_frame(chunks, {"q1": [Hit(1, 0.8), Hit(2, 0.8), Hit(0, 0.5)]})
-    docs = run_from_rankings(frame, "doc")["q1"]
-    assert list(docs) == ["a", "b"] and docs["a"] == 0.8 and docs["b"] < 0.8
-    chunk_run = run_from_rankings(frame, "chunk")["q1"]
-    assert ranked_ids(chunk_run) == ["a#1", "b#0", "a#0"]
+    run = Run.from_hits({"q1": [Hit(1, 0.8), Hit(2, 0.8), Hit(0, 0.5)]}, chunks)
+    for same in (run, Run.from_frame(run.to_frame())):  # a run folder's rankings.parquet reads back equal
+        docs = same.to_dict("doc")["q1"]
+        assert list(docs) == ["a", "b"] and docs["a"] == 0.8 and docs["b"] < 0.8
+        chunk_run = same.to_dict("chunk")["q1"]
+        assert ranked_ids(chunk_run) == ["a#1", "b#0", "a#0"]
 
 
 @pytest.fixture(scope="module")
@@ -67,14 +67,14 @@ def logged_run(shared_cache_workspace, tmp_path_factory):
 
 
 def _ranx_means(run_file, qrels_file, metrics):
-    from ranx import Qrels, Run, evaluate
+    from ranx import Qrels, Run as RanxRun, evaluate
 
     run, _ = read_trec_run(run_file)
     qrels = read_trec_qrels(qrels_file)
     for q in qrels:  # ranx wants every judged query in the run
         run.setdefault(q, {})
-    assert isinstance(to_ranx_run(run), Run) and isinstance(to_ranx_qrels(qrels), Qrels)
-    return evaluate(to_ranx_qrels(qrels), to_ranx_run({q: r for q, r in run.items() if r}), metrics,
+    assert isinstance(to_ranx_qrels(qrels), Qrels)
+    return evaluate(to_ranx_qrels(qrels), RanxRun({q: r for q, r in run.items() if r}), metrics,
                     make_comparable=True)
 
 

@@ -10,7 +10,7 @@ from kbench.chunking import chunk_corpus
 from kbench.cli import main
 from kbench.config import ChunkingConfig, ConfigError, DatasetConfig, EmbeddingConfig, OverlapRule
 from kbench.datasets import load_dataset
-from kbench.embedding.run import CachedEmbedder
+from kbench.embedding.stage import CachedEmbedder
 from kbench.evaluation.relevance import chunk_matches_span
 from kbench.retrieval.rerank.cross_encoder import resolve_cross_encoder
 from kbench.training.reranker import (

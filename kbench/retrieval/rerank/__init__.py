@@ -1,5 +1,5 @@
 """Rerankers, one module each; importing registers them. ``check_reranker`` runs their start-time checks."""
-from kbench.config import RerankConfig
+from kbench.retrieval.config import RerankConfig
 from kbench.retrieval.registry import RERANKERS
 from kbench.retrieval.rerank import bi_encoder, cross_encoder, llm  # noqa: F401
 

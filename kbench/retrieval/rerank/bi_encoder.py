@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from kbench.config import EmbeddingConfig
+from kbench.embedding.config import EmbeddingConfig
 from kbench.embedding.models import resolve_model_path
 from kbench.records import Hit
 from kbench.retrieval.registry import RERANKERS, SearchContext
@@ -37,7 +37,7 @@ class BiEncoderReranker:
         resolve_model_path(params.model)
 
     def __init__(self, context: SearchContext, params: BiEncoderParams):
-        from kbench.embedding.run import CachedEmbedder
+        from kbench.embedding.stage import CachedEmbedder
 
         self.context, self.params = context, params
         config = EmbeddingConfig(model=params.model, batch_size=params.batch_size, max_seq_length=params.max_seq_length,

@@ -55,18 +55,19 @@ def test_trained_reranker_rescores_vector_candidates_by_name(demo_reranker, conf
     model = CrossEncoder(str(demo_reranker.path), device="cpu", local_files_only=True)
     moved = 0
     for query in reranked.dataset.queries:
-        hits = reranked.rankings[query.query_id]
+        hits = reranked.run[query.query_id]
         assert len(hits) == 5
         first = [h.leg_ranks["first_stage"] for h in hits]
         assert max(first) <= 15 and len(set(first)) == 5  # from the 15 = 5 x 3 vector candidates
-        expected = model.predict([[query.text, reranked.chunks[h.chunk_index].text] for h in hits],
+        text = {c.chunk_id: c.text for c in reranked.chunks}
+        expected = model.predict([[query.text, text[h.chunk_id]] for h in hits],
                                  show_progress_bar=False)
         assert [h.score for h in hits] == pytest.approx(expected.tolist(), abs=1e-5)
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-        vector_top = [h.chunk_index for h in plain.rankings[query.query_id]]
+        vector_top = [h.chunk_id for h in plain.run[query.query_id]]
         assert [h.leg_scores["first_stage"] for h in hits] == pytest.approx(
             [h.leg_scores["vector"] for h in hits])
-        moved += [h.chunk_index for h in hits] != vector_top
+        moved += [h.chunk_id for h in hits] != vector_top
     assert moved > 0  # the reranker changed at least one query's top 5
     assert reranked.metrics["latency_ms_rerank_p50"] > 0
     assert "latency_ms_rerank_p50" not in plain.metrics

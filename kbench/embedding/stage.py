@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from kbench.config import EmbeddingConfig
-from kbench.records import sha256_text
-from kbench.store.cache import EmbeddingCache
+from kbench.embedding.config import EmbeddingConfig
+from kbench.hashing import sha256_text
+from kbench.cache import EmbeddingCache
 
 
 def load_encoder(config: EmbeddingConfig):

@@ -17,7 +17,7 @@ import pytest
 from kbench.chunking import chunk_corpus
 from kbench.config import ChunkingConfig, DatasetConfig
 from kbench.datasets import load_dataset
-from kbench.store.cache import (ChunkCache, EmbeddingCache, cache_stats, clear_cache, document_key, parse_age,
+from kbench.cache import (ChunkCache, EmbeddingCache, cache_stats, clear_cache, document_key, parse_age,
                                 shard_files)
 
 
@@ -71,7 +71,7 @@ def test_document_key_covers_what_chunkers_read(demo_docs):
 WRITER = textwrap.dedent("""
     import sys, numpy as np
     from pathlib import Path
-    from kbench.store.cache import EmbeddingCache, ChunkCache
+    from kbench.cache import EmbeddingCache, ChunkCache
     root = Path(sys.argv[1])
     emb = EmbeddingCache(root, {"model": "crash-test"})
     chunks = ChunkCache(root, {"chunker": "crash-test"})

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kbench.config import ConfigError, RerankConfig, RetrievalConfig
+from kbench.errors import ConfigError
+from kbench.retrieval.config import RerankConfig, RetrievalConfig
 from kbench.records import Document, Hit, Query
 from kbench.retrieval.filters import describe, drop_query_document, filter_mask
 from kbench.retrieval.grouping import group_by_page
@@ -32,6 +33,11 @@ class SearchError(ConfigError):
 class SearchOutput:
     rankings: dict[str, list[Hit]]
     latency_ms: dict[str, np.ndarray] = field(default_factory=dict)  # stage -> per-query milliseconds
+
+
+def legs_need_query_vectors(config: RetrievalConfig) -> bool:
+    """Whether any configured leg searches by query vector (then the corpus must be embedded and stored)."""
+    return any(getattr(LEGS.get(name).impl, "needs_query_vectors", False) for name in config.legs)
 
 
 def build_legs(context: SearchContext, config: RetrievalConfig) -> dict[str, object]:

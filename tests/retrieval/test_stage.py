@@ -11,7 +11,7 @@ from kbench.config import RetrievalConfig, load_experiment
 from kbench.paths import REPO_ROOT
 from kbench.records import Query
 from kbench.retrieval.filters import filter_mask
-from kbench.retrieval.run import SearchError, search
+from kbench.retrieval.stage import SearchError, search
 from tests.retrieval.leg_outputs import demo_legs
 
 MODE_CONFIGS = ["vector", "archon_hybrid", "archon_weighted", "weighted", "rrf", "rrf_supabase"]

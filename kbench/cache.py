@@ -29,10 +29,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-
-def stable_hash(data: Any, length: int = 16) -> str:
-    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
+from kbench.hashing import stable_hash
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -1,6 +1,6 @@
 """Run the notebooks under notebooks/ with papermill, each as one MLflow run.
 
-    from kbench.notebooks import run_notebook
+    from kbench.studies import run_notebook
     result = run_notebook("01_chunking", {"max_queries": 20}, profile="ci")
 
 The driver creates the notebook's MLflow run first (experiment ``notebooks``, tag ``kbench.notebook``), hands
@@ -22,8 +22,10 @@ from typing import Any
 
 import yaml
 
-from kbench.config import ConfigError
+from kbench.errors import ConfigError
 from kbench.paths import REPO_ROOT, workspace_dir
+from kbench.tracking import tags as tag
+from kbench.tracking.mlflow_run import ensure_experiment, mlflow_client, record_failed_run
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
@@ -117,7 +119,6 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile
                  kernel: str = KERNEL, log=print) -> NotebookResult:
     """Execute one notebook with papermill into ``<workspace>/notebooks/``; one MLflow run per execution."""
     import papermill
-    from kbench.tracking.mlflow_run import ensure_experiment, mlflow_client, record_failed_run
 
     source = notebook_path(name, directory)
     name = source.stem
@@ -139,7 +140,7 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile
     client = mlflow_client(tracking, workspace)
     experiment_id = ensure_experiment(client, MLFLOW_EXPERIMENT, workspace)
     run = client.create_run(experiment_id, run_name=name,
-                            tags={"kbench.notebook": name, "kbench.profile": profile or ""})
+                            tags={tag.NOTEBOOK: name, tag.PROFILE: profile or ""})
     run_id = run.info.run_id
     for key, value in params.items():
         client.log_param(run_id, key, str(value)[:6000])
@@ -169,7 +170,7 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile
         client.set_terminated(run_id, "FINISHED")
         status = "FINISHED"
     else:
-        client.set_tag(run_id, "kbench.failed_cell", str(failed_cell))
+        client.set_tag(run_id, tag.FAILED_CELL, str(failed_cell))
         record_failed_run(client, run_id, f"{name}: {error}", _cell_source(output, failed_cell))
         status = "FAILED"
     log(f"{name}: {status} in {seconds:.0f} s, MLflow run {run_id}" + (f"\n  {error}" if error else ""))

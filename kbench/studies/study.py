@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbench.config import load_experiment, set_dotted
+from kbench.config import load_experiment, read_yaml_mapping, set_dotted
+from kbench.paths import REPO_ROOT
 from kbench.runner import RunResult, run_experiment
+from kbench.tracking import tags as tag
 
 EXPERIMENT = "notebooks"
 
@@ -31,8 +33,6 @@ class Study:
     results: dict[str, RunResult] = field(default_factory=dict)
 
     def __post_init__(self):
-        from kbench.paths import REPO_ROOT
-
         # JupyterLab starts kernels in notebooks/; a relative workspace means the repository's, as in the CLI
         if not Path(self.workspace).is_absolute():
             self.workspace = str(REPO_ROOT / self.workspace)
@@ -45,9 +45,7 @@ class Study:
             source = {"chunking": {"strategy": "fixed", "chunk_size": 600, "chunk_overlap": 100},
                       "embedding": {"model": self.model}, "retrieval": {"legs": ["vector"], "top_k": 20}}
         if isinstance(source, (str, Path)):
-            import yaml
-
-            source = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
+            source = read_yaml_mapping(source)
         data = copy.deepcopy(source)
         data["dataset"] = {"name": self.dataset, "max_queries": self.max_queries, "max_documents": self.max_documents}
         data["workspace"] = str(self.workspace)
@@ -64,7 +62,7 @@ class Study:
         experiment.name = label
         experiment.tracking.run_name = label
         result = run_experiment(experiment, progress=False, parent_run_id=self.parent_run_id,
-                                extra_tags={"kbench.notebook": self.notebook, "kbench.label": label})
+                                extra_tags={tag.NOTEBOOK: self.notebook, tag.LABEL: label})
         self.results[label] = result
         return result
 

@@ -16,7 +16,11 @@ from mlflow.tracking import MlflowClient
 
 from kbench.config import ConfigError
 from kbench.sweep import expand_sweep, make_executor, run_sweep
-from kbench.sweep.run import CONFIG_KEY, LABEL, REUSED_FROM, ROLE, SweepError, SweepLock
+from kbench.sweep.run import SweepError, SweepLock
+from kbench.tracking.tags import SWEEP_CONFIG_KEY as CONFIG_KEY
+from kbench.tracking.tags import SWEEP_LABEL as LABEL
+from kbench.tracking.tags import SWEEP_REUSED_FROM as REUSED_FROM
+from kbench.tracking.tags import SWEEP_ROLE as ROLE
 from tests.conftest import make_config
 
 KBENCH = Path(sys.executable).parent / "kbench"

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from kbench.cli import main
-from kbench.evaluation.compare import CompareError, RunScores, compare_runs, compare_scores
-from kbench.evaluation.report import write_report
+from kbench.compare import CompareError, RunScores, compare_runs, compare_scores
+from kbench.compare import write_report
 from kbench.evaluation.significance import holm, paired_t_test, randomization_test, wilcoxon_signed_rank
 from kbench.sweep import expand_sweep, make_executor, run_sweep
 from tests.conftest import link_shared_cache, make_config

@@ -1,6 +1,6 @@
 """Compare runs: metrics per config, the difference to a baseline and whether it is real.
 
-    from kbench.evaluation.compare import compare_runs
+    from kbench.compare import compare_runs
     cmp = compare_runs("<sweep parent run id>")                      # every finished config of a sweep
     cmp = compare_runs(["<run a>", "<run b>"], baseline="<run a>",   # or any runs, by id
                        metrics=["chunk_ndcg_at_10"], tracking_uri="sqlite:///experiments/mlflow.db")
@@ -14,14 +14,13 @@ for multiple comparisons over all (config, metric) pairs (Holm by default).
 """
 from __future__ import annotations
 
-import json
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from kbench.tracking import tags as tag
+from kbench.tracking.read import RunReadError, finished_sweep_children, get_run, read_per_query, tracking_client
 from kbench.evaluation.significance import (TESTS, adjust_p_values, bootstrap_ci, paired_effect_size,
                                             paired_t_test, randomization_test, wilcoxon_signed_rank)
 
@@ -70,74 +69,25 @@ class Comparison:
 
 
 # --------------------------------------------------------------------------- reading runs
-def _client(tracking_uri: str | None):
-    from mlflow.tracking import MlflowClient
-
-    from kbench.paths import workspace_dir
-    from kbench.tracking.mlflow_run import tracking_uri as resolve_uri
-
-    return MlflowClient(tracking_uri=resolve_uri(tracking_uri, workspace_dir()))
-
-
-def _sweep_children(client, parent) -> list:
-    from kbench.sweep.run import CONFIG_KEY, sweep_children
-
-    newest: dict[str, object] = {}
-    for run in sorted(sweep_children(client, parent.info.experiment_id, parent.info.run_id),
-                      key=lambda r: r.info.start_time or 0):
-        if run.info.status == "FINISHED":
-            newest[run.data.tags.get(CONFIG_KEY, run.info.run_id)] = run
-    if not newest:
-        raise CompareError(f"sweep parent run {parent.info.run_id} has no FINISHED child runs yet")
-    order: dict[str, int] = {}
-    try:  # keep the order of the sweep plan when it is there
-        path = client.download_artifacts(parent.info.run_id, "sweep_plan.json", tempfile.mkdtemp(prefix="kbench-"))
-        order = {c["run_key"]: i for i, c in enumerate(json.loads(Path(path).read_text())["configs"])}
-    except Exception:  # runs grouped by hand under a parent: keep start order
-        pass
-    return sorted(newest.values(), key=lambda r: order.get(r.data.tags.get(CONFIG_KEY), len(order)))
-
-
-def _read_per_query(client, run) -> tuple[pd.DataFrame, str]:
-    from kbench.sweep.run import REUSED_FROM
-
-    source = run.data.tags.get(REUSED_FROM) or run.info.run_id
-    folder = tempfile.mkdtemp(prefix="kbench-compare-")
-    try:
-        path = client.download_artifacts(source, "per_query.parquet", folder)
-    except Exception as e:
-        raise CompareError(f"run {run.info.run_id}: cannot read per_query.parquet from run {source}'s artifacts "
-                           f"({type(e).__name__}: {e}); was it logged by kbench?") from None
-    frame = pd.read_parquet(path)
-    if "query_id" not in frame:
-        raise CompareError(f"run {source}: per_query.parquet has no query_id column")
-    return frame.set_index("query_id"), source
-
-
 def load_runs(runs: str | list[str], tracking_uri: str | None = None) -> tuple[list[RunScores], str | None, object]:
     """Run ids, or one sweep parent id -> per-query scores of each run (labels from the sweep tags)."""
-    from kbench.sweep.run import LABEL, ROLE
-
-    client = _client(tracking_uri)
+    client = tracking_client(tracking_uri)
     ids = [runs] if isinstance(runs, str) else list(runs)
     if not ids:
         raise CompareError("give at least two run ids, or a sweep's parent run id")
     parent_id = None
-    fetched = []
-    for run_id in ids:
-        try:
-            fetched.append(client.get_run(run_id))
-        except Exception:
-            raise CompareError(f"run {run_id!r} not found in {client.tracking_uri} "
-                               "(pass --tracking-uri, or run from the workspace that logged it)") from None
-    if len(fetched) == 1 and fetched[0].data.tags.get(ROLE) == "parent":
-        parent_id = fetched[0].info.run_id
-        fetched = _sweep_children(client, fetched[0])
     scores = []
-    for run in fetched:
-        label = run.data.tags.get(LABEL) or run.data.tags.get("mlflow.runName") or run.info.run_id[:8]
-        frame, source = _read_per_query(client, run)
-        scores.append(RunScores(label, run.info.run_id, frame, source, run.data.tags.get("kbench.sweep.knobs", "")))
+    try:
+        fetched = [get_run(client, run_id) for run_id in ids]
+        if len(fetched) == 1 and fetched[0].data.tags.get(tag.SWEEP_ROLE) == "parent":
+            parent_id = fetched[0].info.run_id
+            fetched = finished_sweep_children(client, fetched[0])
+        for run in fetched:
+            label = run.data.tags.get(tag.SWEEP_LABEL) or run.data.tags.get("mlflow.runName") or run.info.run_id[:8]
+            frame, source = read_per_query(client, run)
+            scores.append(RunScores(label, run.info.run_id, frame, source, run.data.tags.get(tag.SWEEP_KNOBS, "")))
+    except RunReadError as e:
+        raise CompareError(str(e)) from None
     labels = [s.label for s in scores]
     for s in scores:  # two runs with one name: tell them apart by id
         if labels.count(s.label) > 1:

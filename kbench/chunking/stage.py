@@ -5,8 +5,9 @@ from pathlib import Path
 
 from kbench.chunking.metadata import text_metadata
 from kbench.chunking.registry import CHUNKERS
-from kbench.config import ChunkingConfig
+from kbench.chunking.config import ChunkingConfig
 from kbench.records import Chunk, Document
+from kbench.cache import ChunkCache, chunker_fingerprint, document_key
 
 
 def chunk_document(document: Document, config: ChunkingConfig, params=None) -> list[Chunk]:
@@ -25,7 +26,7 @@ def chunk_document(document: Document, config: ChunkingConfig, params=None) -> l
 def chunk_corpus(documents: list[Document], config: ChunkingConfig, *, cache_dir: Path | None = None,
                  stats: dict[str, int] | None = None) -> list[Chunk]:
     """Every document's chunks, in order. With ``cache_dir``, a document chunked before by the same chunker,
-    params and chunker code comes from the chunk cache (kbench.store.cache.ChunkCache); ``stats`` (if given)
+    params and chunker code comes from the chunk cache (kbench.cache.ChunkCache); ``stats`` (if given)
     receives chunk_cache_hits / chunk_cache_misses, counted in documents."""
     params = config.params
     if cache_dir is None:
@@ -33,8 +34,6 @@ def chunk_corpus(documents: list[Document], config: ChunkingConfig, *, cache_dir
         for document in documents:
             chunks.extend(chunk_document(document, config, params))
         return chunks
-    from kbench.store.cache import ChunkCache, chunker_fingerprint, document_key
-
     entry = CHUNKERS.get(config.strategy)
     cache = ChunkCache(cache_dir, chunker_fingerprint(config.strategy, entry.impl, params.model_dump(mode="json")))
     chunks, new_entries = [], {}

@@ -1,0 +1,10 @@
+"""The chunking section: a strategy name plus that chunker's own knobs (validated by its params model)."""
+from __future__ import annotations
+
+from kbench.chunking.registry import CHUNKERS
+from kbench.registry import StrategySection
+
+
+class ChunkingConfig(StrategySection):
+    registry = CHUNKERS
+    strategy: str = "fixed"

@@ -1,0 +1,29 @@
+"""The dataset section of a config: which corpus, queries and judgements a run reads."""
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from kbench.registry import StrictModel
+
+
+class DatasetConfig(StrictModel):
+    name: str | None = Field(None, description="a registered dataset name (kbench datasets list)")
+    path: str | None = Field(None, description="a dataset folder (BEIR or span layout); instead of name")
+    split: str = Field("test", description="qrels split for BEIR datasets")
+    subset: list[str] | None = Field(None, description="span datasets with several corpora: keep these")
+    max_queries: int | None = Field(None, ge=1, description="evaluate a seeded sample of this many queries")
+    max_documents: int | None = Field(
+        None, ge=1, description="keep every judged document plus a seeded sample up to this many"
+    )
+    seed: int = 0
+    include: list[str] | None = Field(None, description="folder sources: globs of files to take, e.g. ['**/*.md']")
+    exclude: list[str] | None = Field(None, description="folder sources: globs to leave out; default: .git, "
+                                      "node_modules, dist, build, __pycache__, *.min.js")
+    max_file_bytes: int = Field(10 * 1024 * 1024, ge=1, description="folder sources: larger files are skipped")
+
+    @model_validator(mode="after")
+    def _name_or_path(self):
+        if not self.name and not self.path:
+            raise ValueError("dataset: give either 'name' (see `kbench datasets list`) or 'path'")
+        return self
+

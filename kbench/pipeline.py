@@ -1,0 +1,241 @@
+"""The one pipeline: prepare a corpus (dataset -> chunks -> vectors -> store), search it, evaluate the run.
+
+Everything that needs a searchable corpus comes through here: ``kbench run`` (kbench.runner), reranker
+training, TREC import and the benchmarks. Each step is a plain function over plain records, so a
+benchmark can stop after ``chunked_corpus`` or ``prepare_corpus`` and time what it measures:
+
+    corpus = prepare_corpus(experiment)            # dataset, chunks, vectors, index, timed and counted
+    found = search_corpus(corpus, experiment)      # a Run (per query, ranked hits) + latency per stage
+    scored = evaluate_run(corpus, found.run, experiment.evaluation)
+    corpus.close()
+
+``run_pipeline`` does the three in order and returns one ``PipelineResult``; it writes nothing.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from kbench.chunking import chunk_corpus
+from kbench.chunking.config import ChunkingConfig
+from kbench.config import Experiment
+from kbench.datasets import load_dataset
+from kbench.datasets.config import DatasetConfig
+from kbench.embedding.stage import CachedEmbedder, EmbeddingResult
+from kbench.enrichment import check_enrichment, enrich_chunks
+from kbench.evaluation.config import EvaluationConfig
+from kbench.evaluation.stage import evaluate_rankings, summarize
+from kbench.paths import workspace_dir
+from kbench.records import Chunk, Dataset, Run
+from kbench.retrieval.registry import SearchContext
+from kbench.retrieval.rerank import check_reranker
+from kbench.retrieval.stage import legs_need_query_vectors, search
+from kbench.store.stage import StoreOutcome, index_recall, needs_recall_check, prepare_store
+
+
+class RunError(RuntimeError):
+    """A run that cannot go on with this data (e.g. a chunker that produced nothing)."""
+
+
+class StageTimer:
+    """Wall-clock seconds per named stage; a stage entered twice adds up."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str):
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
+
+
+@dataclass
+class Corpus:
+    """A prepared corpus: the dataset, its chunks and (when a leg needs them) their vectors and store.
+
+    ``context`` is what the retrieval stage searches; ``close()`` releases the store (a pgvector
+    connection, a server kbench started)."""
+
+    dataset: Dataset
+    chunks: list[Chunk]
+    context: SearchContext
+    workspace: Path
+    timer: StageTimer = field(default_factory=StageTimer)
+    counts: dict[str, int] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)  # the store's index recall, when checked
+    embedder: CachedEmbedder | None = None
+    embedded: EmbeddingResult | None = None
+    store: StoreOutcome | None = None
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+
+@dataclass
+class SearchResult:
+    run: Run
+    latency_ms: dict[str, np.ndarray]  # stage -> per-query milliseconds, in the dataset's query order
+
+
+@dataclass
+class PipelineResult:
+    """What one experiment computed: the run, its per-query scores and summary, and how each stage went."""
+
+    dataset: Dataset
+    chunks: list[Chunk]
+    run: Run
+    per_query: pd.DataFrame
+    metrics: dict[str, float]
+    counts: dict[str, int]
+    stage_seconds: dict[str, float]
+
+
+def load_corpus(dataset: DatasetConfig, *, timer: StageTimer | None = None,
+                counts: dict[str, int] | None = None) -> Dataset:
+    """Load a dataset; ``counts`` receives documents, queries and skipped files by reason."""
+    timer = timer or StageTimer()
+    counts = {} if counts is None else counts
+    with timer.stage("load"):
+        loaded = load_dataset(dataset)
+    counts.update(documents=len(loaded.documents), queries=len(loaded.queries))
+    for reason, paths in loaded.skipped.items():
+        counts[f"skipped_{reason}"] = len(paths)
+    return loaded
+
+
+def chunk_dataset(dataset: Dataset, chunking: ChunkingConfig, *, cache_dir: Path | None = None,
+                  timer: StageTimer | None = None, counts: dict[str, int] | None = None) -> list[Chunk]:
+    """Chunk every document (through the chunk cache when ``cache_dir`` is given); no chunks is an error."""
+    timer = timer or StageTimer()
+    counts = {} if counts is None else counts
+    chunk_stats: dict[str, int] = {}
+    with timer.stage("chunk"):
+        chunks = chunk_corpus(dataset.documents, chunking, cache_dir=cache_dir, stats=chunk_stats)
+    counts.update(chunk_stats)  # chunk_cache_hits / chunk_cache_misses, in documents
+    if not chunks:
+        raise RunError(f"chunking.strategy {chunking.strategy!r} produced no chunks from "
+                       f"{len(dataset.documents)} documents; check the dataset and the chunker's knobs")
+    counts["chunks"] = len(chunks)
+    return chunks
+
+
+def chunked_corpus(dataset: DatasetConfig, chunking: ChunkingConfig, *, cache_dir: Path | None = None,
+                   timer: StageTimer | None = None, counts: dict[str, int] | None = None
+                   ) -> tuple[Dataset, list[Chunk]]:
+    """``load_corpus`` then ``chunk_dataset``."""
+    timer = timer or StageTimer()
+    loaded = load_corpus(dataset, timer=timer, counts=counts)
+    return loaded, chunk_dataset(loaded, chunking, cache_dir=cache_dir, timer=timer, counts=counts)
+
+
+def texts_to_embed(experiment: Experiment, corpus: Corpus) -> list[str]:
+    """Chunk texts, or with enrichment on, LLM context + "\\n---\\n" + chunk (kbench.enrichment)."""
+    if not experiment.enrichment.enabled:
+        return [c.text for c in corpus.chunks]
+    with corpus.timer.stage("enrich"):
+        enriched = enrich_chunks(corpus.chunks, corpus.dataset.documents, experiment.enrichment,
+                                 corpus.workspace / "cache")
+    corpus.counts.update(enriched.counts())
+    return enriched.texts
+
+
+def preflight(experiment: Experiment) -> None:
+    """A missing endpoint, key or reranker model fails here, before any work."""
+    check_enrichment(experiment.enrichment)
+    check_reranker(experiment.rerank)
+
+
+def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool = True) -> Corpus:
+    """Load, chunk and, when a leg needs vectors, embed and store: everything a search needs.
+
+    ``index=False`` stops after embedding (a benchmark that builds its own indexes)."""
+    preflight(experiment)
+    workspace = workspace_dir(experiment.workspace)
+    timer, counts = StageTimer(), {}
+    dataset, chunks = chunked_corpus(experiment.dataset, experiment.chunking, cache_dir=workspace / "cache",
+                                     timer=timer, counts=counts)
+    corpus = Corpus(dataset, chunks, SearchContext(chunks=chunks, workspace=workspace), workspace, timer, counts)
+    if not legs_need_query_vectors(experiment.retrieval):
+        return corpus
+    with timer.stage("load_model"):
+        corpus.embedder = CachedEmbedder(experiment.embedding, workspace / "cache")
+    texts = texts_to_embed(experiment, corpus)
+    with timer.stage("embed"):
+        corpus.embedded = embedded = corpus.embedder.embed(texts, progress=progress)
+    counts.update(embeddings_computed=embedded.cache_misses, embeddings_cached=embedded.cache_hits,
+                  embeddings_failed=len(embedded.failed), embedding_dimension=int(embedded.vectors.shape[1]))
+    corpus.context.chunk_vectors = embedded.vectors
+    corpus.context.embed_queries = corpus.embedder.embed_queries
+    if not index:
+        return corpus
+    with timer.stage("store"):  # kbench.store.stage: faiss in memory, duckdb + saved FAISS, or pgvector
+        corpus.store = stored = prepare_store(experiment, dataset, chunks, embedded, corpus.embedder, workspace)
+        corpus.context.vector_index = stored.vector_index
+        corpus.context.extras.update(stored.extras)
+    counts.update(stored.counts)
+    if needs_recall_check(experiment.store):
+        with timer.stage("index_recall"):
+            corpus.metrics.update(index_recall(stored, dataset.queries, corpus.embedder.embed_queries,
+                                               experiment.store))
+    return corpus
+
+
+def search_corpus(corpus: Corpus, experiment: Experiment, *, progress: bool = False,
+                  name: str | None = None) -> SearchResult:
+    """Every query of the corpus's dataset through the retrieval stage (legs, fusion, rerank, grouping)."""
+    with corpus.timer.stage("search"):
+        output = search(corpus.dataset.queries, corpus.context, experiment.retrieval, experiment.rerank,
+                        progress=progress, documents=corpus.dataset.documents)
+    return SearchResult(Run.from_hits(output.rankings, corpus.chunks, name=name or experiment.name),
+                        output.latency_ms)
+
+
+def latency_summary(latency_ms: dict[str, np.ndarray]) -> dict[str, float]:
+    out = {}
+    for stage, values in latency_ms.items():
+        out[f"latency_ms_{stage}_p50"] = float(np.percentile(values, 50))
+        out[f"latency_ms_{stage}_p95"] = float(np.percentile(values, 95))
+    return out
+
+
+def evaluate_run(dataset: Dataset, chunks: list[Chunk], run: Run, config: EvaluationConfig,
+                 latency_ms: dict[str, np.ndarray] | None = None) -> tuple[pd.DataFrame, dict[str, float]]:
+    """Per-query metrics (plus per-query latency columns) and their means (plus latency p50/p95)."""
+    per_query = evaluate_rankings(dataset, chunks, run, config)
+    for stage, values in (latency_ms or {}).items():
+        per_query[f"latency_ms_{stage}"] = values
+    metrics = summarize(per_query.drop(columns=[c for c in per_query if c.startswith("latency_ms_")]))
+    metrics.update(latency_summary(latency_ms or {}))
+    return per_query, metrics
+
+
+def run_pipeline(experiment: Experiment, *, progress: bool = True,
+                 on_corpus: Callable[[Corpus], None] | None = None) -> PipelineResult:
+    """Prepare, search and evaluate one experiment; nothing is written. ``on_corpus`` sees the prepared
+    corpus before the search (a benchmark that wants its vectors)."""
+    corpus = prepare_corpus(experiment, progress=progress)
+    try:
+        if on_corpus is not None:
+            on_corpus(corpus)
+        found = search_corpus(corpus, experiment, progress=progress)
+    finally:
+        corpus.close()  # pgvector: closes the connection and stops a server kbench started
+    with corpus.timer.stage("evaluate"):
+        per_query, metrics = evaluate_run(corpus.dataset, corpus.chunks, found.run, experiment.evaluation,
+                                          found.latency_ms)
+    metrics.update(corpus.metrics)
+    metrics.update({f"count_{k}": float(v) for k, v in corpus.counts.items()})
+    metrics.update({f"time_s_{k}": v for k, v in corpus.timer.seconds.items()})
+    return PipelineResult(corpus.dataset, corpus.chunks, found.run, per_query, metrics, dict(corpus.counts),
+                          dict(corpus.timer.seconds))

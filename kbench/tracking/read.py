@@ -1,0 +1,115 @@
+"""Reading logged runs back from MLflow: the client, a sweep's children, a run's per-query scores,
+its config and its rankings. Comparison, export and sweeps resume all read through here."""
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from kbench.paths import workspace_dir
+from kbench.records import Run
+from kbench.tracking import tags as tag
+from kbench.tracking.mlflow_run import tracking_uri as resolve_uri
+
+
+class RunReadError(ValueError):
+    """A logged run that cannot be read back (not found, or not logged by kbench)."""
+
+
+def tracking_client(tracking_uri: str | None = None):
+    """An MlflowClient on ``tracking_uri``, else MLFLOW_TRACKING_URI, else the default workspace's store."""
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=resolve_uri(tracking_uri, workspace_dir()))
+
+
+def get_run(client, run_id: str):
+    try:
+        return client.get_run(run_id)
+    except Exception:
+        raise RunReadError(f"run {run_id!r} not found in {client.tracking_uri} "
+                           "(pass --tracking-uri, or run from the workspace that logged it)") from None
+
+
+def sweep_children(client, experiment_id: str, parent_run_id: str) -> list:
+    return client.search_runs([experiment_id], f"tags.mlflow.parentRunId = '{parent_run_id}'", max_results=50_000)
+
+
+def finished_sweep_children(client, parent) -> list:
+    """The newest FINISHED child per config of a sweep parent, in the order of the sweep plan."""
+    newest: dict[str, object] = {}
+    for run in sorted(sweep_children(client, parent.info.experiment_id, parent.info.run_id),
+                      key=lambda r: r.info.start_time or 0):
+        if run.info.status == "FINISHED":
+            newest[run.data.tags.get(tag.SWEEP_CONFIG_KEY, run.info.run_id)] = run
+    if not newest:
+        raise RunReadError(f"sweep parent run {parent.info.run_id} has no FINISHED child runs yet")
+    order: dict[str, int] = {}
+    try:  # keep the order of the sweep plan when it is there
+        path = client.download_artifacts(parent.info.run_id, "sweep_plan.json", tempfile.mkdtemp(prefix="kbench-"))
+        order = {c["run_key"]: i for i, c in enumerate(json.loads(Path(path).read_text())["configs"])}
+    except Exception:  # runs grouped by hand under a parent: keep start order
+        pass
+    return sorted(newest.values(), key=lambda r: order.get(r.data.tags.get(tag.SWEEP_CONFIG_KEY), len(order)))
+
+
+def find_finished_elsewhere(client, run_key: str, exclude_parent: str):
+    """The newest FINISHED run with this run key in any experiment of the store, outside this sweep."""
+    experiment_ids = [e.experiment_id for e in client.search_experiments()]
+    runs = client.search_runs(experiment_ids, f"tags.`{tag.RUN_KEY}` = '{run_key}' and attributes.status = 'FINISHED'",
+                              order_by=["attributes.start_time DESC"], max_results=50)
+    for run in runs:
+        if run.data.tags.get("mlflow.parentRunId") != exclude_parent:
+            return run
+    return None
+
+
+def artifact_source(run) -> str:
+    """The run whose artifacts hold this run's results (a sweep child that reused an equal config links it)."""
+    return run.data.tags.get(tag.SWEEP_REUSED_FROM) or run.info.run_id
+
+
+def read_per_query(client, run) -> tuple[pd.DataFrame, str]:
+    """A run's per_query.parquet indexed by query_id, and the id of the run it was read from."""
+    source = artifact_source(run)
+    folder = tempfile.mkdtemp(prefix="kbench-read-")
+    try:
+        path = client.download_artifacts(source, "per_query.parquet", folder)
+    except Exception as e:
+        raise RunReadError(f"run {run.info.run_id}: cannot read per_query.parquet from run {source}'s artifacts "
+                           f"({type(e).__name__}: {e}); was it logged by kbench?") from None
+    frame = pd.read_parquet(path)
+    if "query_id" not in frame:
+        raise RunReadError(f"run {source}: per_query.parquet has no query_id column")
+    return frame.set_index("query_id"), source
+
+
+def read_config(client, run) -> dict[str, Any]:
+    """The resolved config a run was logged with (its config.yaml artifact), as plain data."""
+    source = artifact_source(run)
+    path = client.download_artifacts(source, "config.yaml", tempfile.mkdtemp(prefix="kbench-read-"))
+    return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+
+
+def read_run(client, run) -> Run:
+    """A logged run's rankings. Runs logged before rankings.parquet existed: the ``retrieved`` chunk ids of
+    per_query.parquet, scored 1/rank."""
+    source = artifact_source(run)
+    name = run.data.tags.get("mlflow.runName") or source
+    folder = tempfile.mkdtemp(prefix="kbench-read-")
+    try:
+        return Run.from_frame(pd.read_parquet(client.download_artifacts(source, "rankings.parquet", folder)), name)
+    except Exception:  # logged before rankings.parquet existed
+        per_query, _ = read_per_query(client, run)
+        return run_from_retrieved(per_query.reset_index(), name)
+
+
+def run_from_retrieved(per_query: pd.DataFrame, name: str = "kbench") -> Run:
+    rows = [(qid, rank, chunk_id, chunk_id.rsplit("#", 1)[0], 1.0 / rank)
+            for qid, retrieved in zip(per_query["query_id"], per_query["retrieved"])
+            for rank, chunk_id in enumerate(list(retrieved), start=1)]
+    return Run.from_frame(pd.DataFrame(rows, columns=list(Run.FRAME_COLUMNS)), name)

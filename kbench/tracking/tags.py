@@ -1,0 +1,24 @@
+"""Every MLflow tag kbench writes or reads, by one name each (a tag renamed here is renamed everywhere)."""
+
+RUN_KEY = "kbench.run_key"            # content hash of the config (Experiment.run_key): equal key, equal results
+DATASET = "kbench.dataset"            # the dataset's name
+ERROR = "kbench.error"                # a FAILED run's error message (first 5000 characters)
+IMPORTED_FROM = "kbench.imported_from"  # a TREC run file scored by `kbench compare import`
+NOTEBOOK = "kbench.notebook"          # the notebook that logged the run
+PROFILE = "kbench.profile"            # the notebook profile (ci, full, ...)
+LABEL = "kbench.label"                # a notebook study's label for one of its runs
+FAILED_CELL = "kbench.failed_cell"    # the notebook cell that failed
+WORKER = "kbench.worker"              # host:pid that computed a sweep config
+
+SWEEP_KEY = "kbench.sweep.key"        # identifies a sweep (its baseline and configs)
+SWEEP_ROLE = "kbench.sweep.role"      # parent | child
+SWEEP_LABEL = "kbench.sweep.label"    # a child's label (the knobs that differ from the baseline)
+SWEEP_CONFIG_KEY = "kbench.sweep.config_key"  # a child's run key
+SWEEP_REUSED_FROM = "kbench.sweep.reused_from"  # a child that links an equal config's run: that run's id
+SWEEP_KNOBS = "kbench.sweep.knobs"    # "a=1, b=2" or "baseline"
+SWEEP_ALIASES = "kbench.sweep.aliases"
+SWEEP_CONFIGS = "kbench.sweep.configs"
+SWEEP_NOTE = "kbench.sweep.note"
+SWEEP_SUMMARY = "kbench.sweep.summary"
+SWEEP_EXECUTOR = "kbench.sweep.executor"
+KNOB_PREFIX = "kbench.knob."          # one tag per knob of a sweep child
