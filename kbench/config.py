@@ -20,6 +20,7 @@ from pydantic import Field, ValidationError
 
 from kbench.chunking.config import ChunkingConfig
 from kbench.datasets.config import DatasetConfig
+from kbench.dotted import set_dotted
 from kbench.embedding.config import EmbeddingConfig
 from kbench.enrichment.config import EnrichmentConfig
 from kbench.errors import ConfigError, format_error
@@ -117,16 +118,3 @@ def parse_override(item: str) -> tuple[str, Any]:
     except yaml.YAMLError:
         value = raw
     return key.strip(), value
-
-
-def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
-    parts = dotted.split(".")
-    node = data
-    for part in parts[:-1]:
-        nxt = node.get(part)
-        if nxt is None:
-            nxt = node[part] = {}
-        if not isinstance(nxt, dict):
-            raise ConfigError(f"{dotted}: {part!r} is a value, not a section")
-        node = nxt
-    node[parts[-1]] = value

@@ -16,6 +16,7 @@ from pydantic import Field, model_validator
 
 from kbench.chunking.registry import CHUNKERS
 from kbench.chunking.spans import make_chunks, strip_span
+from kbench.embedding.models import resolve_model_path
 from kbench.records import Chunk, Document
 from kbench.registry import StrictModel
 
@@ -35,8 +36,6 @@ class FixedTokensParams(StrictModel):
 @lru_cache(maxsize=4)  # loading a tokenizer takes ~0.1 s; chunkers are called once per document
 def load_tokenizer(model: str):
     from transformers import AutoTokenizer
-
-    from kbench.embedding.models import resolve_model_path
 
     tokenizer = AutoTokenizer.from_pretrained(str(resolve_model_path(model)), use_fast=True, local_files_only=True)
     if not tokenizer.is_fast:

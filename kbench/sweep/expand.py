@@ -26,6 +26,7 @@ from typing import Any
 
 from kbench.config import (ChunkingConfig, ConfigError, Experiment, FusionConfig, RerankConfig, apply_set_items,
                            read_yaml_mapping, set_dotted, validate_experiment)
+from kbench.dotted import flatten_dotted, get_dotted
 from kbench.registry import Registry
 from kbench.tracking.mlflow_run import flatten
 
@@ -67,26 +68,11 @@ def _registry_for(section: str) -> Registry:
     return {"chunking": ChunkingConfig, "retrieval.fusion": FusionConfig, "rerank": RerankConfig}[section].registry
 
 
-def _get_dotted(data: dict[str, Any], dotted: str) -> Any:
-    node: Any = data
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def _flatten_overrides(overrides: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{chunking: {strategy: none}}`` and ``{chunking.strategy: none}`` both become dotted paths."""
-    flat: dict[str, Any] = {}
-    for key, value in overrides.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) and value and path not in ("retrieval.leg_params",) and not path.endswith(
-                ("filters.metadata", "tracking.tags")):
-            flat.update(_flatten_overrides(value, path + "."))
-        else:
-            flat[path] = value
-    return flat
+def _flatten_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
+    """``{chunking: {strategy: none}}`` and ``{chunking.strategy: none}`` both become dotted paths; a knob
+    whose value is itself a mapping (leg_params, a metadata filter, tags) is set whole."""
+    return flatten_dotted(overrides, is_leaf=lambda path, value: path == "retrieval.leg_params"
+                          or path.endswith(("filters.metadata", "tracking.tags")))
 
 
 def _drop_foreign_knobs(data: dict[str, Any], overridden: set[str]) -> None:
@@ -94,7 +80,7 @@ def _drop_foreign_knobs(data: dict[str, Any], overridden: set[str]) -> None:
     for section, name_field in STRATEGY_SECTIONS.items():
         if f"{section}.{name_field}" not in overridden:
             continue
-        node = _get_dotted(data, section)
+        node = get_dotted(data, section)
         if not isinstance(node, dict) or name_field not in node:
             continue
         registry = _registry_for(section)

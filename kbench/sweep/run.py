@@ -25,8 +25,8 @@ from kbench.sweep.executors import ComputedRun, JobFailure, make_job
 from kbench.sweep.expand import SweepConfig, SweepPlan
 from kbench.compare import compare_runs, write_report
 from kbench.tracking import tags as tag
-from kbench.tracking.mlflow_run import (MAX_PARAM_CHARS, ensure_experiment, fill_run, flatten, mlflow_client,
-                                        record_failed_run)
+from kbench.tracking.mlflow_run import (MAX_PARAM_CHARS, ensure_experiment, fill_run, mlflow_client,
+                                        record_failed_run, run_params)
 from kbench.tracking.read import find_finished_elsewhere, sweep_children
 
 LIVE_STATUSES = ("RUNNING", "SCHEDULED")
@@ -79,10 +79,6 @@ class SweepLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
-
-
-def run_params(experiment) -> dict[str, str]:
-    return flatten({k: v for k, v in experiment.resolved().items() if k not in ("sweep", "variants")})
 
 
 def child_tags(plan: SweepPlan, config: SweepConfig) -> dict[str, str]:

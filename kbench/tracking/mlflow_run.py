@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kbench.dotted import flatten_dotted
 from kbench.tracking import tags as tag
 from kbench.tracking.run_folder import RunResult
 
@@ -23,19 +24,17 @@ def tracking_uri(configured: str | None, workspace: Path) -> str:
     return configured or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{workspace / 'mlflow.db'}"
 
 
-def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
-    """Nested config -> ``{"chunking.chunk_size": "600", ...}``; secret-looking keys are dropped."""
-    flat: dict[str, str] = {}
-    for key, value in data.items():
-        path = f"{prefix}{key}"
-        if SECRET_KEY.search(str(key)):
-            continue
-        if isinstance(value, dict) and value:
-            flat.update(flatten(value, path + "."))
-        else:
-            text = value if isinstance(value, str) else json.dumps(value)
-            flat[path] = text[:MAX_PARAM_CHARS]
-    return flat
+def flatten(data: dict[str, Any]) -> dict[str, str]:
+    """Nested config -> MLflow params ``{"chunking.chunk_size": "600", ...}`` (JSON text, capped); a key that
+    looks like a secret is dropped with everything under it."""
+    return {path: (value if isinstance(value, str) else json.dumps(value))[:MAX_PARAM_CHARS]
+            for path, value in flatten_dotted(data).items()
+            if not any(SECRET_KEY.search(part) for part in path.split("."))}
+
+
+def run_params(experiment) -> dict[str, str]:
+    """An experiment's MLflow params: its resolved config, flattened, without the sweep blocks."""
+    return flatten({k: v for k, v in experiment.resolved().items() if k not in ("sweep", "variants")})
 
 
 def ensure_experiment(client, name: str, workspace: Path) -> str:
@@ -109,7 +108,7 @@ def log_to_mlflow(result: RunResult, workspace: Path, parent_run_id: str | None 
     experiment = result.experiment
     client = mlflow_client(experiment.tracking.tracking_uri, workspace)
     experiment_id = ensure_experiment(client, experiment.tracking.experiment, workspace)
-    params = flatten({k: v for k, v in experiment.resolved().items() if k not in ("sweep", "variants")})
+    params = run_params(experiment)
     tags = {tag.RUN_KEY: experiment.run_key(), tag.DATASET: result.dataset.name if result.dataset else "",
             **experiment.tracking.tags, **(extra_tags or {})}
     result.run_id = log_finished_run(
