@@ -9,15 +9,17 @@ from kbench.datasets.beir import DatasetError
 from kbench.embedding.models import ModelNotInstalledError
 from kbench.registry import UnknownNameError
 from kbench.runner import RunError
+from kbench.tracking.export import TrecFormatError
+from kbench.tracking.read import RunReadError
 
-USER_ERRORS = (ConfigError, DatasetError, ModelNotInstalledError, UnknownNameError, FileNotFoundError)
+USER_ERRORS = (ConfigError, DatasetError, ModelNotInstalledError, UnknownNameError, FileNotFoundError, RunError,
+               RunReadError, TrecFormatError)
 
 
 @contextmanager
 def report_errors():
-
     try:
         yield
-    except (*USER_ERRORS, RunError) as e:
+    except USER_ERRORS as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
