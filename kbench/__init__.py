@@ -45,11 +45,12 @@ from kbench.training import RerankerTrainingConfig, train_reranker  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "Chunk", "ChunkingConfig", "CompareError", "Comparison", "ConfigError", "Corpus", "Dataset", "DatasetConfig",
-    "Document", "EmbeddingConfig", "EnrichmentConfig", "EvaluationConfig", "Experiment", "PipelineResult", "Query",
-    "REPO_ROOT", "RankedHit", "RerankConfig", "RerankerTrainingConfig", "RetrievalConfig", "Run", "RunError", "RunResult", "Span",
-    "StoreConfig", "Study", "TrackingConfig", "compare_runs", "evaluate_run", "export_run", "import_trec_run",
-    "load_dataset", "load_encoder", "load_experiment", "load_sweep", "make_executor", "models_dir", "prepare_corpus",
-    "reference_table", "run_experiment", "run_pipeline", "run_sweep", "search_corpus", "tracking_client",
-    "tracking_uri", "train_reranker", "validate_experiment", "workspace_dir", "write_report",
+    "Chunk", "ChunkingConfig", "compare_runs", "CompareError", "Comparison", "ConfigError", "Corpus",
+    "Dataset", "DatasetConfig", "Document", "EmbeddingConfig", "EnrichmentConfig", "evaluate_run",
+    "EvaluationConfig", "Experiment", "export_run", "import_trec_run", "load_dataset", "load_encoder",
+    "load_experiment", "load_sweep", "make_executor", "models_dir", "PipelineResult", "prepare_corpus",
+    "Query", "RankedHit", "reference_table", "REPO_ROOT", "RerankConfig", "RerankerTrainingConfig",
+    "RetrievalConfig", "Run", "run_experiment", "run_pipeline", "run_sweep", "RunError", "RunResult",
+    "search_corpus", "Span", "StoreConfig", "Study", "tracking_client", "tracking_uri", "TrackingConfig",
+    "train_reranker", "validate_experiment", "workspace_dir", "write_report",
 ]

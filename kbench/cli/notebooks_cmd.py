@@ -1,6 +1,7 @@
 """kbench notebooks run NAME [-p key value ...] | --all [--profile ci]: papermill runs, one MLflow run each."""
 from __future__ import annotations
-from kbench.studies import NotebookError, declared_parameters, notebook_names, notebook_path, parse_value, run_all, run_notebook
+from kbench.studies import (NotebookError, declared_parameters, notebook_names, notebook_path, parse_value, run_all,
+                            run_notebook)
 
 
 def add_parser(sub) -> None:

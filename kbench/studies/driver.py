@@ -1,0 +1,192 @@
+"""Run the notebooks under notebooks/ with papermill, each as one MLflow run.
+
+    from kbench.studies import run_notebook
+    result = run_notebook("01_chunking", {"max_queries": 20}, profile="ci")
+
+The driver creates the notebook's MLflow run first (experiment ``notebooks``, tag ``kbench.notebook``), hands
+its id to the notebook as the ``parent_run_id`` parameter (the kbench runs the notebook starts become its
+children) and a ``plots_dir`` where the notebook saves its figures. After execution it attaches the executed
+notebook and the plots and ends the run FINISHED, or FAILED with the failing cell and error in the tags
+``kbench.error`` / ``kbench.failed_cell`` and ``error.txt``. The executed copy is written either way to
+``<workspace>/notebooks/<timestamp>-NAME.ipynb``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kbench.errors import ConfigError
+from kbench.paths import REPO_ROOT, workspace_dir
+from kbench.tracking import tags as tag
+from kbench.tracking.mlflow_run import ensure_experiment, mlflow_client, record_failed_run
+
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
+MLFLOW_EXPERIMENT = "notebooks"
+KERNEL = "kbench"
+
+
+class NotebookError(ConfigError):
+    """A notebook or profile that does not exist, or a parameter the notebook does not take."""
+
+
+@dataclass
+class NotebookResult:
+    name: str
+    output: Path
+    status: str  # FINISHED or FAILED
+    seconds: float
+    run_id: str | None
+    tracking_uri: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    failed_cell: int | None = None
+    plots: list[Path] = field(default_factory=list)
+
+
+def notebook_names(directory: Path = NOTEBOOKS_DIR) -> list[str]:
+    return sorted(p.stem for p in directory.glob("[0-9][0-9]_*.ipynb"))
+
+
+def notebook_path(name: str, directory: Path = NOTEBOOKS_DIR) -> Path:
+    path = directory / f"{Path(name).stem}.ipynb"
+    if not path.is_file():
+        raise NotebookError(f"no notebook {name!r} in {directory}; available: {', '.join(notebook_names(directory))}")
+    return path
+
+
+def load_profile(profile: str | None, name: str) -> dict[str, Any]:
+    if not profile:
+        return {}
+    profiles = yaml.safe_load(PROFILES_FILE.read_text(encoding="utf-8")) or {}
+    if profile not in profiles:
+        raise NotebookError(f"--profile {profile!r}: unknown; defined in {PROFILES_FILE}: {', '.join(profiles)}")
+    chosen = profiles[profile] or {}
+    return {**(chosen.get("all") or {}), **(chosen.get(name) or {})}
+
+
+def declared_parameters(path: Path) -> dict[str, Any]:
+    """The names and defaults of the notebook's ``parameters`` cell (papermill's own inspection)."""
+    import papermill
+
+    return {k: v.get("default") for k, v in papermill.inspect_notebook(str(path)).items()}
+
+
+def parse_value(raw: str) -> Any:
+    """``-p key value`` values: YAML scalars/lists (``20``, ``true``, ``[128, 256]``), else the string."""
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+
+
+def _failure(error: BaseException, output: Path) -> tuple[str, int | None]:
+    """A readable error naming the failing cell: its index in the executed copy and its first line."""
+    from papermill.exceptions import PapermillExecutionError
+
+    if not isinstance(error, PapermillExecutionError):
+        return f"{type(error).__name__}: {error}", None
+    index = None
+    if output.is_file():
+        import nbformat
+
+        cells = nbformat.read(str(output), as_version=4).cells
+        index = next((i for i, c in enumerate(cells) if c.cell_type == "code"
+                      and any(o.get("output_type") == "error" for o in c.get("outputs", []))), None)
+    first_line = _cell_source(output, index).strip().splitlines()[:1]
+    where = f"cell {index} (execution count {error.exec_count}" + (f", {first_line[0]!r})" if first_line else ")")
+    return f"{where} raised {error.ename}: {error.evalue}", index
+
+
+def _cell_source(path: Path, index: int | None) -> str:
+    if index is None or not path.is_file():
+        return ""
+    import nbformat
+
+    cells = nbformat.read(str(path), as_version=4).cells
+    return cells[index].source if 0 <= index < len(cells) else ""
+
+
+def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile: str | None = None,
+                 output_dir: str | Path | None = None, directory: Path = NOTEBOOKS_DIR,
+                 kernel: str = KERNEL, log=print) -> NotebookResult:
+    """Execute one notebook with papermill into ``<workspace>/notebooks/``; one MLflow run per execution."""
+    import papermill
+
+    source = notebook_path(name, directory)
+    name = source.stem
+    declared = declared_parameters(source)
+    params = {**load_profile(profile, name), **(parameters or {})}
+    unknown = sorted(set(parameters or {}) - set(declared))
+    if unknown:
+        raise NotebookError(f"{name}: unknown parameter(s) {unknown}; its parameters cell defines: "
+                            f"{', '.join(declared)}")
+    params = {k: v for k, v in params.items() if k in declared}  # profile keys other notebooks use
+    workspace = workspace_dir(str(params.get("workspace", declared.get("workspace") or "experiments")).strip("'\""))
+    out_dir = Path(output_dir) if output_dir else workspace / "notebooks"
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    output = out_dir / f"{stamp}-{name}.ipynb"
+    plots_dir = out_dir / f"{stamp}-{name}-plots"
+    plots_dir.mkdir(parents=True, exist_ok=True)
+
+    tracking = params.get("tracking_uri") or None
+    client = mlflow_client(tracking, workspace)
+    experiment_id = ensure_experiment(client, MLFLOW_EXPERIMENT, workspace)
+    run = client.create_run(experiment_id, run_name=name,
+                            tags={tag.NOTEBOOK: name, tag.PROFILE: profile or ""})
+    run_id = run.info.run_id
+    for key, value in params.items():
+        client.log_param(run_id, key, str(value)[:6000])
+    params.update(workspace=str(workspace), parent_run_id=run_id, plots_dir=str(plots_dir),
+                  tracking_uri=str(client.tracking_uri))
+    params = {k: v for k, v in params.items() if k in declared}
+
+    log(f"{name}: running -> {output}")
+    started = time.perf_counter()
+    error = failed_cell = None
+    try:
+        papermill.execute_notebook(str(source), str(output), parameters=params, kernel_name=kernel,
+                                   cwd=str(REPO_ROOT), progress_bar=False, log_output=False)
+    except Exception as e:  # the executed copy (with the traceback in the failing cell) is still written
+        error, failed_cell = _failure(e, output)
+    except BaseException as e:  # interrupted: the run still ends FAILED, not RUNNING forever
+        record_failed_run(client, run_id, f"{name}: interrupted ({type(e).__name__})")
+        raise
+    seconds = time.perf_counter() - started
+    plots = sorted(p for p in plots_dir.glob("*") if p.is_file())
+    client.log_metric(run_id, "notebook_seconds", seconds)
+    if output.is_file():
+        client.log_artifact(run_id, str(output), "notebook")
+    for plot in plots:
+        client.log_artifact(run_id, str(plot), "plots")
+    if error is None:
+        client.set_terminated(run_id, "FINISHED")
+        status = "FINISHED"
+    else:
+        client.set_tag(run_id, tag.FAILED_CELL, str(failed_cell))
+        record_failed_run(client, run_id, f"{name}: {error}", _cell_source(output, failed_cell))
+        status = "FAILED"
+    log(f"{name}: {status} in {seconds:.0f} s, MLflow run {run_id}" + (f"\n  {error}" if error else ""))
+    return NotebookResult(name, output, status, seconds, run_id, str(client.tracking_uri), params, error,
+                          failed_cell, plots)
+
+
+def run_all(profile: str | None = None, parameters: dict[str, Any] | None = None, **kwargs) -> list[NotebookResult]:
+    """Every notebook in name order; a failed one does not stop the rest. Parameters go to those that take them."""
+    results = []
+    for name in notebook_names(kwargs.get("directory", NOTEBOOKS_DIR)):
+        declared = declared_parameters(notebook_path(name, kwargs.get("directory", NOTEBOOKS_DIR)))
+        mine = {k: v for k, v in (parameters or {}).items() if k in declared}
+        results.append(run_notebook(name, mine, profile=profile, **kwargs))
+    return results
+
+
+__all__ = ["NotebookError", "NotebookResult", "declared_parameters", "load_profile", "notebook_names",
+           "run_all", "run_notebook"]
