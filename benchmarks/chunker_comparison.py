@@ -22,13 +22,10 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import yaml
-
-from kbench.chunking.registry import CHUNKERS
-from kbench.cli.tables import format_table
-from kbench.config import parse_override, set_dotted, validate_experiment
-from kbench.paths import workspace_dir
-from kbench.runner import run_experiment
+from kbench import load_experiment, run_experiment, validate_experiment, workspace_dir
+# Which chunkers exist decides which variants run: the chunker registry (not in the public API).
+from kbench.chunking import CHUNKERS
+from kbench.cli.tables import format_table  # the CLI's table printer; not in the public API
 
 COLUMNS = [  # (header, metric key)
     ("recall@5", "span_recall_at_5"), ("recall@10", "span_recall_at_10"),
@@ -40,9 +37,7 @@ COLUMNS = [  # (header, metric key)
 
 
 def variant_configs(path: Path, overrides: list[str]) -> tuple[dict, list[tuple[str, dict]]]:
-    base = yaml.safe_load(path.read_text(encoding="utf-8"))
-    for item in overrides:
-        set_dotted(base, *parse_override(item))
+    base = load_experiment(path, overrides).resolved()  # the base config, --set applied, defaults filled in
     variants = base.pop("variants", None) or [{"name": base.get("name", "base")}]
     out = []
     for variant in variants:
