@@ -1,1 +1,4 @@
-"""Embedding: the offline model catalogue, encoders, and cached batch embedding."""
+"""Embedding: providers, the offline model catalogue and cached batch embedding.
+
+Importing this package registers every provider."""
+from kbench.embedding import openai_compat, sentence_transformers  # noqa: F401

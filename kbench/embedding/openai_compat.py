@@ -10,9 +10,13 @@ import os
 import numpy as np
 
 from kbench.embedding.config import EmbeddingConfig
+from kbench.embedding.registry import EMBEDDING_PROVIDERS
 
 
+@EMBEDDING_PROVIDERS.register("openai")
 class OpenAICompatibleEncoder:
+    """An OpenAI-compatible embeddings endpoint (embedding.base_url, key from embedding.api_key_env)."""
+
     def __init__(self, config: EmbeddingConfig):
         if not config.base_url and not os.environ.get("OPENAI_BASE_URL"):
             raise ValueError(
@@ -29,6 +33,7 @@ class OpenAICompatibleEncoder:
 
         self.client = OpenAI(base_url=config.base_url, api_key=key, max_retries=2, timeout=60)
         self.config = config
+        self.model_key = config.model
         self.revision = "api"
         self.dimension = config.dimension  # None until the first response tells us
         self.tokenizer = None

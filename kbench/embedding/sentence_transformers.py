@@ -8,6 +8,7 @@ import numpy as np
 
 from kbench.embedding.config import EmbeddingConfig
 from kbench.embedding.models import resolve_model_path
+from kbench.embedding.registry import EMBEDDING_PROVIDERS
 
 
 def model_revision(folder: Path) -> str:
@@ -22,12 +23,16 @@ def model_revision(folder: Path) -> str:
     return h.hexdigest()[:12]
 
 
+@EMBEDDING_PROVIDERS.register("sentence_transformers")
 class SentenceTransformerEncoder:
+    """A local sentence-transformers model from the offline catalogue (or a folder), on CPU."""
+
     def __init__(self, config: EmbeddingConfig):
         from sentence_transformers import SentenceTransformer
 
         self.config = config
         self.path = resolve_model_path(config.model)
+        self.model_key = self.path.name
         self.revision = model_revision(self.path)
         self.model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
         if config.max_seq_length:

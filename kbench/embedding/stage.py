@@ -6,19 +6,15 @@ from pathlib import Path
 
 import numpy as np
 
-from kbench.embedding.config import EmbeddingConfig
-from kbench.hashing import sha256_text
 from kbench.cache import EmbeddingCache
+from kbench.embedding.config import EmbeddingConfig
+from kbench.embedding.registry import EMBEDDING_PROVIDERS, Encoder
+from kbench.hashing import sha256_text
 
 
-def load_encoder(config: EmbeddingConfig):
-    if config.provider == "openai":
-        from kbench.embedding.openai_compat import OpenAICompatibleEncoder
-
-        return OpenAICompatibleEncoder(config)
-    from kbench.embedding.sentence_transformers import SentenceTransformerEncoder
-
-    return SentenceTransformerEncoder(config)
+def load_encoder(config: EmbeddingConfig) -> Encoder:
+    """The encoder of ``embedding.provider`` for ``embedding.model`` (loads the model)."""
+    return EMBEDDING_PROVIDERS.get(config.provider).impl(config)
 
 
 def l2_normalize(vectors: np.ndarray) -> np.ndarray:
@@ -49,7 +45,7 @@ class CachedEmbedder:
         self.config = config
         self.encoder = load_encoder(config)
         self.fingerprint = {
-            "model": config.model if config.provider == "openai" else self.encoder.path.name,
+            "model": self.encoder.model_key,
             "provider": config.provider,
             "revision": self.encoder.revision,
             "dimension": config.dimension,

@@ -1,0 +1,28 @@
+"""Embedding providers by config name (``embedding.provider``).
+
+A provider is a class built from the embedding section, ``Encoder(config)``, that turns texts into vectors.
+Its module registers it here; the package ``__init__`` imports every provider module, so adding one is a
+new module and one import line. Model libraries (sentence_transformers, openai) are imported when an
+encoder is built, never when a provider registers.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from kbench.registry import Registry
+
+
+class Encoder(Protocol):
+    model_key: str  # names the model in the embedding cache's namespace (kbench.embedding.stage.CachedEmbedder)
+    revision: str  # changes when the model's weights or config do, so the cache never serves stale vectors
+    dimension: int | None  # None until the first vectors tell (an API that decides it)
+
+    def __init__(self, config: Any) -> None: ...
+
+    def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
+        """(len(texts), dimension) float32, not normalized."""
+
+
+EMBEDDING_PROVIDERS: Registry[type[Encoder]] = Registry("embedding.provider")
