@@ -13,10 +13,8 @@ from typing import Iterator
 
 import numpy as np
 
-from kbench.hashing import sha256_text
 from kbench.records import Chunk
-from kbench.store.sync import (Collection, PageRows, ProductionStore, StoreDimensionError, check_column_width,
-                               embedding_column, row_columns)
+from kbench.store.sync import Collection, PageRows, ProductionStore, StoreDimensionError, embedding_column, page_batch
 
 SCHEMA_SQL = Path(__file__).with_name("schema.sql")
 
@@ -125,24 +123,18 @@ class DuckStore(ProductionStore):
                      vectors: np.ndarray, failures: dict[int, str], column: str | None = None) -> int:
         import pyarrow as pa
 
+        batch = page_batch(collection, pages, chunks, vectors, failures, column)
         dim = collection.embedding_dimension
-        column = column or embedding_column(dim)
-        check_column_width(column, vectors, collection.embedding_model, dim)
-        if column not in self.vector_columns():
+        if batch.column not in self.vector_columns():
             self.ensure_column(dim)
-        rows = [i for p in pages for i in p.chunk_indices]
-        cols = row_columns(collection, pages, chunks)
-        block = np.ascontiguousarray(vectors[rows], dtype=np.float32) if rows else np.zeros((0, dim), np.float32)
-        if rows and not (np.isfinite(block).all() and (np.abs(block).sum(axis=1) > 0).all()):
-            raise ValueError("refusing to store a zero or non-finite vector (record it as a failed embedding)")
         table = pa.table({
-            **{k: pa.array(v) for k, v in cols.items()},
-            "vec": pa.FixedSizeListArray.from_arrays(pa.array(block.ravel(), pa.float32()), dim),
+            **{k: pa.array(v) for k, v in batch.columns.items()},
+            "vec": pa.FixedSizeListArray.from_arrays(pa.array(batch.vectors.ravel(), pa.float32()), dim),
         })
         self.con.register("kbench_incoming", table)
         try:
             self.con.execute(
-                f"INSERT INTO archon_crawled_pages (collection, url, chunk_number, content, metadata, {column}, "
+                f"INSERT INTO archon_crawled_pages (collection, url, chunk_number, content, metadata, {batch.column}, "
                 "embedding_dimension, embedding_model, llm_chat_model, source_id, page_id, chunk_start, chunk_end, "
                 "content_hash) SELECT ?, url, chunk_number, content, metadata::JSON, vec, ?, ?, ?, source_id, page_id, "
                 "chunk_start, chunk_end, content_hash FROM kbench_incoming",
@@ -154,13 +146,12 @@ class DuckStore(ProductionStore):
             "VALUES (?, ?, ?, ?, ?, ?)",
             [[collection.name, p.document.doc_id, p.document.url, p.document.source_id, p.state,
               len(p.chunk_indices)] for p in pages])
-        failed_rows = [[collection.name, chunks[i].doc_id, chunks[i].chunk_number, sha256_text(chunks[i].text),
-                        failures.get(i, "not embedded")] for p in pages for i in p.failed_indices]
-        if failed_rows:
+        if batch.failed:
             self.con.executemany("INSERT INTO kbench_embedding_failures (collection, page_id, chunk_number, "
-                                 "content_hash, reason) VALUES (?, ?, ?, ?, ?)", failed_rows)
+                                 "content_hash, reason) VALUES (?, ?, ?, ?, ?)",
+                                 [[collection.name, *failure] for failure in batch.failed])
         self._refresh_sources(collection)
-        return len(rows)
+        return len(batch.vectors)
 
     def _refresh_sources(self, collection: Collection) -> None:
         """archon_sources: one row per source_id with its word count, rebuilt from the pages."""

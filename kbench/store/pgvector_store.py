@@ -18,10 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from kbench.store.config import StoreConfig
-from kbench.hashing import sha256_text
 from kbench.records import Chunk
-from kbench.store.sync import (Collection, PageRows, ProductionStore, StoreDimensionError, check_column_width,
-                               embedding_column, row_columns)
+from kbench.store.sync import Collection, PageRows, ProductionStore, StoreDimensionError, embedding_column, page_batch
 
 PG_SCHEMA_SQL = Path(__file__).with_name("pg_schema.sql")
 
@@ -112,39 +110,31 @@ class PgVectorStore(ProductionStore):
 
     def insert_pages(self, collection: Collection, pages: list[PageRows], chunks: list[Chunk],
                      vectors: np.ndarray, failures: dict[int, str], column: str | None = None) -> int:
-        dim = collection.embedding_dimension
-        column = column or embedding_column(dim)
-        check_column_width(column, vectors, collection.embedding_model, dim)
-        rows = [i for p in pages for i in p.chunk_indices]
-        cols = row_columns(collection, pages, chunks)
+        batch = page_batch(collection, pages, chunks, vectors, failures, column)
+        cols = batch.columns
         with self.conn.cursor() as cur:
             sources = sorted(set(cols["source_id"]))
             cur.executemany("INSERT INTO archon_sources (source_id, title) VALUES (%s, %s) ON CONFLICT DO NOTHING",
                             [[s, s] for s in sources])
-            with cur.copy(f"COPY archon_crawled_pages (url, chunk_number, content, metadata, {column}, "
+            with cur.copy(f"COPY archon_crawled_pages (url, chunk_number, content, metadata, {batch.column}, "
                           "embedding_dimension, embedding_model, llm_chat_model, source_id, page_id, chunk_start, "
                           "chunk_end, content_hash) FROM STDIN") as copy:
-                for r, i in enumerate(rows):
-                    vec = vectors[i]
-                    if not np.isfinite(vec).all() or not np.abs(vec).sum() > 0:
-                        raise ValueError("refusing to store a zero or non-finite vector (record it as failed)")
+                for r, vec in enumerate(batch.vectors):
                     copy.write_row([cols["url"][r], cols["chunk_number"][r], cols["content"][r], cols["metadata"][r],
-                                    vector_literal(vec), dim, collection.embedding_model, collection.llm_chat_model,
-                                    cols["source_id"][r], cols["page_id"][r], cols["chunk_start"][r],
-                                    cols["chunk_end"][r], cols["content_hash"][r]])
+                                    vector_literal(vec), collection.embedding_dimension, collection.embedding_model,
+                                    collection.llm_chat_model, cols["source_id"][r], cols["page_id"][r],
+                                    cols["chunk_start"][r], cols["chunk_end"][r], cols["content_hash"][r]])
             cur.executemany("INSERT INTO kbench_page_state (page_id, url, source_id, state, chunk_count) "
                             "VALUES (%s, %s, %s, %s, %s)",
                             [[p.document.doc_id, p.document.url, p.document.source_id, p.state,
                               len(p.chunk_indices)] for p in pages])
-            failed = [[chunks[i].doc_id, chunks[i].chunk_number, sha256_text(chunks[i].text),
-                       failures.get(i, "not embedded")] for p in pages for i in p.failed_indices]
-            if failed:
+            if batch.failed:
                 cur.executemany("INSERT INTO kbench_embedding_failures (page_id, chunk_number, content_hash, reason) "
-                                "VALUES (%s, %s, %s, %s)", failed)
+                                "VALUES (%s, %s, %s, %s)", batch.failed)
             cur.execute("UPDATE archon_sources s SET total_word_count = w.words, updated_at = now() FROM "
                         "(SELECT source_id, sum(array_length(regexp_split_to_array(trim(content), '\\s+'), 1)) "
                         "AS words FROM archon_crawled_pages GROUP BY source_id) w WHERE w.source_id = s.source_id")
-        return len(rows)
+        return len(batch.vectors)
 
     def count_rows(self, collection: Collection) -> int:
         with self.conn.cursor() as cur:

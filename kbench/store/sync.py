@@ -145,6 +145,31 @@ def row_columns(collection: Collection, pages: list[PageRows], chunks: list[Chun
     return cols
 
 
+@dataclass
+class PageBatch:
+    """The rows ``insert_pages`` writes, checked once for every backend before anything is written."""
+
+    column: str  # the embedding column of the collection's width
+    columns: dict[str, list]  # row_columns: the non-vector columns, one value per row
+    vectors: np.ndarray  # (rows, dim) float32, every row finite and non-zero
+    failed: list[tuple[str, int, str, str]]  # (page_id, chunk_number, content_hash, reason) of unembedded chunks
+
+
+def page_batch(collection: Collection, pages: list[PageRows], chunks: list[Chunk], vectors: np.ndarray,
+               failures: dict[int, str], column: str | None = None) -> PageBatch:
+    """The rows of ``pages``, refusing a column of another width and a zero or non-finite vector."""
+    dim = collection.embedding_dimension
+    column = column or embedding_column(dim)
+    check_column_width(column, vectors, collection.embedding_model, dim)
+    rows = [i for p in pages for i in p.chunk_indices]
+    block = np.ascontiguousarray(vectors[rows], dtype=np.float32) if rows else np.zeros((0, dim), np.float32)
+    if rows and not (np.isfinite(block).all() and (np.abs(block).sum(axis=1) > 0).all()):
+        raise ValueError("refusing to store a zero or non-finite vector (record it as a failed embedding)")
+    failed = [(chunks[i].doc_id, chunks[i].chunk_number, sha256_text(chunks[i].text), failures.get(i, "not embedded"))
+              for p in pages for i in p.failed_indices]
+    return PageBatch(column, row_columns(collection, pages, chunks), block, failed)
+
+
 class ProductionStore:
     """Incremental sync over a backend's primitives (DuckDB and PostgreSQL implement them)."""
 
