@@ -33,10 +33,11 @@ from kbench.evaluation.config import EvaluationConfig
 from kbench.evaluation.stage import evaluate_rankings, summarize
 from kbench.paths import workspace_dir
 from kbench.records import Chunk, Dataset, Run
-from kbench.retrieval.registry import SearchContext
+from kbench.retrieval.contracts import SearchContext
 from kbench.retrieval.rerank import check_reranker
 from kbench.retrieval.stage import legs_need_query_vectors, search
-from kbench.store.stage import StoreOutcome, index_recall, needs_recall_check, prepare_store
+from kbench.store.outcome import StoreOutcome
+from kbench.store.stage import index_recall, needs_recall_check, prepare_store
 
 
 class RunError(RuntimeError):
@@ -182,9 +183,9 @@ def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool
     with timer.stage("store"):  # kbench.store.stage: faiss in memory, duckdb + saved FAISS, or pgvector
         corpus.store = stored = prepare_store(experiment, dataset, chunks, embedded, corpus.embedder, workspace)
         corpus.context.vector_index = stored.vector_index
-        corpus.context.extras.update(stored.extras)
+        corpus.context.store = stored.handle
     counts.update(stored.counts)
-    if needs_recall_check(experiment.store):
+    if needs_recall_check(experiment.store, stored):
         with timer.stage("index_recall"):
             corpus.metrics.update(index_recall(stored, dataset.queries, corpus.embedder.embed_queries,
                                                experiment.store))

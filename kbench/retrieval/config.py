@@ -99,8 +99,6 @@ class RetrievalConfig(StrictModel):
                 f"retrieval.fusion.method: 'none' cannot combine {len(self.legs)} legs {self.legs}; "
                 "choose a fusion method (kbench list fusions) or keep one leg"
             )
-        check_legs = getattr(self.fusion.params, "check_legs", None)  # e.g. weighted needs exactly two
-        if check_legs is not None:
-            check_legs(self.legs)
+        self.fusion.params.check_legs(self.legs)  # e.g. weighted fuses exactly two
         return self
 

@@ -1,38 +1,38 @@
 """Retrieval registries: legs (first-stage rankers), fusion methods and rerankers, by config name.
 
-- A leg is a class built once per run from the chunks (``Leg.build(context, params)``) whose
-  ``search(queries, query_vectors, k, mask)`` returns, per query, ``[(chunk_index, score), ...]`` best first.
-- A fusion is a pure function ``fuse(leg_results, params, top_k) -> list[Hit]`` for one query, where
-  ``leg_results`` maps leg name to that leg's ranked ``[(chunk_index, score)]``.
-- A reranker is a class built once per run (``Reranker(context, params)``) whose
-  ``rerank(query_text, hits, top_k) -> list[Hit]`` rescoring the candidates of one query.
+Each refuses, when a module registers into it, a strategy that does not fulfil its contract
+(kbench/retrieval/contracts.py), so the search stage calls declared attributes and never guesses.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable
+from typing import Callable, TypeVar
 
-import numpy as np
+from kbench.registry import Registry, StrictModel
+from kbench.retrieval.contracts import (Fusion, Leg, LegResult, Reranker, SearchContext, require_fusion,
+                                        require_leg, require_reranker)
 
-from kbench.records import Chunk, Hit
-from kbench.registry import Registry
+__all__ = ["FUSIONS", "LEGS", "RERANKERS", "ContractRegistry", "LegResult", "SearchContext"]
 
-LegResult = list[tuple[int, float]]
-FusionFn = Callable[[dict[str, LegResult], Any, int], list[Hit]]
-
-LEGS: Registry[type] = Registry("retrieval.legs")
-FUSIONS: Registry[FusionFn] = Registry("retrieval.fusion.method")
-RERANKERS: Registry[type] = Registry("rerank.method")
+T = TypeVar("T")
 
 
-@dataclass
-class SearchContext:
-    """What legs and rerankers may use: the run's chunks, their vectors and the query encoder."""
+class ContractRegistry(Registry[T]):
+    """A registry whose ``require(field, name, impl, params)`` must pass before an entry is added."""
 
-    chunks: list[Chunk]
-    chunk_vectors: np.ndarray | None = None  # (n_chunks, dim), L2-normalized, row i = chunks[i]
-    vector_index: Any = None  # kbench.store.faiss_index.VectorIndex over chunk_vectors
-    embed_queries: Callable[[list[str]], np.ndarray] | None = None
-    workspace: Path = Path("experiments")
-    extras: dict[str, Any] = field(default_factory=dict)
+    def __init__(self, field: str, require: Callable[[str, str, T, type[StrictModel]], None]):
+        super().__init__(field)
+        self.require = require
+
+    def register(self, name: str, params: type[StrictModel] | None = None) -> Callable[[T], T]:
+        add = super().register(name, params)
+
+        def decorator(impl: T) -> T:
+            self.require(self.field, name, impl, params or StrictModel)
+            return add(impl)
+
+        return decorator
+
+
+LEGS: ContractRegistry[type[Leg]] = ContractRegistry("retrieval.legs", require_leg)
+FUSIONS: ContractRegistry[Fusion] = ContractRegistry("retrieval.fusion.method", require_fusion)
+RERANKERS: ContractRegistry[type[Reranker]] = ContractRegistry("rerank.method", require_reranker)

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kbench.errors import ConfigError
-from kbench.retrieval.config import RerankConfig, RetrievalConfig
 from kbench.records import Document, Hit, Query
+from kbench.retrieval.config import RerankConfig, RetrievalConfig
+from kbench.retrieval.contracts import FusionParams, Leg, SearchContext
 from kbench.retrieval.filters import describe, drop_query_document, filter_mask
 from kbench.retrieval.grouping import group_by_page
-from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS, SearchContext
+from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS
 
 
 class SearchError(ConfigError):
@@ -37,24 +38,22 @@ class SearchOutput:
 
 def legs_need_query_vectors(config: RetrievalConfig) -> bool:
     """Whether any configured leg searches by query vector (then the corpus must be embedded and stored)."""
-    return any(getattr(LEGS.get(name).impl, "needs_query_vectors", False) for name in config.legs)
+    return any(LEGS.get(name).impl.needs_query_vectors for name in config.legs)
 
 
-def build_legs(context: SearchContext, config: RetrievalConfig) -> dict[str, object]:
+def build_legs(context: SearchContext, config: RetrievalConfig) -> dict[str, Leg]:
     return {name: LEGS.get(name).impl(context, LEGS.params(name, config.leg_params.get(name, {})))
             for name in config.legs}
 
 
-def leg_depth(config: RetrievalConfig, fusion_params, keep: int) -> int:
+def leg_depth(config: RetrievalConfig, fusion_params: FusionParams, keep: int) -> int:
     """How many results each leg returns: candidates_per_leg (default top_k), or more when the fusion's
     SQL reads more per leg (archon_weighted: 2 x match_count) or a reranker wants more candidates."""
-    depth = max(config.candidates_per_leg or config.top_k, keep)
-    wants = getattr(fusion_params, "leg_depth", None)
-    return max(depth, wants(keep)) if wants is not None else depth
+    return max(config.candidates_per_leg or config.top_k, keep, fusion_params.leg_depth(keep))
 
 
 def search(queries: list[Query], context: SearchContext, config: RetrievalConfig,
-           rerank: RerankConfig | None = None, legs: dict[str, object] | None = None,
+           rerank: RerankConfig | None = None, legs: dict[str, Leg] | None = None,
            progress: bool = False, documents: list[Document] | None = None) -> SearchOutput:
     """Rank chunks for every query; ``documents`` (the dataset's) give filters their fields."""
     mask = filter_mask(context.chunks, {d.doc_id: d for d in documents or []}, config.filters)
@@ -69,11 +68,11 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
     if rerank is not None and rerank.enabled:
         reranker = RERANKERS.get(rerank.method).impl(context, rerank.params)
         keep = max(config.candidates_per_leg or config.top_k,
-                   config.top_k * getattr(rerank.params, "candidate_multiplier", 1))
+                   config.top_k * rerank.params.candidate_multiplier)
     depth = leg_depth(config, fusion_params, keep)
     if config.filters.exclude_query_document:  # reference 001: knn_search(k) -> exclude_same_file -> top
         keep = max(keep, config.candidates_per_leg or 0)
-    needs_vectors = any(getattr(leg, "needs_query_vectors", False) for leg in legs.values())
+    needs_vectors = any(leg.needs_query_vectors for leg in legs.values())
 
     n = len(queries)
     stages = (["embed_query"] if needs_vectors else []) + [f"leg_{name}" for name in legs] + ["fusion"]

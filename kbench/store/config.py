@@ -1,15 +1,17 @@
 """The store section: where chunk vectors live (FAISS, the DuckDB mirror, pgvector) and the index type."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from kbench.registry import StrictModel
+from kbench.registry import StrictModel, UnknownNameError
+from kbench.store.registry import STORE_BACKENDS
 
 
 class StoreConfig(StrictModel):
-    backend: Literal["faiss", "duckdb", "pgvector"] = "faiss"
+    backend: str = Field("faiss", description="a registered backend: faiss, duckdb, pgvector (kbench/store/backends)")
     index: Literal["flat", "hnsw", "ivf"] = "flat"
     hnsw_m: int = Field(32, ge=2, description="HNSW graph degree")
     hnsw_ef_search: int = Field(64, ge=1)
@@ -24,3 +26,15 @@ class StoreConfig(StrictModel):
     )
     recall_k: int = Field(10, ge=1, description="k of the recall check")
 
+    @field_validator("backend")
+    @classmethod
+    def _registered_backend(cls, name: str) -> str:
+        try:
+            STORE_BACKENDS.get(name)
+        except UnknownNameError as e:  # the field path is added by the error formatter
+            raise ValueError(f"unknown value {e.name!r}; allowed: {', '.join(e.allowed)}") from None
+        return name
+
+    def duckdb_path(self, workspace: Path) -> Path:
+        """The DuckDB file of backend duckdb: ``path``, or the workspace's shared one."""
+        return Path(self.path).expanduser() if self.path else Path(workspace) / "stores" / "kbench.duckdb"

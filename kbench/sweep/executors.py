@@ -25,6 +25,7 @@ from kbench.config import validate_experiment
 from kbench.hashing import stable_hash
 from kbench.paths import workspace_dir
 from kbench.runner import run_experiment
+from kbench.store.config import StoreConfig
 
 
 @dataclass
@@ -67,9 +68,9 @@ def warm_key(data: dict[str, Any]) -> str:
 
 
 def serial_key(data: dict[str, Any]) -> str | None:
-    store = data.get("store") or {}
-    if store.get("backend") == "duckdb":
-        return f"duckdb:{store.get('path') or Path(data['workspace']) / 'stores' / 'kbench.duckdb'}"
+    store = StoreConfig(**(data.get("store") or {}))
+    if store.backend == "duckdb":
+        return f"duckdb:{store.duckdb_path(Path(data['workspace']))}"
     return None
 
 

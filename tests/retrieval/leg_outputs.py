@@ -37,7 +37,7 @@ def demo_legs(workspace: str, depth: int = 60) -> DemoLegs:
     from rank_bm25 import BM25Okapi
 
     from kbench.embedding.stage import CachedEmbedder
-    from kbench.retrieval.vector import VectorLeg, VectorParams
+    from kbench.retrieval.legs.vector import VectorLeg, VectorParams
     from kbench.store.faiss_index import VectorIndex
 
     dataset = load_dataset(DatasetConfig(name="demo"))

@@ -12,7 +12,7 @@ from kbench.chunking import chunk_corpus
 from kbench.config import ChunkingConfig, DatasetConfig, load_experiment
 from kbench.datasets import load_dataset
 from kbench.records import Chunk, Query
-from kbench.retrieval.bm25 import BM25Index, BM25Params, bm25_idf
+from kbench.retrieval.legs.bm25 import BM25Index, BM25Params, bm25_idf
 from kbench.retrieval.registry import LEGS, SearchContext
 from kbench.retrieval.text.tokenizers import Analyzer
 from kbench.runner import run_experiment

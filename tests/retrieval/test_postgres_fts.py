@@ -16,7 +16,7 @@ from kbench.config import ChunkingConfig, DatasetConfig, load_experiment
 from kbench.datasets import load_dataset
 from kbench.paths import REPO_ROOT
 from kbench.records import Chunk, Query
-from kbench.retrieval.postgres_fts import PostgresFtsLeg, PostgresFtsParams
+from kbench.retrieval.legs.postgres_fts import PostgresFtsLeg, PostgresFtsParams
 from kbench.retrieval.registry import SearchContext
 from kbench.retrieval.text.pg_tsearch import TextSearchConfig, TsQuery, ts_rank, ts_rank_cd
 from kbench.runner import run_experiment

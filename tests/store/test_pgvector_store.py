@@ -10,12 +10,12 @@ from kbench.chunking import chunk_corpus
 from kbench.config import load_experiment
 from kbench.datasets import load_dataset
 from kbench.embedding.stage import CachedEmbedder
-from kbench.retrieval.pg_hybrid import PgHybridLeg, PgHybridParams
-from kbench.retrieval.registry import SearchContext
-from kbench.retrieval.vector import VectorLeg, VectorParams
+from kbench.retrieval.contracts import SearchContext
+from kbench.retrieval.legs.pg_hybrid import PgHybridLeg, PgHybridParams
+from kbench.retrieval.legs.vector import VectorLeg, VectorParams
 from kbench.runner import run_experiment
-from kbench.store.parity import compare_hybrid, compare_vector_lists
 from kbench.store.stage import prepare_store
+from tests.store.pg_parity import compare_hybrid, compare_vector_lists
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow]
 
@@ -63,7 +63,7 @@ def test_vector_leg_and_production_hybrid_match_duckdb_faiss(scifact_run):
         assert report.identical + report.tie_only == len(dataset.queries)
         assert report.max_score_diff < 1e-5
 
-        store = pg.extras["pg_store"]
+        store = pg.handle.pg_store
         for function, params in [("archon_hybrid", {"similarity_threshold": None}),
                                  ("archon_weighted", {"similarity_threshold": 0.05}),
                                  ("rrf_supabase", {"rrf_k": 10})]:
@@ -72,7 +72,7 @@ def test_vector_leg_and_production_hybrid_match_duckdb_faiss(scifact_run):
             assert hybrid.same_set == hybrid.queries, hybrid.differences
 
         # the pg_hybrid leg returns the SQL function's ranking as it is
-        leg = PgHybridLeg(SearchContext(chunks=chunks, extras={"pg_store": store}), PgHybridParams())
+        leg = PgHybridLeg(SearchContext(chunks=chunks, store=pg.handle), PgHybridParams())
         via_leg = leg.search(dataset.queries[:5], qv[:5], 10)
         for query, vector, ranked in zip(dataset.queries[:5], qv[:5], via_leg):
             assert ranked == [(i, s) for i, s, _ in store.hybrid("archon_hybrid", vector, query.text, 10)]

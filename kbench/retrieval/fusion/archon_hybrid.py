@@ -20,21 +20,25 @@ from __future__ import annotations
 from pydantic import Field
 
 from kbench.records import Hit
-from kbench.registry import StrictModel
-from kbench.retrieval.fusion.common import evidence, ranked_hits, require_two_legs, two_legs
-from kbench.retrieval.registry import FUSIONS, LegResult
+from kbench.retrieval.contracts import LegResult
+from kbench.retrieval.fusion.common import TwoLegParams, evidence, ranked_hits, two_legs
+from kbench.retrieval.registry import FUSIONS
 
 
-class ArchonHybridParams(StrictModel):
+class ArchonParams(TwoLegParams):
+    """What both Archon SQL functions share: a thresholded vector leg and a text leg, each cut to
+    ``leg_limit_factor`` x match_count rows."""
+
     similarity_threshold: float | None = Field(
         0.05, description="vector hits need cosine similarity > this (reference 000); null: none (002's SQL)")
     leg_limit_factor: int = Field(1, ge=1, description="each leg's LIMIT is this x match_count (002: 1)")
 
-    def check_legs(self, legs: list[str]) -> None:
-        require_two_legs("archon_hybrid", legs)
-
     def leg_depth(self, match_count: int) -> int:
         return self.leg_limit_factor * match_count
+
+
+class ArchonHybridParams(ArchonParams):
+    method = "archon_hybrid"
 
 
 def archon_leg_rows(leg_results: dict[str, LegResult], threshold: float | None, limit: int, method: str):

@@ -18,23 +18,17 @@ from __future__ import annotations
 from pydantic import Field
 
 from kbench.records import Hit
-from kbench.registry import StrictModel
-from kbench.retrieval.fusion.archon_hybrid import archon_leg_rows
-from kbench.retrieval.fusion.common import evidence, ranked_hits, require_two_legs
-from kbench.retrieval.registry import FUSIONS, LegResult
+from kbench.retrieval.contracts import LegResult
+from kbench.retrieval.fusion.archon_hybrid import ArchonParams, archon_leg_rows
+from kbench.retrieval.fusion.common import evidence, ranked_hits
+from kbench.retrieval.registry import FUSIONS
 
 
-class ArchonWeightedParams(StrictModel):
+class ArchonWeightedParams(ArchonParams):
+    method = "archon_weighted"
     vector_weight: float = Field(0.7, description="weight of the cosine similarity")
     text_weight: float = Field(0.3, description="weight of the text rank (ts_rank_cd)")
-    similarity_threshold: float | None = Field(0.05, description="vector hits need cosine similarity > this")
     leg_limit_factor: int = Field(2, ge=1, description="each leg's LIMIT is this x match_count (000: 2)")
-
-    def check_legs(self, legs: list[str]) -> None:
-        require_two_legs("archon_weighted", legs)
-
-    def leg_depth(self, match_count: int) -> int:
-        return self.leg_limit_factor * match_count
 
 
 @FUSIONS.register("archon_weighted", ArchonWeightedParams)

@@ -1,8 +1,22 @@
-"""Helpers shared by fusion methods: per-leg evidence, match types, tie-stable sorting."""
+"""Helpers shared by fusion methods: two-leg params, per-leg evidence, match types, tie-stable sorting."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from kbench.records import Hit
-from kbench.retrieval.registry import LegResult
+from kbench.retrieval.contracts import FusionParams, LegResult
+
+
+class TwoLegParams(FusionParams):
+    """Params of a method that fuses exactly two legs, in the order ``leg_order`` says."""
+
+    method: ClassVar[str]  # the config name, for the error message
+    leg_order: ClassVar[str] = "[vector, text] (e.g. [vector, postgres_fts])"
+
+    def check_legs(self, legs: list[str]) -> None:
+        if len(legs) != 2:
+            raise ValueError(f"retrieval.fusion.method {self.method!r} fuses exactly two legs, in the order "
+                             f"{self.leg_order}; retrieval.legs is {legs}")
 
 
 def two_legs(leg_results: dict[str, LegResult], method: str) -> tuple[tuple[str, LegResult], tuple[str, LegResult]]:
@@ -12,12 +26,6 @@ def two_legs(leg_results: dict[str, LegResult], method: str) -> tuple[tuple[str,
                          f"got {list(leg_results)}")
     first, second = leg_results.items()
     return first, second
-
-
-def require_two_legs(method: str, legs: list[str], order: str = "[vector, text] (e.g. [vector, postgres_fts])") -> None:
-    if len(legs) != 2:
-        raise ValueError(f"retrieval.fusion.method {method!r} fuses exactly two legs, in the order {order}; "
-                         f"retrieval.legs is {legs}")
 
 
 def evidence(leg_results: dict[str, LegResult]) -> tuple[dict[int, dict[str, float]], dict[int, dict[str, int]]]:

@@ -10,12 +10,12 @@ from __future__ import annotations
 from pydantic import Field
 
 from kbench.records import Hit
-from kbench.registry import StrictModel
+from kbench.retrieval.contracts import FusionParams, LegResult
 from kbench.retrieval.fusion.common import evidence, leg_names_match_type, ranked_hits
-from kbench.retrieval.registry import FUSIONS, LegResult
+from kbench.retrieval.registry import FUSIONS
 
 
-class RRFParams(StrictModel):
+class RRFParams(FusionParams):
     k: float = Field(60, ge=0, description="rank offset: score = weight / (k + rank)")
     weights: dict[str, float] | None = Field(None, description="leg name -> weight (default 1 each)")
 

@@ -19,16 +19,14 @@ from __future__ import annotations
 from pydantic import Field
 
 from kbench.records import Hit
-from kbench.registry import StrictModel
-from kbench.retrieval.fusion.common import evidence, ranked_hits, require_two_legs, two_legs
-from kbench.retrieval.registry import FUSIONS, LegResult
+from kbench.retrieval.contracts import LegResult
+from kbench.retrieval.fusion.common import TwoLegParams, evidence, ranked_hits, two_legs
+from kbench.retrieval.registry import FUSIONS
 
 
-class RRFSupabaseParams(StrictModel):
+class RRFSupabaseParams(TwoLegParams):
+    method = "rrf_supabase"
     rrf_k: float = Field(10, description="added to each leg's score (not rank) before the reciprocal")
-
-    def check_legs(self, legs: list[str]) -> None:
-        require_two_legs("rrf_supabase", legs)
 
 
 @FUSIONS.register("rrf_supabase", RRFSupabaseParams)

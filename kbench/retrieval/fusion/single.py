@@ -2,16 +2,12 @@
 from __future__ import annotations
 
 from kbench.records import Hit
-from kbench.registry import StrictModel
-from kbench.retrieval.registry import FUSIONS, LegResult
+from kbench.retrieval.contracts import FusionParams, LegResult
+from kbench.retrieval.registry import FUSIONS
 
 
-class NoFusionParams(StrictModel):
-    pass
-
-
-@FUSIONS.register("none", NoFusionParams)
-def single_leg(leg_results: dict[str, LegResult], params: NoFusionParams, top_k: int) -> list[Hit]:
+@FUSIONS.register("none", FusionParams)
+def single_leg(leg_results: dict[str, LegResult], params: FusionParams, top_k: int) -> list[Hit]:
     """Pass one leg's ranking through unchanged."""
     (name, ranked), = leg_results.items()
     return [

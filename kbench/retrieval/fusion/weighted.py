@@ -17,22 +17,20 @@ from typing import Literal
 from pydantic import Field
 
 from kbench.records import Hit
-from kbench.registry import StrictModel
-from kbench.retrieval.fusion.common import evidence, leg_names_match_type, ranked_hits, require_two_legs, two_legs
+from kbench.retrieval.contracts import LegResult
+from kbench.retrieval.fusion.common import TwoLegParams, evidence, leg_names_match_type, ranked_hits, two_legs
 from kbench.retrieval.fusion.normalization import Normalization, normalize
-from kbench.retrieval.registry import FUSIONS, LegResult
+from kbench.retrieval.registry import FUSIONS
 
 
-class WeightedParams(StrictModel):
+class WeightedParams(TwoLegParams):
+    method = "weighted"
+    leg_order = "[leg weighted by weight, leg weighted by 1 - weight] (e.g. [vector, bm25])"
     weight: float = Field(0.5, ge=0, le=1, description="weight of the first leg in retrieval.legs; "
                                                         "the second gets 1 - weight")
     normalization: Normalization = Field("min-max", description="none | min-max | z-score | rank | dbsf")
     missing: Literal["min", "zero"] = Field("min", description="score for a chunk a leg did not return: the "
                                                                "leg's lowest normalized score, or 0")
-
-    def check_legs(self, legs: list[str]) -> None:
-        require_two_legs("weighted", legs,
-                         "[leg weighted by weight, leg weighted by 1 - weight] (e.g. [vector, bm25])")
 
 
 @FUSIONS.register("weighted", WeightedParams)

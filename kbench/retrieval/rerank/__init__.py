@@ -8,7 +8,4 @@ def check_reranker(config: RerankConfig) -> None:
     """Fail before any work when an enabled reranker cannot run (model missing, endpoint unconfigured)."""
     if not config.enabled:
         return
-    impl = RERANKERS.get(config.method).impl
-    preflight = getattr(impl, "preflight", None)
-    if preflight is not None:
-        preflight(config.params)
+    RERANKERS.get(config.method).impl.preflight(config.params)

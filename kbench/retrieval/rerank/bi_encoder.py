@@ -13,8 +13,10 @@ from pydantic import Field
 
 from kbench.embedding.config import EmbeddingConfig
 from kbench.embedding.models import resolve_model_path
+from kbench.embedding.stage import CachedEmbedder
 from kbench.records import Hit
-from kbench.retrieval.registry import RERANKERS, SearchContext
+from kbench.retrieval.contracts import Reranker, SearchContext
+from kbench.retrieval.registry import RERANKERS
 from kbench.retrieval.rerank.common import CandidateParams, apply_scores, split_candidates
 
 FAILED_SCORE = -2.0  # below any cosine: a candidate the strong model could not embed sinks to the bottom
@@ -29,7 +31,7 @@ class BiEncoderParams(CandidateParams):
 
 
 @RERANKERS.register("bi_encoder", BiEncoderParams)
-class BiEncoderReranker:
+class BiEncoderReranker(Reranker):
     """Rescore candidates by cosine under a second embedding model (e.g. mpnet over MiniLM's candidates)."""
 
     @staticmethod
@@ -37,8 +39,6 @@ class BiEncoderReranker:
         resolve_model_path(params.model)
 
     def __init__(self, context: SearchContext, params: BiEncoderParams):
-        from kbench.embedding.stage import CachedEmbedder
-
         self.context, self.params = context, params
         config = EmbeddingConfig(model=params.model, batch_size=params.batch_size, max_seq_length=params.max_seq_length,
                                  query_prefix=params.query_prefix, document_prefix=params.document_prefix)

@@ -6,10 +6,10 @@ from typing import Sequence
 from pydantic import Field
 
 from kbench.records import Hit
-from kbench.registry import StrictModel
+from kbench.retrieval.contracts import RerankParams
 
 
-class CandidateParams(StrictModel):
+class CandidateParams(RerankParams):
     """How many first-stage results a reranker sees."""
 
     candidate_multiplier: int = Field(

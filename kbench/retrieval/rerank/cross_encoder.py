@@ -19,7 +19,8 @@ from pydantic import Field
 from kbench.embedding.models import CATALOGUE, ModelNotInstalledError, resolve_model_path
 from kbench.paths import models_dir
 from kbench.records import Hit
-from kbench.retrieval.registry import RERANKERS, SearchContext
+from kbench.retrieval.contracts import Reranker, SearchContext
+from kbench.retrieval.registry import RERANKERS
 from kbench.retrieval.rerank.common import CandidateParams, apply_scores, split_candidates
 
 TRAIN_HINT = ("train one offline with `kbench models train-reranker --dataset scifact --split train "
@@ -81,7 +82,7 @@ def resolve_cross_encoder(name: str) -> Path:
 
 
 @RERANKERS.register("cross_encoder", CrossEncoderParams)
-class CrossEncoderReranker:
+class CrossEncoderReranker(Reranker):
     """Rescore the top candidates with a cross-encoder (reference 002; 5x candidates)."""
 
     @staticmethod

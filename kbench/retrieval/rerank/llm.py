@@ -23,7 +23,8 @@ from pydantic import Field
 
 from kbench.enrichment.chat import ChatCache, ChatClient, ChatSettings
 from kbench.records import Hit
-from kbench.retrieval.registry import RERANKERS, SearchContext
+from kbench.retrieval.contracts import Reranker, SearchContext
+from kbench.retrieval.registry import RERANKERS
 from kbench.retrieval.rerank.common import CandidateParams, apply_scores, split_candidates
 
 INDEX_LIST = re.compile(r"\[\s*\"?\d+\"?(?:\s*,\s*\"?\d+\"?)*\s*,?\s*\]")
@@ -75,7 +76,7 @@ def chat_settings(params: LLMRerankParams) -> ChatSettings:
 
 
 @RERANKERS.register("llm", LLMRerankParams)
-class LLMReranker:
+class LLMReranker(Reranker):
     """Ask a chat model to order the candidates (reference 001's prompt; JSON array of indices)."""
 
     @staticmethod

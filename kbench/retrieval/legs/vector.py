@@ -6,7 +6,8 @@ from pydantic import Field
 
 from kbench.records import Query
 from kbench.registry import StrictModel
-from kbench.retrieval.registry import LEGS, LegResult, SearchContext
+from kbench.retrieval.contracts import Leg, LegResult, SearchContext
+from kbench.retrieval.registry import LEGS
 
 
 class VectorParams(StrictModel):
@@ -16,7 +17,7 @@ class VectorParams(StrictModel):
 
 
 @LEGS.register("vector", VectorParams)
-class VectorLeg:
+class VectorLeg(Leg):
     """Cosine similarity over the store's vector index (FAISS inner product on normalized vectors)."""
 
     needs_query_vectors = True

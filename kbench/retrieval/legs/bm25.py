@@ -24,7 +24,8 @@ from pydantic import Field
 
 from kbench.records import Query
 from kbench.registry import StrictModel
-from kbench.retrieval.registry import LEGS, LegResult, SearchContext
+from kbench.retrieval.contracts import Leg, LegResult, SearchContext
+from kbench.retrieval.registry import LEGS
 from kbench.retrieval.text.tokenizers import Analyzer
 
 
@@ -129,7 +130,7 @@ def top_k_pairs(ids: np.ndarray, scores: np.ndarray, k: int) -> LegResult:
 
 
 @LEGS.register("bm25", BM25Params)
-class BM25Leg:
+class BM25Leg(Leg):
     """Okapi BM25 on a sparse term matrix (k1, b, idf variant, tokenizer, stemmer, stop words)."""
 
     needs_query_vectors = False

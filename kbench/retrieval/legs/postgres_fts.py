@@ -26,8 +26,9 @@ from pydantic import Field
 
 from kbench.records import Query
 from kbench.registry import StrictModel
-from kbench.retrieval.bm25 import top_k_pairs
-from kbench.retrieval.registry import LEGS, LegResult, SearchContext
+from kbench.retrieval.contracts import Leg, LegResult, SearchContext
+from kbench.retrieval.legs.bm25 import top_k_pairs
+from kbench.retrieval.registry import LEGS
 from kbench.retrieval.text.pg_tsearch import RANK_FUNCTIONS, TextSearchConfig, TsQuery, matches
 
 
@@ -44,7 +45,7 @@ class PostgresFtsParams(StrictModel):
 
 
 @LEGS.register("postgres_fts", PostgresFtsParams)
-class PostgresFtsLeg:
+class PostgresFtsLeg(Leg):
     """PostgreSQL full-text search: to_tsvector @@ plainto_tsquery, ranked by ts_rank_cd (or ts_rank)."""
 
     needs_query_vectors = False

@@ -19,7 +19,8 @@ from pydantic import Field
 
 from kbench.records import Query
 from kbench.registry import StrictModel
-from kbench.retrieval.registry import LEGS, LegResult, SearchContext
+from kbench.retrieval.contracts import Leg, LegResult, SearchContext
+from kbench.retrieval.registry import LEGS
 
 
 class PgHybridParams(StrictModel):
@@ -30,13 +31,13 @@ class PgHybridParams(StrictModel):
 
 
 @LEGS.register("pg_hybrid", PgHybridParams)
-class PgHybridLeg:
+class PgHybridLeg(Leg):
     """A production hybrid SQL function in PostgreSQL (needs store.backend: pgvector)."""
 
     needs_query_vectors = True
 
     def __init__(self, context: SearchContext, params: PgHybridParams):
-        self.store = context.extras.get("pg_store")
+        self.store = context.store.pg_store if context.store is not None else None
         if self.store is None:
             raise ValueError("retrieval.legs: 'pg_hybrid' runs a production SQL function inside PostgreSQL; "
                              "set store.backend: pgvector (or use the vector + postgres_fts legs with a fusion)")

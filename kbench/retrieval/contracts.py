@@ -1,0 +1,120 @@
+"""What a leg, a fusion and a reranker must provide, checked when one registers (kbench.retrieval.registry).
+
+- A **leg** subclasses ``Leg``: built once per run as ``Leg(context, params)``, it declares
+  ``needs_query_vectors`` (whether ``search`` reads query embeddings, so the corpus must be embedded) and
+  ``search(queries, query_vectors, k, mask)`` returns, per query, ``[(chunk_index, score), ...]`` best first.
+- A **fusion** is a function ``fuse(leg_results, params, top_k) -> list[Hit]`` for one query, where
+  ``leg_results`` maps leg name to that leg's ranked list. Its params subclass ``FusionParams``, whose
+  ``check_legs`` refuses a leg list the method cannot fuse and ``leg_depth`` says how deep each leg must go.
+- A **reranker** subclasses ``Reranker``: built once per run as ``Reranker(context, params)``,
+  ``rerank(query_text, hits, top_k)`` rescores one query's candidates, and ``preflight(params)`` fails at
+  start time when it cannot run. Its params subclass ``RerankParams`` (``candidate_multiplier``).
+"""
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Protocol
+
+import numpy as np
+from pydantic import Field
+
+from kbench.records import Chunk, Hit, Query
+from kbench.registry import StrictModel
+from kbench.store.outcome import StoreHandle, VectorSearch
+
+LegResult = list[tuple[int, float]]
+
+
+@dataclass
+class SearchContext:
+    """What legs and rerankers may use: the run's chunks, their vectors, the query encoder and the store."""
+
+    chunks: list[Chunk]
+    chunk_vectors: np.ndarray | None = None  # (n_chunks, dim), L2-normalized, row i = chunks[i]
+    vector_index: VectorSearch | None = None  # FAISS over chunk_vectors, or pgvector's SQL search
+    embed_queries: Callable[[list[str]], np.ndarray] | None = None
+    workspace: Path = Path("experiments")
+    store: StoreHandle | None = None  # the production-shaped store (duckdb, pgvector); None for in-memory faiss
+
+
+class Leg(ABC):
+    needs_query_vectors: ClassVar[bool]  # every leg declares it; registration refuses one that does not
+
+    @abstractmethod
+    def __init__(self, context: SearchContext, params: Any) -> None: ...
+
+    @abstractmethod
+    def search(self, queries: list[Query], query_vectors: np.ndarray | None, k: int,
+               mask: np.ndarray | None = None) -> list[LegResult]:
+        """Per query, at most ``k`` (chunk index, score) best first, only chunks where ``mask`` is True."""
+
+
+class FusionParams(StrictModel):
+    """Base of every fusion's params: by default any legs fuse and each leg returns ``match_count``."""
+
+    def check_legs(self, legs: list[str]) -> None:
+        """Raise ValueError naming ``retrieval.legs`` when this method cannot fuse ``legs``."""
+
+    def leg_depth(self, match_count: int) -> int:
+        """How many results each leg must return for the fusion to keep ``match_count``."""
+        return match_count
+
+
+class Fusion(Protocol):
+    def __call__(self, leg_results: dict[str, LegResult], params: FusionParams, top_k: int) -> list[Hit]: ...
+
+
+class RerankParams(StrictModel):
+    """Base of every reranker's params."""
+
+    candidate_multiplier: int = Field(1, ge=1, description="fetch top_k x this many first-stage results to rerank")
+
+
+class Reranker(ABC):
+    @staticmethod
+    def preflight(params: RerankParams) -> None:
+        """Fail before any work when the reranker cannot run (model missing, endpoint unset); default: it can."""
+
+    @abstractmethod
+    def __init__(self, context: SearchContext, params: RerankParams) -> None: ...
+
+    @abstractmethod
+    def rerank(self, query_text: str, hits: list[Hit], top_k: int) -> list[Hit]:
+        """The best ``top_k`` of ``hits`` (one query's candidates, best first) after rescoring."""
+
+
+class ContractError(TypeError):
+    """A strategy registered without what its stage calls: a programming error, raised at import time."""
+
+
+def _require_class(field: str, name: str, impl: Any, base: type) -> None:
+    if not (isinstance(impl, type) and issubclass(impl, base)):
+        raise ContractError(f"{field}: {name!r} must subclass {base.__module__}.{base.__name__}; got {impl!r}")
+    if inspect.isabstract(impl):
+        raise ContractError(f"{field}: {name!r} does not implement {', '.join(sorted(impl.__abstractmethods__))}")
+
+
+def _require_params(field: str, name: str, params: type, base: type) -> None:
+    if not issubclass(params, base):
+        raise ContractError(f"{field}: the params of {name!r} ({params.__name__}) must subclass "
+                            f"{base.__module__}.{base.__name__}")
+
+
+def require_leg(field: str, name: str, impl: Any, params: type) -> None:
+    _require_class(field, name, impl, Leg)
+    if not isinstance(inspect.getattr_static(impl, "needs_query_vectors", None), bool):
+        raise ContractError(f"{field}: {name!r} must declare needs_query_vectors = True or False")
+
+
+def require_fusion(field: str, name: str, impl: Any, params: type) -> None:
+    if not callable(impl):
+        raise ContractError(f"{field}: {name!r} must be a function fuse(leg_results, params, top_k); got {impl!r}")
+    _require_params(field, name, params, FusionParams)
+
+
+def require_reranker(field: str, name: str, impl: Any, params: type) -> None:
+    _require_class(field, name, impl, Reranker)
+    _require_params(field, name, params, RerankParams)
