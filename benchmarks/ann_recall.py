@@ -9,21 +9,14 @@ Run from the repository root so the workspace cache holds the full-SciFact embed
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from kbench.chunking import chunk_corpus  # noqa: E402
-from kbench.cli.tables import format_table  # noqa: E402
-from kbench.config import StoreConfig, load_experiment  # noqa: E402
-from kbench.datasets import load_dataset  # noqa: E402
-from kbench.embedding.stage import CachedEmbedder  # noqa: E402
-from kbench.paths import workspace_dir  # noqa: E402
-from kbench.store.faiss_index import VectorIndex, exact_top_k  # noqa: E402
+from kbench import StoreConfig, load_experiment, prepare_corpus
+from kbench.cli.tables import format_table  # the CLI's table printer; not in the public API
+# What is measured: the store's FAISS index types, built and searched here directly, against exact search.
+from kbench.store.faiss_index import VectorIndex, exact_top_k
 
 VARIANTS = [
     ("flat", {"index": "flat"}),
@@ -62,16 +55,13 @@ def main() -> None:
     faiss.omp_set_num_threads(args.threads)
     experiment = load_experiment({"dataset": {"name": "scifact"}, "chunking": {"strategy": "none"},
                                   "workspace": args.workspace, "tracking": {"enabled": False}})
-    dataset = load_dataset(experiment.dataset)
-    chunks = chunk_corpus(dataset.documents, experiment.chunking)
-    embedder = CachedEmbedder(experiment.embedding, workspace_dir(args.workspace) / "cache")
-    t = time.perf_counter()
-    embedded = embedder.embed([c.text for c in chunks], progress=True)
-    print(f"{len(chunks)} abstracts: {embedded.cache_hits} vectors from the cache, {embedded.cache_misses} computed "
-          f"({time.perf_counter() - t:.1f} s)")
+    corpus = prepare_corpus(experiment, index=False)  # load, chunk, embed; the indexes are built below
+    embedded = corpus.embedded
+    print(f"{len(corpus.chunks)} abstracts: {embedded.cache_hits} vectors from the cache, {embedded.cache_misses} "
+          f"computed ({corpus.timer.seconds['embed']:.1f} s)")
     ok = np.flatnonzero(embedded.ok_mask)
     vectors = embedded.vectors[ok]
-    queries = embedder.embed_queries([q.text for q in dataset.queries])
+    queries = corpus.embedder.embed_queries([q.text for q in corpus.dataset.queries])
     truth = exact_top_k(vectors, ok, queries, args.k)
     rows = []
     for label, knobs in VARIANTS:
@@ -84,7 +74,7 @@ def main() -> None:
         rows.append([f"faiss {label}", recall(found, truth), float(np.percentile(ms, 50)),
                      float(np.percentile(ms, 95)), round(build_s, 2)])
     if args.pgvector:
-        rows += pgvector_rows(experiment, dataset, chunks, embedded, embedder, queries, truth, args.k)
+        rows += pgvector_rows(experiment, corpus, queries, truth, args.k)
     flat_p50 = rows[0][2]
     for row in rows:
         row.append(round(row[2] / flat_p50, 2))
@@ -93,15 +83,18 @@ def main() -> None:
                        rows))
 
 
-def pgvector_rows(experiment, dataset, chunks, embedded, embedder, queries, truth, k) -> list[list]:
+def pgvector_rows(experiment, corpus, queries, truth, k) -> list[list]:
+    # What is measured: pgvector's index types, so the store is opened and re-indexed here directly
+    # (the pipeline's store stage builds one index per run).
     from kbench.store.pgvector_store import PgVectorIndex, PgVectorStore
     from kbench.store.sync import make_collection
 
-    collection = make_collection(experiment, embedder.cache.namespace, embedded.vectors.shape[1])
+    embedded = corpus.embedded
+    collection = make_collection(experiment, corpus.embedder.cache.namespace, embedded.vectors.shape[1])
     rows = []
     with PgVectorStore(collection) as store:
-        store.sync(collection, dataset.documents, chunks, embedded.vectors, embedded.failed)
-        store.load_id_map(chunks)
+        store.sync(collection, corpus.dataset.documents, corpus.chunks, embedded.vectors, embedded.failed)
+        store.load_id_map(corpus.chunks)
         index = PgVectorIndex(store)
         for label, knobs in [("exact", {"index": "flat"}), ("hnsw m=32 ef_search=64", {"index": "hnsw"}),
                              ("ivfflat lists=100 probes=10", {"index": "ivf"}),
