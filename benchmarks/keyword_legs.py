@@ -21,9 +21,9 @@ from kbench import ChunkingConfig, DatasetConfig
 from kbench.pipeline import chunked_corpus  # the pipeline's load + chunk steps (not in the public API)
 # What is measured: the keyword legs alone (BM25's index and scoring, postgres_fts's emulation), built here
 # directly from the chunks rather than through a run.
-from kbench.retrieval.bm25 import BM25Index, BM25Params
-from kbench.retrieval.postgres_fts import PostgresFtsLeg, PostgresFtsParams
-from kbench.retrieval.registry import SearchContext
+from kbench.retrieval.contracts import SearchContext
+from kbench.retrieval.legs.bm25 import BM25Index, BM25Params
+from kbench.retrieval.legs.postgres_fts import PostgresFtsLeg, PostgresFtsParams
 
 
 def best_of(repeat: int, fn):
