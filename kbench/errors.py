@@ -5,6 +5,7 @@ allowed; the CLI prints it without a traceback and exits 2.
 """
 from __future__ import annotations
 
+import reprlib
 from typing import Any
 
 
@@ -25,21 +26,39 @@ def owner_model(model: type | None, loc: tuple) -> type | None:
     return model
 
 
+MAX_ECHO = 120  # characters of a bad value an error repeats (an alias bomb expands to gigabytes)
+_ECHO = reprlib.Repr()
+_ECHO.maxlevel, _ECHO.maxdict, _ECHO.maxlist, _ECHO.maxtuple, _ECHO.maxset = 3, 6, 6, 6, 6
+_ECHO.maxstring, _ECHO.maxother, _ECHO.maxlong = MAX_ECHO, MAX_ECHO, 40
+
+
+def shorten(value: Any, limit: int = MAX_ECHO) -> str:
+    """A repr of ``value`` that stays short however big or deep the value is."""
+    text = _ECHO.repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def format_error(err: dict[str, Any], prefix: str, root: type | None) -> str:
     """One pydantic error -> ``path: what is wrong (got value); allowed: ...``."""
     loc = tuple(err.get("loc", ()))
     path = ".".join(str(p) for p in ((prefix,) if prefix else ()) + loc)
     kind = err.get("type", "")
+    ctx = err.get("ctx") or {}
     if kind == "extra_forbidden":
         owner = owner_model(root, loc[:-1])
         allowed = ", ".join(owner.model_fields) if owner is not None else "see the docs"
         return f"{path}: unknown key; allowed keys: {allowed}"
     if kind == "value_error":
-        msg = str(err.get("ctx", {}).get("error", err.get("msg")))
-        return msg if not loc else f"{path}: {msg}"
+        msg = str(ctx.get("error", err.get("msg")))
+        # a nested section's validator already names the full path (retrieval.leg_params.bm25.k1: ...)
+        return msg if not loc or msg.startswith((f"{path}.", f"{path}:")) else f"{path}: {msg}"
+    if kind in ("non_finite_number", "bool_for_number"):  # kbench.registry.number_problem
+        return f"{path}{ctx.get('at', '')}: {err.get('msg')}"
+    if kind == "finite_number":
+        return f"{path}: not a finite number (got {shorten(err.get('input'))}); NaN and infinities are refused, " \
+               "write a finite number"
     if kind == "missing":
         return f"{path}: required field missing"
-    bad = err.get("input")
-    expected = err.get("ctx", {}).get("expected")
+    expected = ctx.get("expected")
     tail = f"; allowed: {expected}" if expected else ""
-    return f"{path}: {err.get('msg')} (got {bad!r}){tail}"
+    return f"{path}: {err.get('msg')} (got {shorten(err.get('input'))}){tail}"

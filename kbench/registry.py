@@ -18,20 +18,88 @@ names before any work starts.
 """
 from __future__ import annotations
 
+import math
+import types
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Generic, TypeVar
+from typing import Annotated, Any, Callable, ClassVar, Generic, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from kbench.errors import format_error
 
 T = TypeVar("T")
 
 
-class StrictModel(BaseModel):
-    """Base for every config model: unknown keys are errors, values are re-validated on assignment."""
+def _members(annotations: list[Any]) -> list[Any]:
+    """The types a value may take: unions and ``Annotated`` flattened."""
+    out = []
+    for ann in annotations:
+        origin = get_origin(ann)
+        if origin is Annotated:
+            out += _members([get_args(ann)[0]])
+        elif origin is Union or origin is types.UnionType:
+            out += _members(list(get_args(ann)))
+        else:
+            out.append(ann)
+    return out
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+def _inner(members: list[Any], containers: tuple[type, ...], position: int) -> list[Any]:
+    """Annotations of the items (``position`` -1) or values (1) of the container members; Any if untyped."""
+    inner = [Any] if any(m is Any or m is object for m in members) else []
+    for m in members:
+        origin = get_origin(m) or m
+        if isinstance(origin, type) and issubclass(origin, containers):
+            args = [a for a in get_args(m) if a is not Ellipsis]
+            inner += [args[position]] if args else [Any]
+    return inner
+
+
+def number_problem(annotations: list[Any], value: Any, at: str = "") -> PydanticCustomError | None:
+    """A non-finite float anywhere in ``value``, or a boolean where the annotation wants a number.
+
+    NaN compares false with every score and dumps to JSON null, so a NaN knob would hide in the saved
+    config and the run key; lax pydantic reads ``true`` as 1 in an int field. Both are refused.
+    """
+    members = _members(annotations)
+    if isinstance(value, bool):
+        takes_bool = any(m is bool or m is Any or m is object or isinstance(m, TypeVar) for m in members)
+        if not takes_bool and any(m is int or m is float for m in members):
+            return PydanticCustomError(
+                "bool_for_number", "a boolean where a number belongs (got {got}); write a number, e.g. 1",
+                {"at": at, "got": repr(value)})
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return PydanticCustomError("non_finite_number", "not a finite number (got {got}); NaN and infinities "
+                                   "are refused, write a finite number", {"at": at, "got": repr(value)})
+    if isinstance(value, Mapping):
+        inner = _inner(members, (Mapping,), 1)
+        for key, item in value.items():
+            if problem := number_problem(inner, item, f"{at}.{key}"):
+                return problem
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        inner = _inner(members, (list, tuple, set, frozenset), -1)
+        for i, item in enumerate(value):
+            if problem := number_problem(inner, item, f"{at}[{i}]"):
+                return problem
+    return None
+
+
+class StrictModel(BaseModel):
+    """Base for every config model: unknown keys are errors, values are re-validated on assignment, and a
+    number is a finite number, never a boolean (see ``number_problem``), in every field and nested value."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _finite_numbers_not_booleans(cls, value: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields.get(info.field_name or "")
+        if field is not None and (problem := number_problem([field.annotation], value)):
+            raise problem
+        return value
 
 
 class UnknownNameError(KeyError):
