@@ -12,18 +12,19 @@ before the whole config validates.
 from __future__ import annotations
 
 import copy
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from kbench.chunking.config import ChunkingConfig
 from kbench.datasets.config import DatasetConfig
 from kbench.dotted import set_dotted
 from kbench.embedding.config import EmbeddingConfig
 from kbench.enrichment.config import EnrichmentConfig
-from kbench.errors import ConfigError, format_error
+from kbench.errors import ConfigError, format_error, shorten
 from kbench.evaluation.config import EvaluationConfig, OverlapRule
 from kbench.hashing import stable_hash
 from kbench.registry import StrictModel
@@ -39,8 +40,26 @@ __all__ = [  # the sections are re-exported so a notebook can build any of them 
 ]
 
 
+MAX_NAME_CHARS = 500  # MLflow's limit for experiment names; the run folder shortens long names itself
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a run (its folder, its MLflow run), or None.
+
+    Path characters are allowed (a sweep labels its configs ``base[dataset.path=/data/x]``): the run
+    folder turns a name into a safe folder name. What no folder or MLflow run can carry is refused.
+    """
+    if not name.strip():
+        return "is empty"
+    if any(unicodedata.category(ch).startswith("C") for ch in name):
+        return f"holds a control character (got {shorten(name)})"
+    if len(name) > MAX_NAME_CHARS:
+        return f"is {len(name)} characters long (got {shorten(name)})"
+    return None
+
+
 class Experiment(StrictModel):
-    name: str = "experiment"
+    name: str = Field("experiment", description="the run's name: its folder (made safe) and its MLflow run name")
     description: str = ""
     workspace: str = Field("experiments", description="folder for mlflow.db, mlruns/, cache/, stores/")
     dataset: DatasetConfig
@@ -55,6 +74,25 @@ class Experiment(StrictModel):
     sweep: dict[str, list[Any]] | None = Field(None, description="dotted path -> values; expands to a grid")
     variants: list[dict[str, Any]] | None = Field(None, description="named override sets, beside the grid")
 
+    @field_validator("name")
+    @classmethod
+    def _usable_name(cls, name: str) -> str:
+        if problem := name_problem(name):
+            raise ValueError(f"{problem}; give a short name of letters, digits and -_. (at most "
+                             f"{MAX_NAME_CHARS} characters, no control characters)")
+        return name
+
+    @model_validator(mode="after")
+    def _usable_tracking_names(self):
+        # MLflow refuses these only after the run folder is written; refuse them before any work
+        for field, value in (("tracking.run_name", self.tracking.run_name),
+                             ("tracking.experiment", self.tracking.experiment)):
+            if value is not None and (problem := name_problem(value)):
+                raise ValueError(f"{field}: {problem}; give a short name (at most {MAX_NAME_CHARS} characters, "
+                                 "no control characters)" + ("; or leave it out to use name" if
+                                                             field == "tracking.run_name" else ""))
+        return self
+
     def resolved(self) -> dict[str, Any]:
         """The config with every default filled in, as plain data (what is saved with each run)."""
         return self.model_dump(mode="json")
@@ -64,20 +102,122 @@ class Experiment(StrictModel):
         data = self.resolved()
         for key in ("name", "description", "tracking", "sweep", "variants", "workspace"):
             data.pop(key, None)
+        data["dataset"].pop("strict", None)  # it refuses data or lets the same data through: results never differ
         return stable_hash(data, length=16)
 
 
 
 # --------------------------------------------------------------------------- loading
+MAX_CONFIG_BYTES = 5 * 1024 * 1024
+MAX_YAML_VALUES = 100_000  # values after alias expansion; a real config or sweep has a few hundred
+MAX_LISTED_PROBLEMS = 20
+MAX_YAML_DEPTH = 50  # nesting levels; a config nests five or six
+
+
+class _YamlProblem(Exception):
+    def __init__(self, line: int | None, message: str):
+        super().__init__(message)
+        self.line, self.message = line, message
+
+
+class ConfigLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses duplicate keys and alias bombs.
+
+    PyYAML keeps the last of two equal keys, so a repeated knob silently overrides the first. Aliases
+    share one object when loaded, but validation and error messages walk the expanded tree: nine nested
+    aliases of nine make 9**9 values, minutes of work and gigabytes of echoed input.
+    """
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *defaults` keys may be overridden; that is what a merge is for
+            key, line = self.construct_object(key_node, deep=True), key_node.start_mark.line + 1
+            try:
+                first = seen.get(key)
+            except TypeError:
+                continue  # an unhashable key: the base loader reports it
+            if first is not None:
+                raise _YamlProblem(line, f"duplicate key {shorten(key)} (first at line {first}); keep one of them")
+            seen[key] = line
+        return super().construct_mapping(node, deep)
+
+    def get_single_node(self):
+        node = super().get_single_node()
+        if node is not None:
+            _expanded_size(node, {}, MAX_YAML_VALUES)
+        return node
+
+
+def _expanded_size(node, sizes: dict[int, int | None], limit: int, depth: int = 0) -> int:
+    """Values ``node`` expands to with every alias copied out; _YamlProblem past ``limit``, on a cycle or
+    past ``MAX_YAML_DEPTH`` levels."""
+    if depth > MAX_YAML_DEPTH:
+        raise _YamlProblem(node.start_mark.line + 1, f"nested more than {MAX_YAML_DEPTH} levels deep; a config "
+                           "nests a few sections, flatten the data")
+    key = id(node)
+    if key in sizes:
+        if sizes[key] is None:
+            raise _YamlProblem(node.start_mark.line + 1, "an alias refers to the collection it is in (a "
+                               "recursive structure); write the values out")
+        return sizes[key]
+    sizes[key] = None
+    if isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded_size(k, sizes, limit, depth + 1) + _expanded_size(v, sizes, limit, depth + 1)
+                       for k, v in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(item, sizes, limit, depth + 1) for item in node.value)
+    else:
+        size = 1
+    if size > limit:
+        raise _YamlProblem(node.start_mark.line + 1, f"aliases expand to more than {limit:,} values (an alias "
+                           "bomb?); write the values out or use fewer nested aliases")
+    sizes[key] = size
+    return size
+
+
+def _parse_yaml(text: str) -> Any:
+    loader = ConfigLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def load_yaml_text(text: str, origin: str) -> Any:
+    """YAML through ``ConfigLoader``; every problem a one-line ConfigError naming ``origin`` and the line."""
+    try:
+        return _parse_yaml(text)
+    except _YamlProblem as e:
+        raise ConfigError(f"{origin}:{e.line}: {e.message}") from None
+    except RecursionError:  # PyYAML composes nested collections recursively
+        raise ConfigError(f"{origin}: nested too deeply to read; a config nests a few sections, flatten the "
+                          "data") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"{origin}: not valid YAML{where}: {problem[:200]}; check the indentation and "
+                          "quoting near that line") from None
+
+
 def read_yaml_mapping(path: str | Path, example: str = "configs/quickstart.yaml") -> dict[str, Any]:
     """A YAML file whose top level is a mapping (an experiment or a sweep); clear errors otherwise."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file not found: {path} (give a YAML file, e.g. {example})")
+    size = path.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: {size:,} bytes is too large for a config (at most {MAX_CONFIG_BYTES:,}); "
+                          "give an experiment or sweep YAML, not data")
+    raw = path.read_bytes()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 (byte {e.start}); save the config as UTF-8") from None
+    data = load_yaml_text(text, str(path))
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -105,8 +245,16 @@ def validate_experiment(data: dict[str, Any], origin: str = "<dict>") -> Experim
     try:
         return Experiment.model_validate(data)
     except ValidationError as e:
-        lines = [format_error(err, "", Experiment) for err in e.errors()]
+        errors = e.errors()
+        lines = [_cut(format_error(err, "", Experiment)) for err in errors[:MAX_LISTED_PROBLEMS]]
+        if len(errors) > MAX_LISTED_PROBLEMS:  # a list of 50,000 bad items is one mistake, not 50,000 lines
+            lines.append(f"... and {len(errors) - MAX_LISTED_PROBLEMS} more problems like these")
         raise ConfigError(f"{origin}: invalid config\n  - " + "\n  - ".join(lines)) from None
+
+
+def _cut(line: str, limit: int = 600) -> str:
+    # the last guard on echoed input: a section may quote a bad value whole
+    return line if len(line) <= limit else f"{line[:limit]}... ({len(line)} characters)"
 
 
 def parse_override(item: str) -> tuple[str, Any]:
@@ -114,7 +262,11 @@ def parse_override(item: str) -> tuple[str, Any]:
         raise ConfigError(f"--set {item!r}: expected section.key=value, e.g. chunking.chunk_size=400")
     key, raw = item.split("=", 1)
     try:
-        value = yaml.safe_load(raw) if raw != "" else ""
+        value = _parse_yaml(raw) if raw != "" else ""
+    except _YamlProblem as e:  # a duplicate key or an alias bomb is refused, not taken as a string
+        raise ConfigError(f"--set {item[:80]!r}: {e.message}") from None
+    except RecursionError:
+        raise ConfigError(f"--set {item[:80]!r}: nested too deeply; give a plain value") from None
     except yaml.YAMLError:
         value = raw
     return key.strip(), value

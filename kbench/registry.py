@@ -27,7 +27,7 @@ from typing import Annotated, Any, Callable, ClassVar, Generic, TypeVar, Union, 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from kbench.errors import format_error
+from kbench.errors import format_error, shorten
 
 T = TypeVar("T")
 
@@ -105,7 +105,7 @@ class StrictModel(BaseModel):
 class UnknownNameError(KeyError):
     def __init__(self, field: str, name: str, allowed: list[str]):
         self.field, self.name, self.allowed = field, name, allowed
-        super().__init__(f"{field}: unknown value {name!r}; allowed: {', '.join(allowed)}")
+        super().__init__(f"{field}: unknown value {shorten(name)}; allowed: {', '.join(allowed)}")
 
     def __str__(self) -> str:  # KeyError quotes its message; we want it plain
         return self.args[0]
