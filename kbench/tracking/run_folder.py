@@ -4,10 +4,17 @@
 ``metrics.json``, ``stages.json`` (seconds and counts per stage), ``per_query.parquet`` and, for a kbench
 search, ``rankings.parquet`` (one row per hit: query_id, rank, chunk_id, doc_id, score). MLflow receives
 the same files as artifacts; a tracking failure never loses them.
+
+The name part is the run's name made a safe folder name (``folder_name``), so no name can place the
+folder outside ``<workspace>/runs``. The folder is written under a hidden temporary name and renamed
+when every file is in place: a folder with the final name is always complete.
 """
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,16 +47,38 @@ class RunResult:
     run: Run | None = field(default=None, repr=False)  # the rankings (None for an imported TREC file)
 
 
+MAX_NAME_BYTES = 100  # of the name part; with the stamp and run key the folder name stays far below 255
+_UNSAFE = re.compile(r'[/\\:*?"<>|\s]+')  # path separators, characters Windows refuses, whitespace
+
+
+def folder_name(name: str) -> str:
+    """``name`` as one safe folder name: no path separators or control characters, no leading dot, at most
+    ``MAX_NAME_BYTES`` bytes of UTF-8 (cut on a character boundary); "run" when nothing is left."""
+    text = "".join(ch for ch in name if not unicodedata.category(ch).startswith("C"))
+    text = _UNSAFE.sub("-", text).strip("-.")
+    text = text.encode("utf-8")[:MAX_NAME_BYTES].decode("utf-8", errors="ignore").rstrip("-.")
+    return text or "run"
+
+
 def write_run_folder(experiment: "Experiment", workspace: Path, metrics: dict[str, float], per_query: pd.DataFrame,
                      stage_seconds: dict[str, float], counts: dict[str, int], run: Run | None = None) -> Path:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    run_dir = workspace / "runs" / f"{stamp}-{experiment.name}-{experiment.run_key()}"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(experiment.resolved(), sort_keys=False), encoding="utf-8")
-    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True), encoding="utf-8")
-    (run_dir / "stages.json").write_text(json.dumps({"seconds": stage_seconds, "counts": counts}, indent=2),
-                                         encoding="utf-8")
-    per_query.to_parquet(run_dir / "per_query.parquet", index=False)
-    if run is not None:  # scores per hit, for TREC/ranx export of logged runs
-        run.to_frame().to_parquet(run_dir / "rankings.parquet", index=False)
+    runs = workspace / "runs"
+    run_dir = runs / f"{stamp}-{folder_name(experiment.name)}-{experiment.run_key()}"
+    partial = runs / f".partial-{run_dir.name}"
+    runs.mkdir(parents=True, exist_ok=True)
+    partial.mkdir()
+    try:
+        (partial / "config.yaml").write_text(yaml.safe_dump(experiment.resolved(), sort_keys=False),
+                                             encoding="utf-8")
+        (partial / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True), encoding="utf-8")
+        (partial / "stages.json").write_text(json.dumps({"seconds": stage_seconds, "counts": counts}, indent=2),
+                                             encoding="utf-8")
+        per_query.to_parquet(partial / "per_query.parquet", index=False)
+        if run is not None:  # scores per hit, for TREC/ranx export of logged runs
+            run.to_frame().to_parquet(partial / "rankings.parquet", index=False)
+        partial.rename(run_dir)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     return run_dir
