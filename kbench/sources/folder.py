@@ -6,6 +6,10 @@ everything under any node_modules folder). A file is taken when it matches an in
 when include is empty) and no exclude pattern. Each document keeps its relative path (doc_id and url), a
 source id, its type and its content hash (``Document.content_hash``; ``file_sha256`` for the raw bytes).
 Skipped files are returned by reason, never dropped silently.
+
+Nothing outside the folder is read: a link whose target lies outside it (``docs/passwd -> /etc/passwd``) is
+skipped as ``outside_root`` and a link to nothing as ``broken_link``. Links to folders are not descended
+into (a link inside the folder reaches files already walked by their own path).
 """
 from __future__ import annotations
 
@@ -16,6 +20,9 @@ from pathlib import Path
 
 from kbench.records import Document
 from kbench.sources.loaders import DEFAULT_MAX_FILE_BYTES, LoadedFile, load_file
+
+OUTSIDE_ROOT = "outside_root"
+BROKEN_LINK = "broken_link"
 
 DEFAULT_EXCLUDE = ["**/.git/**", "**/node_modules/**", "**/dist/**", "**/build/**", "**/*.min.js",
                    "**/__pycache__/**"]
@@ -51,6 +58,11 @@ def matches(relative: str, patterns: list[str]) -> bool:
     return any(glob_regex(p).match(relative) for p in patterns)
 
 
+def is_inside(path: Path, root: Path) -> bool:
+    """Does ``path`` stay inside ``root`` once every link in either is followed?"""
+    return path.resolve().is_relative_to(root.resolve())
+
+
 @dataclass
 class FolderSource:
     root: Path
@@ -67,24 +79,35 @@ class FolderSource:
 
     def files(self) -> list[tuple[str, Path]]:
         """(relative POSIX path, path) of the files taken, sorted."""
+        return self.walk()[0]
+
+    def walk(self) -> tuple[list[tuple[str, Path]], dict[str, list[str]]]:
+        """The files taken, sorted, and the links skipped by reason (outside_root, broken_link)."""
         if not self.root.is_dir():
             raise FileNotFoundError(f"source folder {self.root} does not exist or is not a folder")
-        out = []
+        out, skipped = [], {}
+        root = self.root.resolve()
         for path in sorted(self.root.rglob("*")):
-            if not path.is_file():
-                continue
             relative = path.relative_to(self.root).as_posix()
             if self.include and not matches(relative, self.include):
                 continue
             if matches(relative, self.exclude):
                 continue
-            out.append((relative, path))
-        return out
+            if path.is_symlink() and not path.exists():
+                skipped.setdefault(BROKEN_LINK, []).append(relative)
+                continue
+            if not path.resolve().is_relative_to(root):
+                skipped.setdefault(OUTSIDE_ROOT, []).append(relative)
+                continue
+            if path.is_file():
+                out.append((relative, path))
+        return out, skipped
 
     def load(self) -> tuple[list[Document], dict[str, list[str]]]:
         """Documents and the skipped files by reason (reason -> relative paths)."""
-        documents, skipped = [], {}
-        for relative, path in self.files():
+        documents: list[Document] = []
+        taken, skipped = self.walk()
+        for relative, path in taken:
             loaded = load_file(path, self.max_file_bytes)
             if not isinstance(loaded, LoadedFile):
                 skipped.setdefault(loaded.reason, []).append(relative)

@@ -14,7 +14,7 @@
 A file is skipped, with a reason, rather than loaded or crashing: ``oversized`` (more than
 ``max_file_bytes``; reference 004 caps uploads at 10 MB), ``empty`` (no bytes, or no text after
 extraction), ``binary`` (a NUL byte in its first 8 KB, for types read as text), ``undecodable`` (not
-UTF-8), ``unreadable`` (a PDF/DOCX the library cannot open).
+UTF-8), ``unreadable`` (a PDF/DOCX the library cannot open, or a file the system will not read).
 """
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ def load_spec_or_text(data: bytes, path: Path) -> LoadedFile:
     text = decode_text(data)
     try:
         parsed = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError):
+    except (ValueError, yaml.YAMLError, RecursionError):  # not a spec; nested too deeply to be one either
         parsed = None
     if isinstance(parsed, dict) and ({"openapi", "swagger"} & set(parsed)):
         version = parsed.get("openapi") or parsed.get("swagger")
@@ -167,12 +167,15 @@ def doc_type_for(path: Path) -> str:
 
 def load_file(path: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> LoadedFile | SkippedFile:
     """Load one file by its extension, or say why it was skipped."""
-    size = path.stat().st_size
-    if size > max_file_bytes:
-        return SkippedFile("oversized", f"{size} bytes > max_file_bytes {max_file_bytes}")
-    if size == 0:
-        return SkippedFile("empty", "0 bytes")
-    data = path.read_bytes()
+    try:
+        size = path.stat().st_size
+        if size > max_file_bytes:
+            return SkippedFile("oversized", f"{size} bytes > max_file_bytes {max_file_bytes}")
+        if size == 0:
+            return SkippedFile("empty", "0 bytes")
+        data = path.read_bytes()
+    except OSError as e:  # no permission, removed while walking, a device that fails to read
+        return SkippedFile("unreadable", f"{type(e).__name__}: {e.strerror or e}")
     try:
         loaded = LOADERS.get(path.suffix.lower(), load_text)(data, path)
     except _Skip as skip:
