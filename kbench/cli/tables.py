@@ -1,13 +1,37 @@
 """Plain-text tables for the terminal."""
 from __future__ import annotations
 
+import math
 import re
 
 
-def format_table(headers: list[str], rows: list[list[object]]) -> str:
-    """Numbers right-aligned (floats to 4 places), text left-aligned."""
-    cells = [[f"{c:.4f}" if isinstance(c, float) else str(c) for c in row] for row in rows]
-    numeric = [all(isinstance(row[i], (int, float)) for row in rows) for i in range(len(headers))]
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def column_decimals(values: list[object]) -> int:
+    """Decimals that show a column's floats at about four significant digits: none when every value is whole
+    (488.0 prints 488), four below 1 (0.6123), fewer as the integer part grows (462.9, 12.34)."""
+    floats = [abs(v) for v in values if isinstance(v, float) and math.isfinite(v)]
+    if not floats or all(v == round(v) for v in floats):
+        return 0
+    biggest = max(floats)
+    return 4 if biggest < 1 else max(1, 4 - len(str(int(biggest))))
+
+
+def format_number(value: object, decimals: int) -> str:
+    if isinstance(value, float):
+        return "–" if math.isnan(value) else f"{value:.{decimals}f}"
+    return str(value)
+
+
+def format_table(headers: list[str], rows: list[list[object]], numeric: list[bool] | None = None) -> str:
+    """Numbers right-aligned, each float column at about four significant digits (see column_decimals), NaN as
+    "–"; text left-aligned. ``numeric`` right-aligns columns of pre-formatted numbers (e.g. "0.61 *")."""
+    decimals = [column_decimals([row[i] for row in rows]) for i in range(len(headers))]
+    cells = [[format_number(c, decimals[i]) for i, c in enumerate(row)] for row in rows]
+    if numeric is None:
+        numeric = [bool(rows) and all(_is_number(row[i]) for row in rows) for i in range(len(headers))]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
 
     def line(values: list[str]) -> str:

@@ -41,3 +41,29 @@ def test_unknown_knob_names_the_allowed_ones(capsys):
         main(["chunk", "demo", "--chunker", "smart", "--set", "chunk_sise=3"])
     err = capsys.readouterr().err
     assert "chunk_sise" in err and "chunk_size" in err
+
+
+def test_chunk_statistics_print_at_sensible_precision(capsys):
+    """The statistics row agrees with chunk_statistics, with no padded zeros (488 rather than 488.0000)."""
+    from types import SimpleNamespace
+
+    from kbench.chunking import chunk_corpus
+    from kbench.cli.chunk_cmd import chunk_statistics, chunking_config, load_corpus
+
+    assert main(["chunk", "demo", "--chunker", "fixed", "--set", "chunk_size=500", "--show", "0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[1].split()
+    printed = dict(zip(header, lines[3].split()))
+    args = SimpleNamespace(source="demo", include=None, exclude=None, max_file_bytes=None)
+    _, documents, _, section = load_corpus(args)
+    stats = chunk_statistics(chunk_corpus(documents, chunking_config(section, "fixed", ["chunk_size=500"])),
+                             documents)
+    assert list(printed) == list(stats)
+    for name, value in stats.items():
+        text = printed[name]
+        assert not text.endswith(".0000"), (name, text)
+        if float(value) == int(value):
+            assert text == str(int(value)), (name, text)  # whole numbers without decimals
+        else:
+            decimals = len(text.split(".")[1])
+            assert decimals <= 4 and abs(float(text) - value) <= 0.5 * 10 ** -decimals, (name, text, value)
