@@ -8,11 +8,17 @@
         chunking.strategy: none
 
 The baseline is the config without its sweep/variants blocks. Each expanded config is the baseline with
-its overrides applied; it is labelled by the knobs that differ from the baseline. When an override picks
+its overrides applied; it is labelled by the knobs that differ from the baseline. A sweep of variants only
+runs the baseline too (label ``baseline``, first), so each variant is compared with what it changes; a
+grid runs the points it lists (include the baseline's value in an axis to run it). When an override picks
 another strategy (chunking.strategy, retrieval.fusion.method, rerank.method), knobs that the new strategy
 does not have but another registered strategy does are dropped (``chunk_size`` means nothing to
 ``none``), so a grid may cross strategies with their knobs; a knob no strategy knows is still an error.
 Configs that resolve to the same content (same run key) are run once, under the first label.
+
+``SweepPlan.warnings`` says what would make a comparison unfair, e.g. a grid whose ``retrieval.top_k`` drops
+below an evaluated k: those configs return fewer results than the metric counts, so they lose by
+construction.
 """
 from __future__ import annotations
 
@@ -32,6 +38,7 @@ from kbench.tracking.mlflow_run import flatten
 
 # sections whose extra keys are the knobs of the strategy named by one field
 STRATEGY_SECTIONS = {"chunking": "strategy", "retrieval.fusion": "method", "rerank": "method"}
+BASELINE_LABEL = "baseline"  # the label of the baseline config a variants-only sweep adds
 # parts of the resolved config that do not change results (and so never make a knob)
 NOT_KNOBS = ("name", "description", "workspace", "tracking", "sweep", "variants")
 
@@ -59,6 +66,7 @@ class SweepPlan:
     sweep_key: str
     raw: dict[str, Any]  # the config without its sweep blocks
     raw_blocks: dict[str, Any] = field(default_factory=dict)  # {"sweep": ..., "variants": ...} as written
+    warnings: list[str] = field(default_factory=list)  # what makes some configs lose by construction
 
     def by_label(self) -> dict[str, SweepConfig]:
         return {c.label: c for c in self.configs}
@@ -117,8 +125,15 @@ def _short_label(overrides: dict[str, Any]) -> str:
     parts = []
     for (path, value), tail in zip(flat.items(), tails):
         key = tail if tails.count(tail) == 1 else path
-        parts.append(f"{key}={value if not isinstance(value, (list, dict)) else json.dumps(value)}")
-    return ",".join(parts) or "baseline"
+        parts.append(f"{key}={_label_value(value)}")
+    return ",".join(parts) or BASELINE_LABEL
+
+
+def _label_value(value: Any) -> str:
+    """A list of names reads ``[vector,bm25]``; other lists and mappings as JSON."""
+    if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
+        return "[" + ",".join(str(v) for v in value) + "]"
+    return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
 
 
 def grid_points(sweep: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -144,6 +159,8 @@ def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
     baseline = validate_experiment(raw, f"{origin} (baseline, without sweep/variants)")
 
     points: list[tuple[str, dict[str, Any]]] = [(_short_label(p), p) for p in (grid_points(sweep) if sweep else [])]
+    if not sweep:  # variants only: run the baseline they vary, so the comparison has it
+        points.append((BASELINE_LABEL, {}))
     for n, variant in enumerate(variants, start=1):
         variant = dict(variant)
         name = str(variant.pop("name", f"variant-{n}"))
@@ -174,8 +191,32 @@ def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
     sweep_key = hashlib.sha256(json.dumps(
         {"name": baseline.name, "baseline": baseline.run_key(), "configs": sorted(configs)},
         sort_keys=True).encode()).hexdigest()[:16]
-    return SweepPlan(baseline.name, baseline, list(configs.values()), sweep_key, raw,
+    plan = SweepPlan(baseline.name, baseline, list(configs.values()), sweep_key, raw,
                      {"sweep": sweep, "variants": variants})
+    plan.warnings = top_k_warnings(plan.configs)
+    return plan
+
+
+def top_k_warnings(configs: list[SweepConfig]) -> list[str]:
+    """When configs keep different numbers of results (retrieval.top_k) and some keep fewer than an evaluated
+    k, their metrics at that k count results they never return: they lose by construction. One line per top_k."""
+    top_ks = {c.experiment.retrieval.top_k for c in configs}
+    if len(top_ks) < 2:
+        return []
+    most = max(top_ks)
+    lines = []
+    for top_k in sorted(top_ks):
+        short = [c for c in configs if c.experiment.retrieval.top_k == top_k
+                 and any(k > top_k for k in c.experiment.evaluation.k)]
+        if not short:
+            continue
+        ks = sorted({k for c in short for k in c.experiment.evaluation.k if k > top_k})
+        at = ", ".join(f"@{k}" for k in ks)
+        names = ", ".join(c.label for c in short[:3]) + (f" and {len(short) - 3} more" if len(short) > 3 else "")
+        lines.append(f"retrieval.top_k {top_k} is below evaluation.k {ks} in {len(short)} configs ({names}): they "
+                     f"return at most {top_k} results, so their metrics {at} lose to top_k {most} by construction; "
+                     f"keep top_k >= {max(ks)} in the grid, or evaluate at k <= {top_k}")
+    return lines
 
 
 def load_sweep(path: str | Path, overrides: list[str] | None = None) -> SweepPlan:

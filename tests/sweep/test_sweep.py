@@ -14,8 +14,9 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
+from kbench.cli import main
 from kbench.config import ConfigError
-from kbench.sweep import expand_sweep, make_executor, run_sweep
+from kbench.sweep import expand_sweep, load_sweep, make_executor, run_sweep
 from kbench.sweep.run import SweepError, SweepLock
 from kbench.tracking.tags import SWEEP_CONFIG_KEY as CONFIG_KEY
 from kbench.tracking.tags import SWEEP_LABEL as LABEL
@@ -24,6 +25,7 @@ from kbench.tracking.tags import SWEEP_ROLE as ROLE
 from tests.conftest import make_config
 
 KBENCH = Path(sys.executable).parent / "kbench"
+REPO = Path(__file__).resolve().parents[2]
 SMALL_DEMO = {"name": "demo", "max_documents": 1, "max_queries": 6, "seed": 2}  # 5 documents, 28 kB
 
 
@@ -96,6 +98,56 @@ def test_bad_sweeps_fail_before_anything_runs(tmp_path):
                                                     {"name": "a", "retrieval.top_k": 4}]))
     with pytest.raises(ConfigError, match=r"(?s)\[top_k=0\].*retrieval.top_k"):
         expand_sweep(sweep_data(tmp_path, sweep={"retrieval.top_k": [5, 0]}))
+
+
+def test_a_sweep_of_variants_only_runs_its_baseline_first(tmp_path):
+    plan = expand_sweep(sweep_data(tmp_path, variants=[{"name": "small", "chunking.chunk_size": 300},
+                                                       {"name": "same", "chunking.chunk_size": 600}]))
+    assert [c.label for c in plan.configs] == ["baseline", "small"]
+    base = plan.configs[0]
+    assert base.knobs == {} and base.run_key == plan.baseline.run_key()
+    assert base.aliases == ["same"]  # a variant equal to the baseline is the baseline
+    with pytest.raises(ConfigError, match="distinct name"):
+        expand_sweep(sweep_data(tmp_path, variants=[{"name": "baseline", "retrieval.top_k": 3}]))
+    # a grid runs only its points: its baseline is not added
+    grid = expand_sweep(sweep_data(tmp_path, sweep={"chunking.chunk_size": [300]}, variants=[{"name": "v",
+                                                                                              "retrieval.top_k": 10}]))
+    assert [c.label for c in grid.configs] == ["chunk_size=300", "v"]
+
+
+def test_list_values_read_plainly_in_labels(tmp_path):
+    plan = expand_sweep(sweep_data(tmp_path, sweep={"retrieval.legs": [["vector"], ["vector", "bm25"]]},
+                                   retrieval={"legs": ["vector"], "fusion": {"method": "rrf"}, "top_k": 20,
+                                              "latency": "batch"}))
+    assert [c.label for c in plan.configs] == ["legs=[vector]", "legs=[vector,bm25]"]
+    assert plan.by_label()["legs=[vector,bm25]"].experiment.retrieval.legs == ["vector", "bm25"]
+
+
+def test_a_grid_cutting_top_k_below_an_evaluated_k_warns(tmp_path, capsys):
+    plan = expand_sweep(sweep_data(tmp_path, sweep={"retrieval.top_k": [3, 5, 20]}))  # evaluation.k [1, 5, 10]
+    assert len(plan.warnings) == 2
+    three, five = plan.warnings
+    assert "retrieval.top_k 3 is below evaluation.k [5, 10]" in three and "@5, @10" in three
+    assert "top_k=3" in three and "lose to top_k 20 by construction" in three
+    assert "retrieval.top_k 5 is below evaluation.k [10]" in five and "top_k=5" in five
+    # every config keeps at least the largest k, or all keep the same number: nothing loses by construction
+    assert expand_sweep(sweep_data(tmp_path, sweep={"retrieval.top_k": [10, 20]})).warnings == []
+    assert expand_sweep(sweep_data(tmp_path, sweep={"chunking.chunk_size": [300, 600]},
+                                   retrieval={"legs": ["vector"], "top_k": 5})).warnings == []
+    # kbench sweep --dry-run says it
+    config = tmp_path / "sweep.yaml"
+    config.write_text(yaml.safe_dump(sweep_data(tmp_path, sweep={"retrieval.top_k": [5, 20]})))
+    assert main(["sweep", str(config), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "warning: retrieval.top_k 5 is below evaluation.k [10]" in out
+
+
+def test_the_demo_sweep_compares_configs_on_equal_terms():
+    plan = load_sweep(REPO / "configs" / "sweeps" / "demo.yaml")
+    assert plan.warnings == []
+    assert len(plan.configs) == 12
+    for config in plan.configs:  # every config keeps at least as many results as the largest evaluated k
+        assert config.experiment.retrieval.top_k >= max(config.experiment.evaluation.k), config.label
 
 
 def test_lock_refuses_a_second_driver(tmp_path):
