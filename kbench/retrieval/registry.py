@@ -11,6 +11,8 @@ from kbench.registry import Registry, StrictModel
 from kbench.retrieval.contracts import (Fusion, Leg, LegResult, Reranker, SearchContext, require_fusion,
                                         require_leg, require_reranker)
 
+# LegResult and SearchContext are defined in contracts and re-exported here, where code that builds a
+# context and its legs (tests, benchmarks, notebooks) already imports the registries from
 __all__ = ["FUSIONS", "LEGS", "RERANKERS", "ContractRegistry", "LegResult", "SearchContext"]
 
 T = TypeVar("T")
