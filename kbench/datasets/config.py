@@ -20,6 +20,9 @@ class DatasetConfig(StrictModel):
     exclude: list[str] | None = Field(None, description="folder sources: globs to leave out; default: .git, "
                                       "node_modules, dist, build, __pycache__, *.min.js")
     max_file_bytes: int = Field(10 * 1024 * 1024, ge=1, description="folder sources: larger files are skipped")
+    strict: bool = Field(False, description="refuse the dataset when a loader would drop data (judgements naming "
+                         "unknown documents or queries, scores <= 0, empty questions, links out of the folder); "
+                         "by default these are left out and counted in the run")
 
     @model_validator(mode="after")
     def _name_or_path(self):

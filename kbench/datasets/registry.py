@@ -1,18 +1,23 @@
-"""Dataset names -> loaders, and the load step of a run (sampling, empty-corpus checks)."""
+"""Dataset names -> loaders, and the load step of a run (dropped data reported or refused, sampling,
+empty-corpus checks)."""
 from __future__ import annotations
 
+import logging
 import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from kbench.datasets.config import DatasetConfig
-from kbench.datasets.beir import DatasetError, is_beir_folder, load_beir
+from kbench.datasets.beir import is_beir_folder, load_beir
+from kbench.datasets.reading import DatasetError, problems_summary
 from kbench.datasets.spans import (doc_qrels_from_spans, is_chroma_folder, is_kbench_span_folder,
                                    load_chroma, load_kbench_spans)
 from kbench.paths import REPO_ROOT, shared_datasets_dir
 from kbench.sources.folder import FolderSource
 from kbench.records import Dataset
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,13 @@ def load_dataset(config: DatasetConfig) -> Dataset:
         )
     if dataset.spans and not dataset.qrels:
         dataset.qrels = doc_qrels_from_spans(dataset.spans)
+    dropped = problems_summary(dataset.skipped)
+    if dropped and config.strict:
+        raise DatasetError(f"{path}: dataset.strict refuses {dropped}; fix the data or set dataset.strict: false "
+                           "to drop these and count them in the run")
+    if dropped:
+        log.warning("dataset %s: left out %s; counted in the run as count_skipped_<reason> "
+                    "(dataset.strict: true refuses them)", name, dropped)
     dataset = sample(dataset, config)
     if not any(d.text.strip() for d in dataset.documents):
         raise DatasetError(f"{path}: the corpus is empty (no document has text); nothing to index")
