@@ -207,11 +207,14 @@ def read_yaml_mapping(path: str | Path, example: str = "configs/quickstart.yaml"
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file not found: {path} (give a YAML file, e.g. {example})")
-    size = path.stat().st_size
-    if size > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: {size:,} bytes is too large for a config (at most {MAX_CONFIG_BYTES:,}); "
-                          "give an experiment or sweep YAML, not data")
-    raw = path.read_bytes()
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: {size:,} bytes is too large for a config (at most {MAX_CONFIG_BYTES:,}); "
+                              "give an experiment or sweep YAML, not data")
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the config ({e.strerror or e}); check its permissions") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -4,16 +4,19 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 
+from pydantic import ValidationError
+
 from kbench.config import ConfigError
 from kbench.datasets.beir import DatasetError
 from kbench.embedding.models import ModelNotInstalledError
+from kbench.errors import format_error
 from kbench.registry import UnknownNameError
 from kbench.runner import RunError
 from kbench.tracking.export import TrecFormatError
 from kbench.tracking.read import RunReadError
 
 USER_ERRORS = (ConfigError, DatasetError, ModelNotInstalledError, UnknownNameError, FileNotFoundError, RunError,
-               RunReadError, TrecFormatError)
+               RunReadError, TrecFormatError, PermissionError, IsADirectoryError, NotADirectoryError)
 
 
 @contextmanager
@@ -22,4 +25,8 @@ def report_errors():
         yield
     except USER_ERRORS as e:
         print(f"kbench: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except ValidationError as e:  # a config value set after loading (a sweep label, a TREC run tag as name)
+        problems = "; ".join(format_error(err, "", None) for err in e.errors())
+        print(f"kbench: error: {problems}", file=sys.stderr)
         raise SystemExit(2) from None
