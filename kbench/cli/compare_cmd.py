@@ -7,6 +7,7 @@ from pathlib import Path
 
 from kbench.cli.tables import format_table
 from kbench.compare import CompareError, compare_runs, summary_lines, write_report
+from kbench.compare.report import TEST_NAMES, format_p
 from kbench.config import load_experiment
 from kbench.paths import workspace_dir
 from kbench.runner import export_run, import_trec_run
@@ -50,6 +51,7 @@ def add_parser(sub) -> None:
 
 def _quiet_mlflow() -> None:
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
 
 
 def run_compare(args) -> int:
@@ -65,13 +67,13 @@ def run_compare(args) -> int:
     except CompareError as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 2
+    print(format_table(*overview_table(comparison), numeric=[True, False] + [True] * len(comparison.metrics)))
+    print(f"* best, = tied with the best (no significant difference: {TEST_NAMES[comparison.test]}, "
+          f"{comparison.correction} correction, α = {comparison.alpha}); rows sorted by {comparison.headline}")
+    print()
     for metric in comparison.metrics:
-        rows = comparison.table[comparison.table["metric"] == metric]
-        print(format_table(
-            [metric, "mean", "diff", "ci_low", "ci_high", "d", f"p_{args.test}", "p_adj", "sig"],
-            [[r.config + (" *base" if r.baseline else ""), r.mean, r.diff, r.diff_ci_low, r.diff_ci_high,
-              r.effect_size, getattr(r, f"p_{args.test}"), r.p_adjusted, "yes" if r.significant else ""]
-             for r in rows.itertuples()]))
+        headers, rows = metric_table(comparison, metric, args.test)
+        print(format_table(headers, rows, numeric=[True, False, True, True, True, False] + [True] * 4 + [False]))
         print()
     for line in summary_lines(comparison):
         print(line)
@@ -88,6 +90,36 @@ def run_compare(args) -> int:
         MlflowClient(comparison.tracking_uri).log_artifacts(comparison.parent_run_id, str(out), "report")
         print(f"logged as artifacts report/ of run {comparison.parent_run_id}")
     return 0
+
+
+def overview_table(comparison) -> tuple[list[str], list[list[object]]]:
+    """Like ranx's tables: one row per config sorted by the headline metric, one column per metric, the best
+    of each column marked * and the configs tied with it =."""
+    marks = {}
+    for metric in comparison.metrics:
+        for r in comparison.ranking(metric).itertuples():
+            marks[(r.config, metric)] = {"best": " *", "tied": " ="}.get(r.vs_best, "  ")
+    means = comparison.wide("mean")
+    rows = []
+    for r in comparison.ranking().itertuples():
+        rows.append([r.rank, r.config + (" (baseline)" if r.baseline else "")]
+                    + [f"{means.loc[r.config, m]:.4f}{marks[(r.config, m)]}" for m in comparison.metrics])
+    return ["#", "config", *comparison.metrics], rows
+
+
+def metric_table(comparison, metric: str, test: str) -> tuple[list[str], list[list[object]]]:
+    """One metric, best first: mean with its interval, the verdict against the best, and the difference to the
+    baseline with its effect size and p-values."""
+    table = comparison.table[comparison.table["metric"] == metric].set_index("config")
+    rows = []
+    for rank in comparison.ranking(metric).itertuples():
+        r = table.loc[rank.config]
+        vs_best = "best" if rank.vs_best == "best" else f"{rank.vs_best} (p {format_p(rank.p_vs_best_adjusted)})"
+        rows.append([rank.rank, rank.config + (" (baseline)" if r["baseline"] else ""), r["mean"], r["ci_low"],
+                     r["ci_high"], vs_best, "–" if r["baseline"] else f"{r['diff']:+.4f}",
+                     "–" if r["baseline"] else f"{r['effect_size']:.2f}", format_p(r[f"p_{test}"]), format_p(r["p_adjusted"]),
+                     "yes" if r["significant"] else ""])
+    return ["#", metric, "mean", "ci_low", "ci_high", "vs best", "Δ baseline", "d", f"p_{test}", "p_adj", "sig"], rows
 
 
 def run_export(args) -> int:

@@ -11,9 +11,15 @@ equal config's run, from that run). Runs are paired by query id. For every confi
 and every metric: the mean difference with a bootstrap interval, the paired effect size (d_z), p-values of
 the paired t-test, Wilcoxon signed-rank and randomization tests, and the chosen test's p-value corrected
 for multiple comparisons over all (config, metric) pairs (Holm by default).
+
+``cmp.ranking(metric)`` orders the configs by a metric (the headline metric by default: nDCG@10 of the
+finest level, see ``headline_metric``), best first, and tests every other config against the best with the
+same paired test and correction: a config whose difference to the best is not significant is "tied with the
+best" (the data cannot tell them apart), the others are "worse".
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,6 +61,14 @@ class Comparison:
     parent_run_id: str | None = None
     tracking_uri: str | None = None
     notes: list[str] = field(default_factory=list)
+    n_resamples: int = 10_000
+    seed: int = 0
+    _rankings: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+
+    @property
+    def headline(self) -> str:
+        """The metric configs are ranked on: the first compared metric (nDCG@10 of the finest level by default)."""
+        return self.metrics[0]
 
     def scores(self, label: str, metric: str) -> np.ndarray:
         run = next(r for r in self.runs if r.label == label)
@@ -66,6 +80,25 @@ class Comparison:
     def wide(self, value: str = "mean") -> pd.DataFrame:
         """One row per config, one column per metric (``value``: mean, diff, p_adjusted, ...)."""
         return self.table.pivot(index="config", columns="metric", values=value).loc[[r.label for r in self.runs]]
+
+    def ranking(self, metric: str | None = None) -> pd.DataFrame:
+        """Configs best first on ``metric`` (default: the headline), each tested against the best.
+
+        Columns: rank, config, run_id, baseline, mean, ci_low, ci_high, diff_to_best (<= 0), p_vs_best (the
+        comparison's test), p_vs_best_adjusted (its correction over the configs other than the best) and vs_best:
+        ``best``, ``tied`` (not significantly different from the best at alpha) or ``worse``. Equal means keep
+        the order of the runs (the baseline first)."""
+        metric = metric or self.headline
+        if metric not in self.metrics:
+            raise CompareError(f"ranking: {metric!r} is not a compared metric; compared: {self.metrics}")
+        if metric not in self._rankings:
+            self._rankings[metric] = rank_configs(self, metric)
+        return self._rankings[metric]
+
+    @property
+    def best(self) -> str:
+        """The label of the config with the highest headline metric."""
+        return str(self.ranking().iloc[0]["config"])
 
 
 # --------------------------------------------------------------------------- reading runs
@@ -96,15 +129,56 @@ def load_runs(runs: str | list[str], tracking_uri: str | None = None) -> tuple[l
 
 
 # --------------------------------------------------------------------------- comparing
-def default_metrics(frame: pd.DataFrame) -> list[str]:
-    """nDCG, recall and MRR at 10 (or the largest k) of the finest level present: chunk, else doc."""
-    cols = [c for c in frame.columns if frame[c].dtype.kind in "fi" and c not in NOT_METRICS]
+def metrics_to_compare(names: Iterable[str]) -> list[str]:
+    """Of these metric names: nDCG, recall and MRR at 10 (or the largest k) of the finest level present
+    (chunk, else doc); empty when there are none."""
+    cols = [c for c in names if c not in NOT_METRICS]
     for level in ("chunk", "doc"):
-        ks = sorted({int(c.rsplit("_", 1)[1]) for c in cols if c.startswith(f"{level}_") and "_at_" in c})
+        ks = sorted({int(c.rsplit("_", 1)[1]) for c in cols
+                     if c.startswith(f"{level}_") and "_at_" in c and c.rsplit("_", 1)[1].isdigit()})
         if ks:
             k = 10 if 10 in ks else ks[-1]
-            return [f"{level}_{m}_at_{k}" for m in DEFAULT_MEASURES if f"{level}_{m}_at_{k}" in cols]
-    raise CompareError(f"no metric columns found in per_query.parquet (columns: {list(frame.columns)})")
+            found = [f"{level}_{m}_at_{k}" for m in DEFAULT_MEASURES if f"{level}_{m}_at_{k}" in cols]
+            if found:
+                return found
+    return []
+
+
+def headline_metric(names: Iterable[str]) -> str | None:
+    """The one metric a run or sweep is judged by: nDCG@10 of the finest level (chunk, else doc), or the first
+    of ``metrics_to_compare``; None when no such metric is there (a run's summary or per-query columns)."""
+    found = metrics_to_compare(names)
+    return found[0] if found else None
+
+
+def default_metrics(frame: pd.DataFrame) -> list[str]:
+    """nDCG, recall and MRR at 10 (or the largest k) of the finest level present: chunk, else doc."""
+    found = metrics_to_compare(c for c in frame.columns if frame[c].dtype.kind in "fi")
+    if not found:
+        raise CompareError(f"no metric columns found in per_query.parquet (columns: {list(frame.columns)})")
+    return found
+
+
+def rank_configs(comparison: Comparison, metric: str) -> pd.DataFrame:
+    """``Comparison.ranking``: configs by mean ``metric`` best first, each tested against the best."""
+    rows = comparison.table[comparison.table["metric"] == metric].reset_index(drop=True)
+    order = sorted(range(len(rows)), key=lambda i: -rows.loc[i, "mean"])  # stable: equal means keep run order
+    rows = rows.loc[order].reset_index(drop=True)
+    best = rows.loc[0, "config"]
+    a = comparison.scores(best, metric)
+    test = TESTS[comparison.test]
+    p_values = [np.nan]
+    for label in rows["config"].iloc[1:]:
+        b = comparison.scores(label, metric)
+        p = test(a, b, comparison.n_resamples, comparison.seed) if comparison.test == "randomization" else test(a, b)
+        p_values.append(p.p_value)
+    adjusted = np.concatenate([[np.nan], adjust_p_values(np.array(p_values[1:]), comparison.correction)])
+    verdict = ["best"] + ["worse" if q < comparison.alpha else "tied" for q in adjusted[1:]]  # NaN: no spread, tied
+    return pd.DataFrame({
+        "rank": np.arange(1, len(rows) + 1), "config": rows["config"], "run_id": rows["run_id"],
+        "baseline": rows["baseline"], "mean": rows["mean"], "ci_low": rows["ci_low"], "ci_high": rows["ci_high"],
+        "diff_to_best": rows["mean"] - rows.loc[0, "mean"], "p_vs_best": p_values, "p_vs_best_adjusted": adjusted,
+        "vs_best": verdict})
 
 
 def _pick_baseline(runs: list[RunScores], baseline: str | None) -> RunScores:
@@ -173,7 +247,7 @@ def compare_scores(runs: list[RunScores], *, baseline: str | None = None, metric
     table["p_adjusted"] = adjust_p_values(chosen, correction)
     table["significant"] = table["p_adjusted"] < alpha  # NaN (baseline, or no spread) compares False
     return Comparison(table, runs, base.label, list(metrics), test, correction, alpha, confidence, len(common),
-                      notes=notes)
+                      notes=notes, n_resamples=n_resamples, seed=seed)
 
 
 def compare_runs(runs: str | list[str], *, baseline: str | None = None, metrics: list[str] | None = None,
@@ -191,4 +265,5 @@ def compare_runs(runs: str | list[str], *, baseline: str | None = None, metrics:
 
 
 __all__ = ["Comparison", "CompareError", "RunScores", "compare_runs", "compare_scores", "default_metrics",
-           "load_runs", "paired_t_test", "randomization_test", "wilcoxon_signed_rank"]
+           "headline_metric", "load_runs", "metrics_to_compare", "paired_t_test", "randomization_test", "rank_configs",
+           "wilcoxon_signed_rank"]

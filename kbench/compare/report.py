@@ -1,13 +1,23 @@
-"""Write a Comparison as report.md + report.html with two kinds of plots (matplotlib, no display needed):
+"""Write a Comparison as report.md + report.html with two kinds of plots (matplotlib, no display needed).
+
+The report opens with the ranking on the headline metric (best first, with its interval, and whether each
+config is tied with the best or worse), then the differences to the baseline that are significant, better
+and worse, then the plots and one table per metric (sorted by that metric, the best marked):
 
 - ``metric_per_config.png``: each metric's mean per config with its bootstrap interval, the baseline as a
   line, significant differences in colour;
-- ``per_query_<config>.png``: per-query scores of the baseline against one other config (by default the
-  one whose first metric moved most), so one sees whether a gain is broad or a few queries.
+- ``per_query_<config>.png``: per-query scores of the baseline against one other config (by default the best
+  one, or when the baseline is best the one whose first metric moved most), so one sees whether a gain is
+  broad or a few queries.
+
+report.html carries its images inline (data: URIs), so it reads the same opened from disk or in MLflow's
+artifact viewer, which cannot follow relative links.
 """
 from __future__ import annotations
 
+import base64
 import html
+import re
 from pathlib import Path
 
 import numpy as np
@@ -16,46 +26,124 @@ import pandas as pd
 from kbench.compare.compare import Comparison
 
 TEST_NAMES = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test", "randomization": "paired randomization test"}
+VERDICTS = {"best": "best", "tied": "tied with the best", "worse": "worse than the best"}
 
 
 def _fmt(x: float, digits: int = 4) -> str:
     return "–" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{digits}f}"
 
 
-def _p(x: float) -> str:
+def format_p(x: float) -> str:
     if x is None or np.isnan(x):
         return "–"
     return "<0.0001" if x < 1e-4 else f"{x:.4f}"
 
 
-def metric_rows(comparison: Comparison, metric: str) -> list[dict[str, str]]:
-    pct = int(round(comparison.confidence * 100))
+def _pct(comparison: Comparison) -> int:
+    return int(round(comparison.confidence * 100))
+
+
+def verdict_text(row) -> str:
+    """``best``, ``tied with the best (p = 0.41)`` or ``worse than the best (p = 0.0021)``; p adjusted."""
+    if row["vs_best"] == "best":
+        return "best"
+    return f"{VERDICTS[row['vs_best']]} (p = {format_p(row['p_vs_best_adjusted'])})"
+
+
+def tie_note(comparison: Comparison) -> str:
+    return (f"tied = no significant difference to the best ({TEST_NAMES[comparison.test]}, {comparison.correction} "
+            f"correction, α = {comparison.alpha}): it may be as good, the data cannot tell them apart")
+
+
+def ranking_note(comparison: Comparison, metric: str | None = None) -> str:
+    metric = metric or comparison.headline
+    return (f"{metric}, best first: mean over {comparison.n_queries} queries [{_pct(comparison)}% bootstrap CI]; "
+            f"{tie_note(comparison)}.")
+
+
+def ranking_rows(comparison: Comparison, metric: str | None = None) -> list[dict[str, str]]:
+    pct = _pct(comparison)
     out = []
-    for _, r in comparison.table[comparison.table["metric"] == metric].iterrows():
+    for _, r in comparison.ranking(metric).iterrows():
         out.append({
+            "rank": str(r["rank"]),
             "config": r["config"] + (" (baseline)" if r["baseline"] else ""),
             f"mean [{pct}% CI]": f"{_fmt(r['mean'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]",
+            "Δ to best": "–" if r["vs_best"] == "best" else f"{r['diff_to_best']:+.4f}",
+            "vs best": "**best**" if r["vs_best"] == "best" else verdict_text(r),
+        })
+    return out
+
+
+def ranking_lines(comparison: Comparison, limit: int = 10) -> list[str]:
+    """The ranking on the headline metric as console lines: a title, one aligned line per config (the first
+    ``limit``), e.g. ``  2  chunk_size=300  0.6001 [0.4890, 0.7100]  tied with the best (p = 0.41)``, and
+    what "tied" means."""
+    ranking = comparison.ranking()
+    shown = ranking.head(limit)
+    cells = [[f"{r['rank']:>3}", r["config"] + (" (baseline)" if r["baseline"] else ""),
+              f"{_fmt(r['mean'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]", verdict_text(r)]
+             for _, r in shown.iterrows()]
+    widths = [max(len(c[i]) for c in cells) for i in range(3)]
+    lines = [f"Ranking on {comparison.headline}, best first (mean over {comparison.n_queries} queries "
+             f"[{_pct(comparison)}% bootstrap CI]):"]
+    lines += ["  " + "  ".join(c[i].ljust(widths[i]) for i in range(3)) + "  " + c[3] for c in cells]
+    if len(ranking) > limit:
+        lines.append(f"  ... and {len(ranking) - limit} more (every config in the report)")
+    return lines + [f"  {tie_note(comparison)}"]
+
+
+def metric_rows(comparison: Comparison, metric: str) -> list[dict[str, str]]:
+    """One row per config, best first on ``metric``, the best marked; the difference to the baseline with its
+    tests."""
+    pct = _pct(comparison)
+    table = comparison.table[comparison.table["metric"] == metric].set_index("config")
+    out = []
+    for _, rank in comparison.ranking(metric).iterrows():
+        r = table.loc[rank["config"]]
+        out.append({
+            "rank": str(rank["rank"]),
+            "config": rank["config"] + (" (baseline)" if r["baseline"] else ""),
+            f"mean [{pct}% CI]": f"{_fmt(r['mean'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]",
+            "vs best": "**best**" if rank["vs_best"] == "best" else verdict_text(rank),
             f"Δ vs baseline [{pct}% CI]": "–" if r["baseline"] else
             f"{r['diff']:+.4f} [{r['diff_ci_low']:+.4f}, {r['diff_ci_high']:+.4f}]",
             "effect size d": _fmt(r["effect_size"], 3),
-            "p t-test": _p(r["p_t"]),
-            "p Wilcoxon": _p(r["p_wilcoxon"]),
-            "p randomization": _p(r["p_randomization"]),
-            f"p adj. ({comparison.correction})": _p(r["p_adjusted"]),
+            "p t-test": format_p(r["p_t"]),
+            "p Wilcoxon": format_p(r["p_wilcoxon"]),
+            "p randomization": format_p(r["p_randomization"]),
+            f"p adj. ({comparison.correction})": format_p(r["p_adjusted"]),
             "significant": "**yes**" if r["significant"] else ("" if r["baseline"] else "no"),
             "better/same/worse": "–" if r["baseline"] else f"{r['wins']}/{r['ties']}/{r['losses']}",
         })
     return out
 
 
+def _difference(r) -> str:
+    return (f"{r['config']}: {r['metric']} {r['diff']:+.4f} ({r['mean']:.4f} vs baseline "
+            f"{r['mean'] - r['diff']:.4f}), adjusted p = {format_p(r['p_adjusted'])}, d = {r['effect_size']:.2f}")
+
+
+def differences(comparison: Comparison) -> tuple[list[str], list[str]]:
+    """The significant differences to the baseline: (better, worse), each sorted by metric, largest first."""
+    sig = comparison.significant().assign(order=lambda t: t["metric"].map(comparison.metrics.index))
+    better = sig[sig["diff"] > 0].sort_values(["order", "diff"], ascending=[True, False])  # headline first
+    worse = sig[sig["diff"] < 0].sort_values(["order", "diff"], ascending=[True, True])
+    return [_difference(r) for _, r in better.iterrows()], [_difference(r) for _, r in worse.iterrows()]
+
+
 def summary_lines(comparison: Comparison) -> list[str]:
-    sig = comparison.significant()
-    if sig.empty:
-        return [f"No difference to the baseline is significant at α = {comparison.alpha} after "
-                f"{comparison.correction} correction."]
-    return [f"{r['config']}: {r['metric']} {r['diff']:+.4f} ({r['mean']:.4f} vs baseline "
-            f"{r['mean'] - r['diff']:.4f}), adjusted p = {_p(r['p_adjusted'])}, d = {r['effect_size']:.2f}"
-            for _, r in sig.sort_values(["metric", "diff"], ascending=[True, False]).iterrows()]
+    """The significant differences to the baseline as console lines, better ones first, then worse ones."""
+    better, worse = differences(comparison)
+    if not better and not worse:
+        return [f"No difference to the baseline ({comparison.baseline}) is significant at α = {comparison.alpha} "
+                f"after {comparison.correction} correction."]
+    lines = []
+    if better:
+        lines += [f"Significantly better than the baseline ({comparison.baseline}):", *(f"  {x}" for x in better)]
+    if worse:
+        lines += [f"Significantly worse than the baseline ({comparison.baseline}):", *(f"  {x}" for x in worse)]
+    return lines
 
 
 def header_lines(comparison: Comparison) -> list[str]:
@@ -77,7 +165,7 @@ def plot_metric_per_config(comparison: Comparison, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [r.label for r in comparison.runs]
+    labels = list(comparison.ranking()["config"])  # best first on the headline metric
     n_metrics = len(comparison.metrics)
     fig, axes = plt.subplots(1, n_metrics, figsize=(4.2 * n_metrics, 0.45 * len(labels) + 1.6), sharey=True,
                              squeeze=False)
@@ -126,7 +214,7 @@ def plot_per_query(comparison: Comparison, other: str, metric: str, path: Path) 
     return path
 
 
-def _md_table(rows: list[dict[str, str]]) -> str:
+def md_table(rows: list[dict[str, str]]) -> str:
     if not rows:
         return ""
     head = list(rows[0])
@@ -136,43 +224,73 @@ def _md_table(rows: list[dict[str, str]]) -> str:
 
 
 def _html_table(rows: list[dict[str, str]]) -> str:
-    frame = pd.DataFrame(rows)
-    frame = frame.map(lambda v: v.replace("**", "")) if hasattr(frame, "map") else frame
-    return frame.to_html(index=False, escape=True, border=0, classes="kbench")
+    escaped = pd.DataFrame(rows).to_html(index=False, escape=True, border=0, classes="kbench")
+    return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", escaped)  # markdown bold (the best, "yes") as <b>
+
+
+def _data_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _default_scatter(comparison: Comparison) -> str | None:
+    """The best config on the headline metric; when the baseline is best, the one that moved most."""
+    best = comparison.best
+    if best != comparison.baseline:
+        return best
+    first = comparison.metrics[0]
+    others = comparison.table[(comparison.table["metric"] == first) & ~comparison.table["baseline"]]
+    return None if others.empty else others.loc[others["diff"].abs().idxmax(), "config"]
 
 
 def write_report(comparison: Comparison, out_dir: str | Path, scatter: str | None = None) -> Path:
-    """Write report.md, report.html, comparison.csv and the plots into ``out_dir``; returns the folder."""
+    """Write report.md, report.html (images inline), comparison.csv, ranking.csv and the plots into
+    ``out_dir``; returns the folder."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     comparison.table.to_csv(out / "comparison.csv", index=False)
+    comparison.ranking().to_csv(out / "ranking.csv", index=False)
     plot_metric_per_config(comparison, out / "metric_per_config.png")
     first = comparison.metrics[0]
-    others = comparison.table[(comparison.table["metric"] == first) & ~comparison.table["baseline"]]
-    if scatter is None and not others.empty:
-        scatter = others.loc[others["diff"].abs().idxmax(), "config"]
+    scatter = scatter if scatter is not None else _default_scatter(comparison)
     scatter_file = None
     if scatter is not None:
         safe = "".join(ch if ch.isalnum() or ch in "-_=." else "_" for ch in scatter)
         scatter_file = f"per_query_{safe}.png"
         plot_per_query(comparison, scatter, first, out / scatter_file)
+    better, worse = differences(comparison)
+    no_difference = summary_lines(comparison)[0] if not better and not worse else None
 
     title = "kbench comparison"
-    md = [f"# {title}", "", *header_lines(comparison), "", "## Significant differences", ""]
-    md += [f"- {line}" for line in summary_lines(comparison)]
-    md += ["", "![metric per config](metric_per_config.png)", ""]
+    md = [f"# {title}", "", *header_lines(comparison), "",
+          f"## Ranking on {comparison.headline}", "", ranking_note(comparison), "",
+          md_table(ranking_rows(comparison)), "",
+          f"## Significant differences to the baseline ({comparison.baseline})", ""]
+    if no_difference:
+        md += [no_difference, ""]
+    for name, lines in (("Better", better), ("Worse", worse)):
+        if lines:
+            md += [f"**{name}:**", "", *(f"- {line}" for line in lines), ""]
+    md += ["![metric per config](metric_per_config.png)", ""]
     if scatter_file:
-        md += [f"![per-query scores: baseline vs {scatter}]({scatter_file})", ""]
+        alt = scatter.replace("[", "(").replace("]", ")")  # brackets would end the alt text
+        md += [f"![per-query scores: baseline vs {alt}]({scatter_file})", ""]
     for metric in comparison.metrics:
-        md += [f"## {metric}", "", _md_table(metric_rows(comparison, metric)), ""]
+        md += [f"## {metric}", "", md_table(metric_rows(comparison, metric)), ""]
     (out / "report.md").write_text("\n".join(md), encoding="utf-8")
 
     esc = html.escape
     body = [f"<h1>{esc(title)}</h1>", *(f"<p>{esc(line).replace('**', '')}</p>" for line in header_lines(comparison)),
-            "<h2>Significant differences</h2><ul>", *(f"<li>{esc(x)}</li>" for x in summary_lines(comparison)),
-            "</ul>", '<img src="metric_per_config.png" alt="metric per config">']
+            f"<h2>Ranking on {esc(comparison.headline)}</h2>", f"<p>{esc(ranking_note(comparison))}</p>",
+            _html_table(ranking_rows(comparison)),
+            f"<h2>Significant differences to the baseline ({esc(comparison.baseline)})</h2>"]
+    if no_difference:
+        body.append(f"<p>{esc(no_difference)}</p>")
+    for name, lines in (("Better", better), ("Worse", worse)):
+        if lines:
+            body += [f"<h3>{name}</h3><ul>", *(f"<li>{esc(x)}</li>" for x in lines), "</ul>"]
+    body.append(f'<img src="{_data_uri(out / "metric_per_config.png")}" alt="metric per config">')
     if scatter_file:
-        body.append(f'<img src="{esc(scatter_file)}" alt="per-query scatter">')
+        body.append(f'<img src="{_data_uri(out / scatter_file)}" alt="per-query scores: baseline vs {esc(scatter)}">')
     for metric in comparison.metrics:
         body += [f"<h2>{esc(metric)}</h2>", _html_table(metric_rows(comparison, metric))]
     style = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto}table.kbench{border-collapse:collapse;"

@@ -2,13 +2,17 @@
 scores read back from MLflow, corrections span every comparison, the report and CLI work."""
 from __future__ import annotations
 
+import base64
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from kbench.cli import main
 from kbench.compare import CompareError, RunScores, compare_runs, compare_scores
-from kbench.compare import write_report
+from kbench.compare import summary_lines, write_report
+from kbench.compare.report import differences
 from kbench.evaluation.significance import holm, paired_t_test, randomization_test, wilcoxon_signed_rank
 from kbench.sweep import expand_sweep, make_executor, run_sweep
 from tests.conftest import link_shared_cache, make_config
@@ -105,3 +109,97 @@ def test_compare_needs_two_runs_on_shared_queries():
         compare_scores([one], metrics=["m"])
     with pytest.raises(CompareError, match="fewer than 2 query ids"):
         compare_scores([one, other], metrics=["m"])
+
+
+def test_ranking_orders_configs_and_tests_each_against_the_best(sweep):
+    cmp = compare_runs(sweep.parent_run_id, tracking_uri=sweep.tracking_uri)
+    assert cmp.headline == "chunk_ndcg_at_10"  # nDCG@10 of the finest level
+    for metric in cmp.metrics:
+        ranking = cmp.ranking(metric)
+        means = {r.label: cmp.scores(r.label, metric).mean() for r in cmp.runs}
+        assert list(ranking["rank"]) == list(range(1, len(cmp.runs) + 1))
+        np.testing.assert_allclose(ranking["mean"], sorted(means.values(), reverse=True))
+        best = ranking.iloc[0]
+        assert best["vs_best"] == "best" and means[best["config"]] == max(means.values())
+        others = ranking.iloc[1:]
+        a = cmp.scores(best["config"], metric)
+        p = np.array([randomization_test(a, cmp.scores(c, metric)).p_value for c in others["config"]])
+        np.testing.assert_allclose(others["p_vs_best"], p)
+        np.testing.assert_allclose(others["p_vs_best_adjusted"], holm(p))
+        assert list(others["vs_best"]) == ["worse" if q < cmp.alpha else "tied" for q in holm(p)]
+        assert (others["diff_to_best"] <= 0).all()
+    assert cmp.best == cmp.ranking().iloc[0]["config"]
+
+
+def _scores(label: str, values, knobs: str = "") -> RunScores:
+    index = pd.Index([f"q{i:02d}" for i in range(len(values))], name="query_id")
+    return RunScores(label, f"id-{label}", pd.DataFrame({"m": values}, index=index), f"id-{label}", knobs)
+
+
+def test_significant_differences_are_split_into_better_and_worse():
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.2, 0.6, 16)
+    runs = [_scores("base", base, "baseline"), _scores("down", base - 0.15 - rng.uniform(0, 0.05, 16)),
+            _scores("same", base + rng.normal(0, 0.01, 16)), _scores("up", base + 0.3 + rng.uniform(0, 0.05, 16))]
+    cmp = compare_scores(runs, metrics=["m"])
+    better, worse = differences(cmp)
+    assert [line.split(":")[0] for line in better] == ["up"] and "+0.3" in better[0]
+    assert [line.split(":")[0] for line in worse] == ["down"] and "m -0.1" in worse[0]
+    lines = summary_lines(cmp)
+    assert lines.index("Significantly better than the baseline (base):") < lines.index(
+        "Significantly worse than the baseline (base):")
+    ranking = cmp.ranking()
+    assert ranking.iloc[0]["config"] == "up" and ranking.iloc[-1]["config"] == "down"
+    assert (ranking.iloc[1:]["vs_best"] == "worse").all()  # every other config is far below "up"
+    tied = compare_scores([_scores("a", base, "baseline"), _scores("b", base + rng.normal(0, 0.01, 16))],
+                          metrics=["m"])
+    assert list(tied.ranking()["vs_best"]) == ["best", "tied"]
+    assert summary_lines(tied)[0].startswith("No difference to the baseline (a) is significant")
+
+
+def test_report_html_is_self_contained_and_opens_with_the_ranking(sweep, tmp_path):
+    cmp = compare_runs(sweep.parent_run_id, tracking_uri=sweep.tracking_uri)
+    out = write_report(cmp, tmp_path / "report")
+    page = (out / "report.html").read_text(encoding="utf-8")
+    links = re.findall(r"""\b(?:src|href|srcset|data)\s*=\s*["']([^"']*)""", page, flags=re.I)
+    assert len(links) == 2  # the two plots, and nothing else pointing anywhere
+    assert all(link.startswith("data:image/png;base64,") for link in links), [link[:40] for link in links]
+    assert "url(" not in page and "@import" not in page
+    embedded = {base64.b64decode(link.split(",", 1)[1]) for link in links}
+    assert (out / "metric_per_config.png").read_bytes() in embedded
+    (scatter,) = out.glob("per_query_*.png")
+    assert scatter.read_bytes() in embedded
+    headings = re.findall(r"<h2>(.*?)</h2>", page)
+    assert headings[0] == f"Ranking on {cmp.headline}"
+    assert headings[1].startswith("Significant differences to the baseline")
+    # the ranking table lists the configs best first, in the markdown too
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert md.index("## Ranking on") < md.index("## Significant differences") < md.index("## chunk_ndcg_at_10")
+    section = md[md.index("## Ranking on"):md.index("## Significant differences")]
+    ranked = [row.split(" | ")[1].removesuffix(" (baseline)") for row in section.splitlines() if row.startswith("| ")][1:]
+    assert ranked == list(cmp.ranking()["config"])
+    if cmp.best != cmp.baseline:  # the plot of per-query scores shows the best config against the baseline
+        assert scatter.name == f"per_query_{cmp.best}.png"
+
+
+def test_compare_cli_sorts_by_the_metric_and_marks_the_best(sweep, tmp_path, capsys):
+    assert main(["compare", "--sweep", sweep.parent_run_id, "--tracking-uri", sweep.tracking_uri,
+                 "--out", str(tmp_path / "cli")]) == 0
+    blocks = capsys.readouterr().out.split("\n\n")
+    cmp = compare_runs(sweep.parent_run_id, tracking_uri=sweep.tracking_uri)
+    overview = blocks[0].splitlines()
+    assert overview[0].split()[2:] == cmp.metrics
+    rows = [re.split(r"\s{2,}", line.strip()) for line in overview[2:2 + len(cmp.runs)]]
+    assert [int(r[0]) for r in rows] == list(range(1, len(cmp.runs) + 1))
+    assert [r[1].removesuffix(" (baseline)") for r in rows] == list(cmp.ranking()["config"])
+    headline = [float(r[2].split()[0]) for r in rows]
+    assert headline == sorted(headline, reverse=True)
+    for column, metric in enumerate(cmp.metrics, start=2):
+        marked = [r[1].removesuffix(" (baseline)") for r in rows if r[column].endswith("*")]
+        assert marked == [cmp.ranking(metric).iloc[0]["config"]]
+    for metric, block in zip(cmp.metrics, blocks[1:]):  # one table per metric, best first
+        lines = block.strip("\n").splitlines()
+        assert lines[0].split()[1] == metric
+        means = [float(re.split(r"\s{2,}", line.strip())[2]) for line in lines[2:]]
+        assert means == sorted(means, reverse=True)
+        assert re.split(r"\s{2,}", lines[2].strip())[5] == "best"
