@@ -1,7 +1,9 @@
 """The dataset section of a config: which corpus, queries and judgements a run reads."""
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+import re
+
+from pydantic import Field, field_validator, model_validator
 
 from kbench.registry import StrictModel
 
@@ -23,6 +25,15 @@ class DatasetConfig(StrictModel):
     strict: bool = Field(False, description="refuse the dataset when a loader would drop data (judgements naming "
                          "unknown documents or queries, scores <= 0, empty questions, links out of the folder); "
                          "by default these are left out and counted in the run")
+
+    @field_validator("split")
+    @classmethod
+    def _split_is_a_file_name(cls, split: str) -> str:
+        # the split names qrels/<split>.tsv; a path here would read judgements from outside the dataset
+        if not re.fullmatch(r"[\w][\w.-]*", split):
+            raise ValueError(f"not a split name (got {split[:80]!r}); give the name of a file in qrels/ without "
+                             ".tsv, e.g. test")
+        return split
 
     @model_validator(mode="after")
     def _name_or_path(self):

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from kbench.config import DatasetConfig
+from kbench.config import ConfigError, DatasetConfig, load_experiment
 from kbench.datasets import DatasetError, load_dataset
 from kbench.sources.folder import FolderSource
 from tests.reliability.inputs import (assert_nothing_written, config, error_lines, make_beir, read_questions,
@@ -137,3 +137,20 @@ def test_questions_still_match_after_the_links_are_skipped(demo_copy, outside):
     os.symlink(outside / "secret.md", demo_copy / "docs" / "leak.md")
     dataset = load_dataset(DatasetConfig(path=str(demo_copy)))
     assert [q.query_id for q in dataset.queries] == [row["query_id"] for row in read_questions(demo_copy)]
+
+
+@pytest.mark.parametrize("split", ["../../outside/qrels", "/etc/passwd", "a/b", ".hidden", ""])
+def test_a_split_is_a_file_name_never_a_path(tmp_path, split):
+    beir = make_beir(tmp_path / "beir")
+    with pytest.raises(ConfigError, match=r"dataset.split: not a split name \(got .*\); give the name of a file in "):
+        load_experiment({"dataset": {"path": str(beir), "split": split}})
+
+
+def test_cli_a_split_path_exits_2_and_writes_nothing(tmp_path):
+    beir = make_beir(tmp_path / "beir")
+    (tmp_path / "judgements.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    workspace = tmp_path / "ws"
+    data = config(workspace, {"path": str(beir), "split": "../../judgements"})
+    done = run_kbench("run", str(write_yaml(tmp_path / "c.yaml", data)), "--quiet", cwd=tmp_path)
+    assert done.code == 2 and "dataset.split: not a split name (got '../../judgements')" in done.err
+    assert_nothing_written(workspace)
