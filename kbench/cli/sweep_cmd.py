@@ -5,6 +5,7 @@ import os
 import sys
 
 from kbench.cli.tables import format_table
+from kbench.compare import ranking_lines
 from kbench.sweep.executors import make_executor
 from kbench.sweep.expand import load_sweep
 from kbench.sweep.run import SweepError, run_sweep
@@ -28,14 +29,19 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # keep the sweep log readable
+    # keep the sweep log readable: one line per config, no download or model-loading bars, no MLflow INFO lines
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
 
     plan = load_sweep(args.config, args.overrides)
     if args.dry_run:
-        rows = [[c.label, c.run_key, ", ".join(f"{k}={v}" for k, v in c.knobs.items()) or "(baseline)"]
+        rows = [[c.label, c.run_key, _shorten(", ".join(f"{k}={v}" for k, v in c.knobs.items()) or "(baseline)")]
                 for c in plan.configs]
         print(format_table(["config", "run key", "knobs that differ from the baseline"], rows))
         print(f"\n{len(plan.configs)} configs, sweep key {plan.sweep_key}")
+        for warning in plan.warnings:
+            print(f"warning: {warning}")
         return 0
     if args.workers < 1:
         print("kbench: error: --workers must be at least 1", file=sys.stderr)
@@ -53,8 +59,39 @@ def run(args) -> int:
           f"{outcome.count('reused')} reused, {outcome.count('failed')} failed")
     for label, error in outcome.errors.items():
         print(f"  FAILED {label}: {error}")
+    for warning in outcome.warnings:
+        print(f"warning: {warning}")
+    print()
+    for line in winner_lines(outcome):
+        print(line)
     if outcome.report_dir:
-        print(f"report: {outcome.report_dir / 'report.md'} (also artifact report/ of the parent run)")
+        print(f"report: {outcome.report_dir / 'report.html'} (also artifact report/ of the parent run)")
     print(f"MLflow parent run {outcome.parent_run_id} in {outcome.tracking_uri}")
     print(f"  compare: kbench compare --sweep {outcome.parent_run_id} --tracking-uri {outcome.tracking_uri}")
     return 1 if outcome.errors else 0
+
+
+def winner_lines(outcome) -> list[str]:
+    """The ranking on the headline metric, then the winner and where its resolved config is."""
+    if outcome.winner is None:
+        return ["no config finished: nothing to rank" + (f" ({outcome.report_error})" if outcome.report_error else "")]
+    lines = ranking_lines(outcome.comparison) + [""] if outcome.comparison is not None else [
+        "only one config finished: it wins by default, with nothing to compare it with"]
+    value = f" {outcome.headline} {outcome.headline_value:.4f}" if outcome.headline_value is not None else ""
+    lines.append(f"winner: {outcome.winner}{value} (run {outcome.winner_run_id})")
+    if outcome.comparison is not None:
+        tied = outcome.comparison.ranking()
+        tied = list(tied[tied["vs_best"] == "tied"]["config"])
+        if tied:
+            lines.append(f"  not significantly better than {len(tied)} other configs: "
+                         + ", ".join(tied[:3]) + (" ..." if len(tied) > 3 else ""))
+    if outcome.winner_config:
+        lines.append(f"  resolved config: {outcome.winner_config} (run it: kbench run {outcome.winner_config})")
+    lines.append("  also on the parent run: its metrics, artifact winner.yaml, the ranking as description")
+    if outcome.report_error:
+        lines.append(f"  (comparison incomplete: {outcome.report_error})")
+    return lines
+
+
+def _shorten(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[: limit - 4] + " ..."

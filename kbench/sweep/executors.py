@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ class ComputedRun:
     dataset_name: str = ""
     host: str = ""
     pid: int = 0
+    seconds: float = 0.0  # wall time of this config on its worker, from start to its folder written
 
 
 @dataclass
@@ -57,6 +59,7 @@ class JobFailure:
     error_type: str
     message: str
     traceback: str = ""
+    seconds: float = 0.0  # how long the config ran before it failed
 
     def __str__(self) -> str:
         return f"{self.error_type}: {self.message}"
@@ -95,10 +98,13 @@ def compute_config(experiment_data: dict[str, Any], expected_run_key: str) -> Co
 
 
 def _safe_compute(experiment_data: dict[str, Any], expected_run_key: str) -> ComputedRun | JobFailure:
+    started = time.perf_counter()
     try:
-        return compute_config(experiment_data, expected_run_key)
+        outcome = compute_config(experiment_data, expected_run_key)
     except Exception as e:  # a failed config is a result to record, not a reason to stop the sweep
-        return JobFailure(type(e).__name__, str(e), traceback.format_exc())
+        outcome = JobFailure(type(e).__name__, str(e), traceback.format_exc())
+    outcome.seconds = time.perf_counter() - started
+    return outcome
 
 
 def order_for_cache(jobs: list[Job]) -> list[Job]:

@@ -9,6 +9,11 @@ start. A config already FINISHED anywhere in the tracking store (same ``kbench.r
 sweep or ``kbench run``) is not run again: a link child is logged instead (params and metrics copied, tag
 ``kbench.sweep.reused_from`` = the source run, whose artifacts hold the per-query results); ``reuse=False``
 runs it again. A lock file per sweep stops two drivers of the same sweep from running at once.
+
+At the end the finished configs are compared (kbench.compare): ranked on the headline metric with ties to the
+best, the winner's resolved config written to ``<workspace>/sweeps/<sweep key>/winner.yaml``, and the parent
+run given the winner's metrics, that file (artifact ``winner.yaml``), tags naming the winner and the ranking as
+its MLflow description; with ``report`` the markdown/HTML report too (artifact ``report/``).
 """
 from __future__ import annotations
 
@@ -20,10 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import yaml
+
 from kbench.paths import workspace_dir
 from kbench.sweep.executors import ComputedRun, JobFailure, make_job
 from kbench.sweep.expand import SweepConfig, SweepPlan
-from kbench.compare import compare_runs, write_report
+from kbench.compare import Comparison, compare_runs, headline_metric, write_report
+from kbench.compare.report import md_table, ranking_rows
 from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_run import (MAX_PARAM_CHARS, ensure_experiment, fill_run, mlflow_client,
                                         record_failed_run, run_params)
@@ -48,6 +56,13 @@ class SweepOutcome:
     killed_children: list[str] = field(default_factory=list)  # RUNNING children of an interrupted start
     report_dir: Path | None = None
     report_error: str | None = None
+    comparison: Comparison | None = None  # the finished configs compared (two or more): ranking, tests
+    winner: str | None = None  # label of the best finished config on the headline metric
+    winner_run_id: str | None = None
+    winner_config: Path | None = None  # its resolved config (winner.yaml), runnable with `kbench run`
+    headline: str | None = None  # the metric the configs are ranked on
+    headline_value: float | None = None  # the winner's
+    warnings: list[str] = field(default_factory=list)  # the plan's: configs that lose by construction
 
     def count(self, status: str) -> int:
         return sum(1 for s in self.status.values() if s == status)
@@ -139,8 +154,13 @@ def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = T
             parent_id = parent.info.run_id
             client.update_run(parent_id, status="RUNNING")
             say(f"sweep {plan.name}: {len(plan.configs)} configs, resuming parent run {parent_id}")
-        outcome = SweepOutcome(parent_id, str(client.tracking_uri), experiment_id, plan.sweep_key)
+        outcome = SweepOutcome(parent_id, str(client.tracking_uri), experiment_id, plan.sweep_key,
+                               warnings=list(plan.warnings))
         _log_parent_plan(client, parent_id, plan)
+        if plan.warnings:
+            client.set_tag(parent_id, tag.SWEEP_WARNINGS, "\n".join(plan.warnings)[:5000])
+        for warning in plan.warnings:
+            say(f"  warning: {warning}")
 
         done: dict[str, str] = {}  # config run key -> finished child id
         for run in sweep_children(client, experiment_id, parent_id):
@@ -175,39 +195,106 @@ def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = T
         try:
             for n, (job, result) in enumerate(executor.run(jobs), start=1):
                 config = by_key[job.run_key]
+                progress = _progress(time.perf_counter() - started, n, len(jobs))
                 if isinstance(result, JobFailure):
                     outcome.run_ids[config.label] = _failed_child(client, experiment_id, parent_id, plan, config, result)
                     outcome.status[config.label] = "failed"
                     outcome.errors[config.label] = str(result)
-                    say(f"  [{n}/{len(jobs)}] {config.label}: FAILED {result}")
+                    say(f"  [{n}/{len(jobs)}] {config.label}: FAILED after {duration(result.seconds)}: {result} "
+                        f"({progress})")
                 else:
                     outcome.run_ids[config.label] = _finished_child(
                         client, experiment_id, parent_id, plan, config, result, workspace, executor.name)
                     outcome.status[config.label] = "ran"
-                    say(f"  [{n}/{len(jobs)}] {config.label}: {_headline(result.metrics)} "
-                        f"({time.perf_counter() - started:.0f}s)")
+                    say(f"  [{n}/{len(jobs)}] {config.label}: {_headline(result.metrics)} in "
+                        f"{duration(result.seconds)} ({progress})")
         finally:
             executor.close()
 
         client.set_tag(parent_id, tag.SWEEP_SUMMARY,
                        json.dumps({s: outcome.count(s) for s in ("ran", "done", "reused", "failed")}))
-        if report and len([c for c in outcome.status.values() if c != "failed"]) >= 1:
+        if any(s != "failed" for s in outcome.status.values()):
             try:
-                comparison = compare_runs(parent_id, tracking_uri=outcome.tracking_uri)
-                outcome.report_dir = write_report(comparison, workspace / "sweeps" / plan.sweep_key / "report")
-                client.log_artifacts(parent_id, str(outcome.report_dir), "report")
-            except Exception as e:  # the runs are logged; a report problem must not hide that
+                _pick_winner(client, plan, outcome, workspace, report)
+                if report and outcome.comparison is not None:
+                    outcome.report_dir = write_report(outcome.comparison,
+                                                      workspace / "sweeps" / plan.sweep_key / "report")
+                    client.log_artifacts(parent_id, str(outcome.report_dir), "report")
+            except Exception as e:  # the runs are logged; a ranking or report problem must not hide that
                 outcome.report_error = f"{type(e).__name__}: {e}"
-                say(f"  comparison report not written: {outcome.report_error}")
+                say(f"  comparison not finished: {outcome.report_error}")
         client.set_terminated(parent_id, "FAILED" if outcome.errors else "FINISHED")
         return outcome
 
 
+def duration(seconds: float) -> str:
+    """4.2s, 2m05s, 1h02m."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    return f"{minutes // 60}h{minutes % 60:02d}m"
+
+
+def _progress(elapsed: float, done: int, total: int) -> str:
+    left = f", about {duration(elapsed / done * (total - done))} left" if done < total else ""
+    return f"{duration(elapsed)} into the sweep{left}"
+
+
 def _headline(metrics: dict[str, float]) -> str:
-    for key in ("chunk_ndcg_at_10", "doc_ndcg_at_10", "chunk_recall_at_10", "doc_recall_at_10"):
-        if key in metrics:
-            return f"{key} {metrics[key]:.4f}"
-    return ""
+    key = headline_metric(metrics)
+    return f"{key} {metrics[key]:.4f}" if key else "no ranking metric"
+
+
+def _pick_winner(client, plan: SweepPlan, outcome: SweepOutcome, workspace: Path, report: bool) -> None:
+    """Compare the finished configs, name the best on the headline metric, write its resolved config and give the
+    parent run its metrics, the config (artifact winner.yaml), tags naming it and the ranking as description."""
+    finished = [label for label, status in outcome.status.items() if status != "failed"]
+    if len(finished) >= 2:
+        outcome.comparison = compare_runs(outcome.parent_run_id, tracking_uri=outcome.tracking_uri)
+        ranking = outcome.comparison.ranking()
+        outcome.headline = outcome.comparison.headline
+        outcome.winner = str(ranking.iloc[0]["config"])
+        outcome.winner_run_id = str(ranking.iloc[0]["run_id"])
+        tied = [str(c) for c in ranking[ranking["vs_best"] == "tied"]["config"]]
+    else:
+        outcome.winner = finished[0]
+        outcome.winner_run_id = outcome.run_ids[finished[0]]
+        tied = []
+    config = plan.by_label().get(outcome.winner)
+    metrics = dict(client.get_run(outcome.winner_run_id).data.metrics)
+    outcome.headline = outcome.headline or headline_metric(metrics)
+    outcome.headline_value = metrics.get(outcome.headline) if outcome.headline else None
+    folder = workspace / "sweeps" / plan.sweep_key
+    folder.mkdir(parents=True, exist_ok=True)
+    if config is not None:
+        score = f" on {outcome.headline} {outcome.headline_value:.4f}" if outcome.headline_value is not None else ""
+        outcome.winner_config = folder / "winner.yaml"
+        outcome.winner_config.write_text(
+            f"# The winner of sweep {plan.name} (parent run {outcome.parent_run_id}): {outcome.winner}{score}.\n"
+            f"# Its resolved config; run it again with: kbench run {outcome.winner_config}\n"
+            + yaml.safe_dump(config.experiment.resolved(), sort_keys=False), encoding="utf-8")
+        client.log_artifact(outcome.parent_run_id, str(outcome.winner_config))
+    parent_tags = {tag.SWEEP_WINNER: outcome.winner, tag.SWEEP_WINNER_RUN: outcome.winner_run_id,
+                   tag.SWEEP_TIED: ", ".join(tied)[:MAX_PARAM_CHARS], tag.SWEEP_HEADLINE: outcome.headline or "",
+                   tag.MLFLOW_NOTE: _parent_note(outcome, tied, report)}
+    fill_run(client, outcome.parent_run_id, params={}, metrics=metrics, run_dir=None, tags=parent_tags)
+
+
+def _parent_note(outcome: SweepOutcome, tied: list[str], report: bool) -> str:
+    """The parent run's MLflow description: the winner, the ranking table, where the report is."""
+    value = f" ({outcome.headline} {outcome.headline_value:.4f})" if outcome.headline_value is not None else ""
+    lines = [f"**Winner: {outcome.winner}**{value}, child run `{outcome.winner_run_id}`; its resolved config is the "
+             "artifact `winner.yaml`, its metrics are this run's metrics."]
+    if tied:
+        lines.append(f"Tied with it (no significant difference): {', '.join(tied)}.")
+    lines += [f"Warning: {w}" for w in outcome.warnings]
+    if outcome.comparison is not None:
+        lines += ["", f"Ranking on {outcome.headline}, best first:", "", md_table(ranking_rows(outcome.comparison))]
+        if report:
+            lines += ["", "Full report with the significance tests and plots: artifact `report/report.html`."]
+    return "\n".join(lines)[:5000]
 
 
 def _log_parent_plan(client, parent_id: str, plan: SweepPlan) -> None:

@@ -22,3 +22,10 @@ SWEEP_NOTE = "kbench.sweep.note"
 SWEEP_SUMMARY = "kbench.sweep.summary"
 SWEEP_EXECUTOR = "kbench.sweep.executor"
 KNOB_PREFIX = "kbench.knob."          # one tag per knob of a sweep child
+SWEEP_WARNINGS = "kbench.sweep.warnings"  # what makes some configs lose by construction (e.g. top_k below a k)
+SWEEP_HEADLINE = "kbench.sweep.headline"  # the metric the sweep's configs are ranked on
+SWEEP_WINNER = "kbench.sweep.winner"  # the best config's label on the headline metric
+SWEEP_WINNER_RUN = "kbench.sweep.winner_run_id"  # its child run
+SWEEP_TIED = "kbench.sweep.tied_with_winner"  # labels not significantly worse than the winner
+
+MLFLOW_NOTE = "mlflow.note.content"   # MLflow's run description (markdown, shown on the run's page)

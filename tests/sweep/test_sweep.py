@@ -3,6 +3,7 @@ key, and the Dask executor giving the local executor's metrics, on small real de
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,7 +16,8 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from kbench.cli import main
-from kbench.config import ConfigError
+from kbench.compare import compare_runs
+from kbench.config import ConfigError, load_experiment
 from kbench.sweep import expand_sweep, load_sweep, make_executor, run_sweep
 from kbench.sweep.run import SweepError, SweepLock
 from kbench.tracking.tags import SWEEP_CONFIG_KEY as CONFIG_KEY
@@ -289,3 +291,71 @@ def test_dask_local_cluster_gives_the_local_executors_metrics(tmp_path, shared_c
         assert len(_quality(run.data.metrics)) > 10
     pids = {r.data.tags["kbench.worker"] for r in results["dask"].values()}
     assert str(os.getpid()) not in {p.rsplit(":", 1)[1] for p in pids}  # computed on the workers
+
+
+def _seconds(text: str) -> float:
+    """4.2s, 1m04s, 1h02m -> seconds (as kbench.sweep.run.duration prints them)."""
+    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:([\d.]+)s)?", text)
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups())
+    return hours * 3600 + minutes * 60 + seconds
+
+
+@pytest.mark.slow
+def test_sweep_ends_with_a_ranking_names_its_winner_and_logs_it_on_the_parent(workspace, tmp_path, capsys):
+    """A variants-only sweep through `kbench sweep`: its baseline runs too, each config's line gives its own
+    time, the end ranks the configs, names the winner and its resolved config, and the parent run carries the
+    winner's metrics, config and name."""
+    data = sweep_data(workspace, variants=[{"name": "small-chunks", "chunking.chunk_size": 300,
+                                            "chunking.chunk_overlap": 0},
+                                           {"name": "few", "retrieval.top_k": 3}])
+    config = tmp_path / "sweep.yaml"
+    config.write_text(yaml.safe_dump(data))
+    assert main(["sweep", str(config)]) == 0
+    out = capsys.readouterr().out
+    parent_id = re.search(r"MLflow parent run (\w+)", out).group(1)
+    client = MlflowClient(f"sqlite:///{workspace / 'mlflow.db'}")
+    parent = client.get_run(parent_id)
+    children = {r.data.tags[LABEL]: r for r in runs_of(workspace)[1]
+                if r.data.tags.get("mlflow.parentRunId") == parent_id and r.info.status == "FINISHED"}
+    assert set(children) == {"baseline", "small-chunks", "few"}  # the baseline of the variants ran
+
+    # top_k 3 against top_k 20 scored at @5 and @10: said at the start and at the end, and tagged
+    assert out.count("warning: retrieval.top_k 3 is below evaluation.k [5, 10]") == 2
+    assert "top_k 3" in parent.data.tags["kbench.sweep.warnings"]
+
+    # per-config times are each config's own: they add up to at most the time the sweep took
+    lines = re.findall(r"\[(\d)/3\] (\S+): chunk_ndcg_at_10 [\d.]+ in (\S+) \((\S+) into the sweep", out)
+    assert [int(n) for n, *_ in lines] == [1, 2, 3]
+    own = [_seconds(t) for *_, t, _ in lines]
+    elapsed = [_seconds(e) for *_, e in lines]
+    assert elapsed == sorted(elapsed) and sum(own) <= elapsed[-1] + 0.2
+    for (_, label, _, _), seconds in zip(lines, own):
+        stages = sum(v for k, v in children[label].data.metrics.items() if k.startswith("time_s_"))
+        assert stages <= seconds + 0.06, label  # a config's stages fit in its own time
+
+    # the ranking, best first, then the winner and where its resolved config is
+    cmp = compare_runs(parent_id, tracking_uri=str(client.tracking_uri))
+    assert cmp.baseline == "baseline"
+    ranking = cmp.ranking()
+    headline = {label: run.data.metrics["chunk_ndcg_at_10"] for label, run in children.items()}
+    winner = ranking.iloc[0]["config"]
+    assert headline[winner] == max(headline.values())
+    assert out.index("Ranking on chunk_ndcg_at_10") < out.index("winner: ")
+    positions = [out.index(f"  {rank}  {label}") for rank, label in zip(ranking["rank"], ranking["config"])]
+    assert positions == sorted(positions)
+    assert f"winner: {winner} chunk_ndcg_at_10 {headline[winner]:.4f} (run {children[winner].info.run_id})" in out
+    winner_yaml = Path(re.search(r"resolved config: (\S+)", out).group(1))
+    assert load_experiment(winner_yaml).run_key() == children[winner].data.tags["kbench.run_key"]
+
+    # the parent run: the winner's metrics, its config as artifact, its name, the ranking as description
+    for key, value in children[winner].data.metrics.items():
+        assert parent.data.metrics[key] == pytest.approx(value), key
+    assert parent.data.tags["kbench.sweep.winner"] == winner
+    assert parent.data.tags["kbench.sweep.winner_run_id"] == children[winner].info.run_id
+    assert parent.data.tags["kbench.sweep.headline"] == "chunk_ndcg_at_10"
+    note = parent.data.tags["mlflow.note.content"]
+    assert f"**Winner: {winner}**" in note and "| rank | config |" in note
+    artifacts = {a.path for a in client.list_artifacts(parent_id)}
+    assert "winner.yaml" in artifacts and "report" in artifacts
+    logged = client.download_artifacts(parent_id, "winner.yaml", str(tmp_path))
+    assert Path(logged).read_text() == winner_yaml.read_text()
