@@ -12,6 +12,7 @@ no relevant document (their metrics would be 0 for a fault of the data, not of r
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 from kbench.datasets.reading import (EMPTY_QUERY, NO_RELEVANT_JUDGEMENT, QRELS_DUPLICATE, QRELS_NOT_RELEVANT,
@@ -31,11 +32,9 @@ def is_beir_folder(path: Path) -> bool:
 
 
 def _grade(text: str) -> int | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return int(value) if value.is_integer() else None
+    """A relevance grade: digits with an optional sign (``2.0`` too); ``nan``, ``1e3``, ``1_0`` are not grades."""
+    match = re.fullmatch(r"([+-]?[0-9]+)(?:\.0*)?", text)
+    return int(match.group(1)) if match else None
 
 
 def read_qrels(path: Path) -> list[tuple[int, str, str, int]]:
