@@ -113,3 +113,42 @@ def run_from_retrieved(per_query: pd.DataFrame, name: str = "kbench") -> Run:
             for qid, retrieved in zip(per_query["query_id"], per_query["retrieved"])
             for rank, chunk_id in enumerate(list(retrieved), start=1)]
     return Run.from_frame(pd.DataFrame(rows, columns=list(Run.FRAME_COLUMNS)), name)
+
+
+def find_run(client, run_id: str):
+    """A run by its id, or by the start of its id (at least 6 characters, as `kbench runs` prints them) when one
+    recent run's id starts with it."""
+    try:
+        return client.get_run(run_id)
+    except Exception:
+        pass
+    if len(run_id) >= 6 and all(ch in "0123456789abcdef" for ch in run_id.lower()):
+        experiment_ids = [e.experiment_id for e in client.search_experiments()]
+        matches = [r for r in client.search_runs(experiment_ids, order_by=["attributes.start_time DESC"],
+                                                 max_results=5000) if r.info.run_id.startswith(run_id.lower())]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise RunReadError(f"run id {run_id!r} starts {len(matches)} runs' ids "
+                               f"({', '.join(r.info.run_id for r in matches[:3])}); give more of it")
+    raise RunReadError(f"run {run_id!r} not found in {client.tracking_uri} "
+                       "(list runs with `kbench runs`; pass --tracking-uri, or run from the workspace that logged it)")
+
+
+def recent_runs(client, experiment: str | None = None, limit: int = 20) -> list:
+    """The newest runs, newest first: of the experiment named ``experiment``, else of every experiment."""
+    experiments = client.search_experiments()
+    if experiment is not None:
+        experiments = [e for e in experiments if e.name == experiment]
+        if not experiments:
+            names = ", ".join(sorted(e.name for e in client.search_experiments())) or "none"
+            raise RunReadError(f"no experiment {experiment!r} in {client.tracking_uri}; experiments: {names}")
+    if not experiments:
+        return []
+    return client.search_runs([e.experiment_id for e in experiments], order_by=["attributes.start_time DESC"],
+                              max_results=limit)
+
+
+def experiment_names(client) -> dict[str, str]:
+    """experiment id -> name, for every experiment of the store."""
+    return {e.experiment_id: e.name for e in client.search_experiments()}

@@ -1,0 +1,206 @@
+"""kbench runs [--experiment NAME] [--limit N]; kbench runs show RUN_ID [--misses] [--limit N]
+
+``kbench runs`` lists the newest logged runs with their headline metrics (nDCG, recall and MRR at 10 of the
+finest level scored). ``kbench runs show`` prints one run: its config in short, its metrics per level and k,
+how many queries it missed; with ``--misses`` each missed query, its reference text and what the run returned
+instead, rebuilt from the run's logged config (kbench.compare.misses: a miss is a query whose recall at the
+headline's level and k is 0).
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from kbench.cli.tables import format_table, metrics_table
+from kbench.compare.compare import metrics_to_compare
+from kbench.compare.misses import miss_metric, read_misses
+from kbench.paths import workspace_dir
+from kbench.tracking import tags as tag
+from kbench.tracking.read import (RunReadError, experiment_names, find_run, read_per_query, recent_runs,
+                                  tracking_client)
+
+MEASURE_NAMES = {"ndcg": "nDCG", "recall": "recall", "mrr": "MRR"}
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("runs", help="list recent runs with their headline metrics; `runs show ID [--misses]` for one")
+    p.add_argument("--experiment", metavar="NAME", help="only this MLflow experiment (default: every experiment)")
+    p.add_argument("--limit", type=int, default=20, metavar="N", help="newest N runs (default 20)")
+    p.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or <workspace>/mlflow.db)")
+    p.set_defaults(func=list_runs)
+    runs_sub = p.add_subparsers(dest="runs_command", metavar="show")
+    s = runs_sub.add_parser("show", help="one run: config, metrics, misses (--misses: each missed question)")
+    s.add_argument("run_id", metavar="RUN_ID", help="a run id, or its first characters as `kbench runs` prints them")
+    s.add_argument("--misses", action="store_true",
+                   help="the questions the run missed, their reference text and what it returned instead")
+    s.add_argument("--limit", type=int, default=10, metavar="N", help="misses to print (default 10)")
+    s.add_argument("--k", type=int, metavar="K", help="judge misses at this k (default: the headline's, 10)")
+    s.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or <workspace>/mlflow.db)")
+    s.set_defaults(func=show_run)
+
+
+def _quiet() -> None:
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+
+
+def _open_store(uri: str | None):
+    """The tracking client, or None when the default sqlite store was never created (nothing logged yet)."""
+    resolved = uri or os.environ.get("MLFLOW_TRACKING_URI")
+    if resolved is None:  # the default store: <workspace>/mlflow.db, as tracking_client builds it
+        if not (workspace_dir() / "mlflow.db").exists():
+            return None, str(workspace_dir() / "mlflow.db")
+    client = tracking_client(uri)
+    return client, str(client.tracking_uri)
+
+
+def _started(ms: int | None, seconds: bool = False) -> str:
+    if not ms:
+        return "?"
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+
+
+def _short(text: str, limit: int) -> str:
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _note(run) -> str:
+    tags = run.data.tags
+    if run.info.status == "FAILED" and tags.get(tag.ERROR):
+        return "error: " + _short(tags[tag.ERROR], 60)
+    if tags.get(tag.SWEEP_ROLE) == "parent":
+        winner = tags.get(tag.SWEEP_WINNER)
+        return f"sweep of {tags.get(tag.SWEEP_CONFIGS, '?')} configs" + (f", winner {winner}" if winner else "")
+    if tags.get(tag.SWEEP_ROLE) == "child":
+        reused = tags.get(tag.SWEEP_REUSED_FROM)
+        return f"sweep {tags.get('mlflow.parentRunId', '?')[:12]}" + (f", reuses {reused[:12]}" if reused else "")
+    if tags.get(tag.IMPORTED_FROM):
+        return "TREC import " + Path(tags[tag.IMPORTED_FROM]).name
+    return ""
+
+
+def list_runs(args) -> int:
+    _quiet()
+    if args.limit < 1:
+        print("kbench: error: --limit must be at least 1", file=sys.stderr)
+        return 2
+    client, uri = _open_store(args.tracking_uri)
+    runs = recent_runs(client, args.experiment, args.limit) if client is not None else []
+    if not runs:
+        print(f"no runs in {uri} yet; log one with: kbench run configs/quickstart.yaml")
+        return 0
+    names = experiment_names(client)
+    rows = []
+    for run in runs:
+        metrics = run.data.metrics
+        found = metrics_to_compare(metrics)
+        at = {name.split("_")[1]: metrics[name] for name in found}
+        level_k = f"{found[0].split('_')[0]}@{found[0].rsplit('_', 1)[1]}" if found else ""
+        queries = metrics.get("count_queries")
+        rows.append([run.info.run_id[:12], _started(run.info.start_time), names.get(run.info.experiment_id, "?"),
+                     _short(run.data.tags.get(tag.SWEEP_LABEL) or run.data.tags.get("mlflow.runName", ""), 56),
+                     run.info.status, level_k,
+                     *(at.get(m, "") for m in MEASURE_NAMES),
+                     int(queries) if queries is not None else "", _note(run)])
+    print(format_table(["run", "started", "experiment", "name (sweep configs: label)", "status", "at", *MEASURE_NAMES.values(), "queries",
+                        "note"], rows, numeric=[False] * 6 + [True] * 4 + [False]))
+    print(f"\n{len(runs)} newest runs in {uri}; one run: kbench runs show RUN [--misses]")
+    return 0
+
+
+def _config_lines(params: dict[str, str]) -> list[str]:
+    def section(prefix: str, keys: list[str] | None = None) -> str:
+        items = [(k.removeprefix(prefix), v) for k, v in params.items() if k.startswith(prefix) and v != "null"
+                 and (keys is None or k.removeprefix(prefix) in keys)]
+        return " ".join(f"{k}={v}" for k, v in items)
+
+    lines = [("dataset", section("dataset.", ["name", "path", "max_documents", "max_queries", "seed"])),
+             ("chunking", section("chunking.")),
+             ("embedding", section("embedding.", ["model", "dimension"])),
+             ("retrieval", section("retrieval.", ["legs", "fusion.method", "top_k", "candidates_per_leg"]))]
+    if params.get("rerank.enabled") == "true":
+        lines.append(("rerank", section("rerank.", ["method", "model", "top_k"])))
+    return [f"  {name:<10} {_short(text, 110)}" for name, text in lines if text]
+
+
+def show_run(args) -> int:
+    _quiet()
+    client, uri = _open_store(args.tracking_uri)
+    if client is None:
+        raise RunReadError(f"run {args.run_id!r} not found: no MLflow store at {uri} (pass --tracking-uri)")
+    run = find_run(client, args.run_id)
+    tags, metrics = run.data.tags, run.data.metrics
+    info = run.info
+    stages = {k.removeprefix("time_s_"): v for k, v in metrics.items() if k.startswith("time_s_")}
+    took = f", computed in {sum(stages.values()):.1f}s" if stages else ""
+    print(f"run {info.run_id}: {tags.get('mlflow.runName', '')}")
+    print(f"  {info.status}, started {_started(info.start_time, seconds=True)}{took}; experiment "
+          f"{experiment_names(client).get(info.experiment_id, '?')} in {uri}")
+    if tags.get(tag.ERROR):
+        print(f"  error: {_short(tags[tag.ERROR], 300)}")
+    counts = {k.removeprefix("count_"): int(v) for k, v in metrics.items() if k.startswith("count_")}
+    if counts:
+        print(f"  dataset {tags.get(tag.DATASET, '?')}: " + ", ".join(
+            f"{counts[k]} {k}" for k in ("queries", "documents", "chunks") if k in counts))
+    if tags.get(tag.SWEEP_ROLE) == "parent":
+        print(f"  sweep of {tags.get(tag.SWEEP_CONFIGS, '?')} configs; winner {tags.get(tag.SWEEP_WINNER, '?')} "
+              f"(run {tags.get(tag.SWEEP_WINNER_RUN, '?')}) on {tags.get(tag.SWEEP_HEADLINE, '?')}; "
+              "its metrics below, its config in artifact winner.yaml")
+        print(f"  every config: kbench compare --sweep {info.run_id} --tracking-uri {uri}")
+    elif tags.get(tag.SWEEP_ROLE) == "child":
+        print(f"  sweep config {tags.get(tag.SWEEP_LABEL, '?')} of parent run {tags.get('mlflow.parentRunId', '?')}"
+              + (f"; results of run {tags[tag.SWEEP_REUSED_FROM]} (same config)" if tags.get(tag.SWEEP_REUSED_FROM)
+                 else ""))
+    if stages:
+        print("  stage wall time: " + ", ".join(f"{k} {v:.1f}s" for k, v in stages.items()))
+    print()
+    for line in _config_lines(run.data.params):
+        print(line)
+    for level in ("doc", "chunk", "span"):
+        table = metrics_table(metrics, level)
+        if table:
+            print()
+            print(table)
+    if tags.get(tag.SWEEP_ROLE) == "parent" or info.status != "FINISHED":
+        return 0
+    print()
+    if not args.misses:
+        per_query, _ = read_per_query(client, run)
+        metric, _, k = miss_metric(per_query, args.k)
+        n = int((per_query[metric] == 0).sum())
+        print(f"misses: {n} of {len(per_query)} queries have {metric} = 0 (nothing relevant in the top {k}); "
+              f"read them: kbench runs show {info.run_id[:12]} --misses")
+        return 0
+    print_misses(read_misses(info.run_id, tracking_uri=uri, k=args.k), args.limit)
+    return 0
+
+
+def print_misses(found, limit: int) -> None:
+    print(f"misses: {len(found.misses)} of {found.n_queries} queries ({found.definition})"
+          + (f"; {found.n_without_reference} queries have nothing to find" if found.n_without_reference else ""))
+    for note in found.notes:
+        print(f"note: {note}")
+    for miss in found.misses[:limit]:
+        print()
+        print(f"{miss.query_id}  {_short(miss.question, 150) or '(question not in the dataset)'}")
+        for n, ref in enumerate(miss.references):
+            label = "expected" if n == 0 else ""
+            where = f"{ref.doc_id} [{ref.start}:{ref.end}]" if ref.start is not None else f"{ref.doc_id} (grade {ref.grade})"
+            detail = ""
+            if ref.covered is not None:
+                first = (f"first hit at rank {ref.hit_rank}" if ref.hit_rank else
+                         f"no hit in the top {found.k}" if ref.hit_rank is not None else "")
+                detail = f"  ({', '.join(x for x in (first, f'{ref.covered:.0%} of it retrieved') if x)})"
+            print(f"  {label:<9} {where}{detail}")
+            print(f"  {'':<9} \"{_short(ref.text, 220)}\"")
+        if not miss.references:
+            print("  expected  (no reference found in the rebuilt dataset)")
+        for n, hit in enumerate(miss.returned):
+            label = "returned" if n == 0 else ""
+            print(f"  {label:<9} {hit.rank}. {hit.chunk_id} (score {hit.score:.4f}) \"{_short(hit.text, 140)}\"")
+    if len(found.misses) > limit:
+        print(f"\n... and {len(found.misses) - limit} more (--limit N to see them)")
