@@ -63,7 +63,7 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     n_resamples: int = 10_000
     seed: int = 0
-    _rankings: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+    _rankings: dict[str, pd.DataFrame] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def headline(self) -> str:
