@@ -11,7 +11,8 @@ from kbench.cli import runs_cmd
 from kbench.cli.errors import report_errors
 
 # Each module has add_parser(subparsers); a parser's ``func(args) -> int`` does the work.
-COMMAND_MODULES = [run_cmd, datasets_cmd, models_cmd, chunk_cmd, cache_cmd, sweep_cmd, compare_cmd, notebooks_cmd, runs_cmd]
+COMMAND_MODULES = [run_cmd, datasets_cmd, models_cmd, chunk_cmd, cache_cmd, sweep_cmd, compare_cmd, notebooks_cmd,
+                   runs_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -106,8 +106,9 @@ def list_runs(args) -> int:
                      run.info.status, level_k,
                      *(at.get(m, "") for m in MEASURE_NAMES),
                      int(queries) if queries is not None else "", _note(run)])
-    print(format_table(["run", "started", "experiment", "name (sweep configs: label)", "status", "at", *MEASURE_NAMES.values(), "queries",
-                        "note"], rows, numeric=[False] * 6 + [True] * 4 + [False]))
+    headers = ["run", "started", "experiment", "name (sweep configs: label)", "status", "at", *MEASURE_NAMES.values(),
+               "queries", "note"]
+    print(format_table(headers, rows, numeric=[False] * 6 + [True] * 4 + [False]))
     print(f"\n{len(runs)} newest runs in {uri}; one run: kbench runs show RUN [--misses]")
     return 0
 
@@ -189,7 +190,8 @@ def print_misses(found, limit: int) -> None:
         print(f"{miss.query_id}  {_short(miss.question, 150) or '(question not in the dataset)'}")
         for n, ref in enumerate(miss.references):
             label = "expected" if n == 0 else ""
-            where = f"{ref.doc_id} [{ref.start}:{ref.end}]" if ref.start is not None else f"{ref.doc_id} (grade {ref.grade})"
+            where = (f"{ref.doc_id} [{ref.start}:{ref.end}]" if ref.start is not None
+                     else f"{ref.doc_id} (grade {ref.grade})")
             detail = ""
             if ref.covered is not None:
                 first = (f"first hit at rank {ref.hit_rank}" if ref.hit_rank else

@@ -176,7 +176,8 @@ def test_report_html_is_self_contained_and_opens_with_the_ranking(sweep, tmp_pat
     md = (out / "report.md").read_text(encoding="utf-8")
     assert md.index("## Ranking on") < md.index("## Significant differences") < md.index("## chunk_ndcg_at_10")
     section = md[md.index("## Ranking on"):md.index("## Significant differences")]
-    ranked = [row.split(" | ")[1].removesuffix(" (baseline)") for row in section.splitlines() if row.startswith("| ")][1:]
+    rows = [row for row in section.splitlines() if row.startswith("| ")][1:]  # below the header
+    ranked = [row.split(" | ")[1].removesuffix(" (baseline)") for row in rows]
     assert ranked == list(cmp.ranking()["config"])
     if cmp.best != cmp.baseline:  # the plot of per-query scores shows the best config against the baseline
         assert scatter.name == f"per_query_{cmp.best}.png"
