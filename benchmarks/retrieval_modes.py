@@ -19,9 +19,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from kbench.config import ConfigError, load_experiment
+from kbench import ConfigError, RunResult, load_experiment, run_experiment
+# Finds the trained cross-encoder (or says how to train it) before any run; no public preflight exists.
 from kbench.retrieval.rerank.cross_encoder import resolve_cross_encoder
-from kbench.runner import RunResult, run_experiment
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "retrieval"
 MODES = ["vector", "bm25", "postgres_fts", "archon_hybrid", "archon_weighted", "weighted", "rrf", "rrf_supabase"]
