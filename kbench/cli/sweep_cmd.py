@@ -42,6 +42,8 @@ def run(args) -> int:
         print(f"\n{len(plan.configs)} configs, sweep key {plan.sweep_key}")
         for warning in plan.warnings:
             print(f"warning: {warning}")
+        for note in plan.notes:
+            print(f"note: {note}")
         return 0
     if args.workers < 1:
         print("kbench: error: --workers must be at least 1", file=sys.stderr)

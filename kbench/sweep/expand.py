@@ -67,6 +67,7 @@ class SweepPlan:
     raw: dict[str, Any]  # the config without its sweep blocks
     raw_blocks: dict[str, Any] = field(default_factory=dict)  # {"sweep": ..., "variants": ...} as written
     warnings: list[str] = field(default_factory=list)  # what makes some configs lose by construction
+    notes: list[str] = field(default_factory=list)  # what a reader should know, e.g. the baseline does not run
 
     def by_label(self) -> dict[str, SweepConfig]:
         return {c.label: c for c in self.configs}
@@ -194,6 +195,10 @@ def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
     plan = SweepPlan(baseline.name, baseline, list(configs.values()), sweep_key, raw,
                      {"sweep": sweep, "variants": variants})
     plan.warnings = top_k_warnings(plan.configs)
+    if plan.configs and all(c.knobs for c in plan.configs):
+        plan.notes.append(f"the baseline (this config without its sweep blocks) is no point of the grid, so it does "
+                          f"not run; comparisons take the first config, {plan.configs[0].label}, as baseline (add the "
+                          "baseline's value to a grid axis to run it)")
     return plan
 
 

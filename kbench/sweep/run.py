@@ -161,6 +161,8 @@ def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = T
             client.set_tag(parent_id, tag.SWEEP_WARNINGS, "\n".join(plan.warnings)[:5000])
         for warning in plan.warnings:
             say(f"  warning: {warning}")
+        for note in plan.notes:
+            say(f"  note: {note}")
 
         done: dict[str, str] = {}  # config run key -> finished child id
         for run in sweep_children(client, experiment_id, parent_id):

@@ -115,6 +115,11 @@ def test_a_sweep_of_variants_only_runs_its_baseline_first(tmp_path):
     grid = expand_sweep(sweep_data(tmp_path, sweep={"chunking.chunk_size": [300]}, variants=[{"name": "v",
                                                                                               "retrieval.top_k": 10}]))
     assert [c.label for c in grid.configs] == ["chunk_size=300", "v"]
+    assert grid.notes == ["the baseline (this config without its sweep blocks) is no point of the grid, so it does "
+                          "not run; comparisons take the first config, chunk_size=300, as baseline (add the "
+                          "baseline's value to a grid axis to run it)"]
+    assert plan.notes == []
+    assert expand_sweep(sweep_data(tmp_path, sweep={"chunking.chunk_size": [300, 600]})).notes == []
 
 
 def test_list_values_read_plainly_in_labels(tmp_path):
