@@ -13,8 +13,7 @@ import time
 
 import numpy as np
 
-from kbench import StoreConfig, load_experiment, prepare_corpus
-from kbench.cli.tables import format_table  # the CLI's table printer; not in the public API
+from kbench import format_table, load_experiment, prepare_corpus, StoreConfig
 # What is measured: the store's FAISS index types, built and searched here directly, against exact search.
 from kbench.store.faiss_index import VectorIndex, exact_top_k
 

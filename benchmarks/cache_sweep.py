@@ -13,8 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kbench import load_experiment, run_experiment
-from kbench.cli.tables import format_table  # the CLI's table printer; not in the public API
+from kbench import format_table, load_experiment, run_experiment
 
 CHUNKERS = {
     "fixed": {"strategy": "fixed", "chunk_size": 600, "chunk_overlap": 100},

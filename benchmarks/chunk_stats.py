@@ -13,11 +13,8 @@ import argparse
 import sys
 import time
 
-from kbench import ChunkingConfig, DatasetConfig, RunError
+from kbench import chunk_dataset, CHUNKERS, ChunkingConfig, DatasetConfig, format_table, load_corpus, RunError
 # The chunkers are what is measured: the registry lists them (not in the public API).
-from kbench.chunking import CHUNKERS
-from kbench.cli.tables import format_table  # the CLI's table printer; not in the public API
-from kbench.pipeline import chunk_dataset, load_corpus  # the pipeline's load and chunk steps
 
 CORPORA = ["chatlogs", "finance", "pubmed", "state_of_the_union", "wikitexts"]
 

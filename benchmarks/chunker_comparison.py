@@ -22,10 +22,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from kbench import load_experiment, run_experiment, validate_experiment, workspace_dir
+from kbench import CHUNKERS, format_table, load_experiment, run_experiment, validate_experiment, workspace_dir
 # Which chunkers exist decides which variants run: the chunker registry (not in the public API).
-from kbench.chunking import CHUNKERS
-from kbench.cli.tables import format_table  # the CLI's table printer; not in the public API
 
 COLUMNS = [  # (header, metric key)
     ("recall@5", "span_recall_at_5"), ("recall@10", "span_recall_at_10"),

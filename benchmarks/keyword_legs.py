@@ -17,8 +17,7 @@ import time
 
 import numpy as np
 
-from kbench import ChunkingConfig, DatasetConfig
-from kbench.pipeline import chunked_corpus  # the pipeline's load + chunk steps (not in the public API)
+from kbench import chunked_corpus, ChunkingConfig, DatasetConfig
 # What is measured: the keyword legs alone (BM25's index and scoring, postgres_fts's emulation), built here
 # directly from the chunks rather than through a run.
 from kbench.retrieval.contracts import SearchContext

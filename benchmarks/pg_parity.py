@@ -25,8 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kbench import load_experiment, prepare_corpus
-from kbench.cli.tables import format_table  # the CLI's table printer; not in the public API
+from kbench import format_table, load_experiment, prepare_corpus
 # What is compared: the vector leg over each store, timed alone, and the Python fusions against the SQL
 # functions, so the leg and the fusion registry are used directly.
 from kbench.retrieval.registry import FUSIONS

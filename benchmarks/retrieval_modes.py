@@ -19,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kbench import ConfigError, RunResult, load_experiment, run_experiment
+from kbench import ConfigError, load_experiment, run_experiment, RunResult
 # Finds the trained cross-encoder (or says how to train it) before any run; no public preflight exists.
 from kbench.retrieval.rerank.cross_encoder import resolve_cross_encoder
 

@@ -8,12 +8,14 @@ The public API (README, "Python API"); everything a notebook or a benchmark need
 
 - configs: ``load_experiment``, ``Experiment`` and each stage's section model (``ChunkingConfig``, ...)
 - one experiment: ``run_experiment`` (pipeline + run folder + MLflow) -> ``RunResult``
-- the pipeline's steps: ``prepare_corpus``, ``search_corpus``, ``evaluate_run``, ``run_pipeline``
+- the pipeline's steps: ``load_corpus``, ``chunk_dataset``, ``chunked_corpus``, ``prepare_corpus``,
+  ``search_corpus``, ``evaluate_run``, ``run_pipeline``; ``preflight`` (a missing model or endpoint, before work)
 - sweeps: ``load_sweep``, ``make_executor``, ``run_sweep``
 - comparing: ``compare_runs``, ``write_report``; exporting: ``export_run``, ``import_trec_run``
 - records: ``Document``, ``Chunk``, ``Query``, ``Span``, ``Dataset``, ``Run``, ``RankedHit``
 - notebooks: ``Study`` (runs logged under the notebook's MLflow run), ``reference_table``, ``load_encoder``
-- models: ``models_dir``, ``RerankerTrainingConfig``, ``train_reranker``
+- models: ``models_dir``, ``RerankerTrainingConfig``, ``train_reranker``; chunkers: ``CHUNKERS``
+- printing: ``format_table`` (the CLI's plain-text tables)
 """
 import os
 
@@ -32,8 +34,10 @@ from kbench.datasets import load_dataset  # noqa: E402
 from kbench.embedding.stage import load_encoder  # noqa: E402
 from kbench.evaluation.spans import reference_table  # noqa: E402
 from kbench.paths import REPO_ROOT, models_dir, workspace_dir  # noqa: E402
-from kbench.pipeline import (Corpus, PipelineResult, evaluate_run, prepare_corpus, run_pipeline,  # noqa: E402
-                             search_corpus)
+from kbench.chunking import CHUNKERS  # noqa: E402
+from kbench.cli.tables import format_table  # noqa: E402
+from kbench.pipeline import (Corpus, PipelineResult, chunk_dataset, chunked_corpus, evaluate_run,  # noqa: E402
+                             load_corpus, preflight, prepare_corpus, run_pipeline, search_corpus)
 from kbench.records import Chunk, Dataset, Document, Query, RankedHit, Run, Span  # noqa: E402
 from kbench.runner import RunError, RunResult, export_run, import_trec_run, run_experiment  # noqa: E402
 from kbench.studies.study import Study  # noqa: E402
@@ -45,6 +49,7 @@ from kbench.training import RerankerTrainingConfig, train_reranker  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
+    "CHUNKERS", "chunk_dataset", "chunked_corpus", "format_table", "load_corpus", "preflight",
     "Chunk", "ChunkingConfig", "compare_runs", "CompareError", "Comparison", "ConfigError", "Corpus",
     "Dataset", "DatasetConfig", "Document", "EmbeddingConfig", "EnrichmentConfig", "evaluate_run",
     "EvaluationConfig", "Experiment", "export_run", "import_trec_run", "load_dataset", "load_encoder",
