@@ -13,11 +13,12 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from kbench.errors import ConfigError
 from kbench.paths import models_dir
 
 
-class ModelNotInstalledError(RuntimeError):
-    pass
+class ModelNotInstalledError(ConfigError):
+    """A model the config names is not installed here; the message names the package to install."""
 
 
 @dataclass(frozen=True)
