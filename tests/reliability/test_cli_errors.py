@@ -23,4 +23,5 @@ def test_a_config_path_that_is_a_folder_or_missing_is_one_line(tmp_path):
         done = run_kbench("run", str(target), cwd=tmp_path)
         assert done.code == 2
         (line,) = error_lines(done.err)
-        assert line == f"kbench: error: config file not found: {target} (give a YAML file, e.g. configs/quickstart.yaml)"
+        assert line == (f"kbench: error: config file not found: {target} "
+                        "(give a YAML file, e.g. configs/quickstart.yaml)")

@@ -89,12 +89,13 @@ def test_a_chroma_corpus_that_links_out_is_skipped_and_its_questions_refused(tmp
     (root / "corpora").mkdir(parents=True)
     (root / "corpora" / "notes.md").write_text("Queues hold jobs. Workers take them.\n")
     os.symlink(outside / "secret.md", root / "corpora" / "leak.md")
-    refs = json.dumps([{"content": "Queues hold jobs.", "start_index": 0, "end_index": 17}])
-    (root / "questions_df.csv").write_text(f'question,references,corpus_id\nWhat holds jobs?,"{refs.replace(chr(34), 2 * chr(34))}",notes\n')
+    refs = json.dumps([{"content": "Queues hold jobs.", "start_index": 0, "end_index": 17}]).replace('"', '""')
+    (root / "questions_df.csv").write_text(f'question,references,corpus_id\nWhat holds jobs?,"{refs}",notes\n')
     dataset = load_dataset(DatasetConfig(path=str(root)))
-    assert [d.doc_id for d in dataset.documents] == ["notes"] and dataset.skipped == {"outside_root": ["corpora/leak.md"]}
+    assert [d.doc_id for d in dataset.documents] == ["notes"]
+    assert dataset.skipped == {"outside_root": ["corpora/leak.md"]}
     with (root / "questions_df.csv").open("a") as f:
-        f.write(f'What is secret?,"{refs.replace(chr(34), 2 * chr(34))}",leak\n')
+        f.write(f'What is secret?,"{refs}",leak\n')
     with pytest.raises(DatasetError, match="row 3 references.0.: reference names document 'leak'.*links outside"):
         load_dataset(DatasetConfig(path=str(root)))
 
