@@ -6,6 +6,8 @@ name over the FAISS vector leg and the function's own text CTE. Every difference
 
     .venv/bin/python benchmarks/pg_parity.py [--workspace experiments] [--dsn DSN]
 
+The comparison functions below are also the oracle of tests/store/test_pgvector_store.py.
+
 - Vector leg: FAISS flat top-k (cosine on normalized float32 vectors) vs ``match_archon_crawled_pages``
   (pgvector exact scan, ``<=>``). Lists must be equal; a position where they differ counts as a *tie* when
   the two chunks' cosines differ by less than ``tie_tolerance`` (float32 vs pgvector's arithmetic).
@@ -99,7 +101,7 @@ def compare_hybrid(function: str, store, queries, query_vectors: np.ndarray, fai
     if function == "rrf_supabase":  # 004's legs have no LIMIT and its text leg ranks with ts_rank
         depth, text_limit, rank = faiss_index.ntotal, None, "ts_rank"
     else:
-        depth = params.leg_depth(k) if hasattr(params, "leg_depth") else k
+        depth = params.leg_depth(k)
         text_limit, rank = depth, "ts_rank_cd"
     scores, ids = faiss_index.search(query_vectors, depth)
     report = HybridParity(function)

@@ -15,7 +15,7 @@ from kbench.retrieval.legs.pg_hybrid import PgHybridLeg, PgHybridParams
 from kbench.retrieval.legs.vector import VectorLeg, VectorParams
 from kbench.runner import run_experiment
 from kbench.store.stage import prepare_store
-from tests.store.pg_parity import compare_hybrid, compare_vector_lists
+from benchmarks.pg_parity import compare_hybrid, compare_vector_lists  # the comparisons the benchmark prints
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow]
 
