@@ -143,6 +143,13 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return sorted(self._entries)
 
+    def validate_name(self, name: str) -> str:
+        """``name`` when registered, else a ValueError listing the allowed names (for a field validator; the
+        error formatter adds the field path)."""
+        if name not in self._entries:
+            raise ValueError(f"unknown value {name!r}; allowed: {', '.join(self.names())}")
+        return name
+
     def params(self, name: str, values: dict[str, Any]) -> StrictModel:
         return self.get(name).params(**values)
 

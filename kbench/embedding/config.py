@@ -4,7 +4,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from kbench.embedding.registry import EMBEDDING_PROVIDERS
-from kbench.registry import StrictModel, UnknownNameError
+from kbench.registry import StrictModel
 
 
 class EmbeddingConfig(StrictModel):
@@ -22,8 +22,4 @@ class EmbeddingConfig(StrictModel):
     @field_validator("provider")
     @classmethod
     def _registered_provider(cls, name: str) -> str:
-        try:
-            EMBEDDING_PROVIDERS.get(name)
-        except UnknownNameError as e:  # the field path is added by the error formatter
-            raise ValueError(f"unknown value {e.name!r}; allowed: {', '.join(e.allowed)}") from None
-        return name
+        return EMBEDDING_PROVIDERS.validate_name(name)

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from kbench.registry import StrictModel, UnknownNameError
+from kbench.registry import StrictModel
 from kbench.store.registry import STORE_BACKENDS
 
 
@@ -29,11 +29,7 @@ class StoreConfig(StrictModel):
     @field_validator("backend")
     @classmethod
     def _registered_backend(cls, name: str) -> str:
-        try:
-            STORE_BACKENDS.get(name)
-        except UnknownNameError as e:  # the field path is added by the error formatter
-            raise ValueError(f"unknown value {e.name!r}; allowed: {', '.join(e.allowed)}") from None
-        return name
+        return STORE_BACKENDS.validate_name(name)
 
     def duckdb_path(self, workspace: Path) -> Path:
         """The DuckDB file of backend duckdb: ``path``, or the workspace's shared one."""
