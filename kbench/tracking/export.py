@@ -16,6 +16,7 @@ compare`` can test it against kbench configs query by query.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from kbench.evaluation.relevance import relevant_chunks
@@ -53,21 +54,27 @@ def read_trec_run(path: str | Path) -> tuple[dict[str, dict[str, float]], str]:
         raise FileNotFoundError(f"TREC run file not found: {path}")
     run: dict[str, dict[str, float]] = {}
     tag = ""
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            parts = line.split()
-            if len(parts) != 6:
-                raise TrecFormatError(f"{path}:{n}: expected 6 fields 'qid Q0 docid rank score tag', got {len(parts)}")
-            qid, _, doc_id, _, score, tag = parts
-            try:
-                value = float(score)
-            except ValueError:
-                raise TrecFormatError(f"{path}:{n}: score {score!r} is not a number") from None
-            if doc_id in run.setdefault(qid, {}):
-                raise TrecFormatError(f"{path}:{n}: document {doc_id!r} listed twice for query {qid!r}")
-            run[qid][doc_id] = value
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        line_no = path.read_bytes()[: e.start].count(b"\n") + 1
+        raise TrecFormatError(f"{path}:{line_no}: not UTF-8 text ({e.reason}); save the run file as UTF-8") from None
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 6:
+            raise TrecFormatError(f"{path}:{n}: expected 6 fields 'qid Q0 docid rank score tag', got {len(parts)}")
+        qid, _, doc_id, _, score, tag = parts
+        try:
+            value = float(score)
+        except ValueError:
+            raise TrecFormatError(f"{path}:{n}: score {score!r} is not a number") from None
+        if not math.isfinite(value):  # a NaN score has no place in a ranking; trec_eval would order it arbitrarily
+            raise TrecFormatError(f"{path}:{n}: score {score!r} is not a finite number")
+        if doc_id in run.setdefault(qid, {}):
+            raise TrecFormatError(f"{path}:{n}: document {doc_id!r} listed twice for query {qid!r}")
+        run[qid][doc_id] = value
     if not run:
         raise TrecFormatError(f"{path}: no run lines")
     return run, tag

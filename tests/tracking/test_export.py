@@ -109,3 +109,22 @@ def test_import_refuses_a_run_for_another_dataset(logged_run, tmp_path):
     other = write_trec_run({"PLAIN-1": {"d1": 1.0}}, tmp_path / "other.trec")
     with pytest.raises(TrecFormatError, match="none of its 1 query ids"):
         import_trec_run(other, result.experiment, log=False)
+
+
+@pytest.mark.parametrize("content, message", [
+    ("q1 Q0 a 1 nan t\n", "not a finite number"),
+    ("q1 Q0 a 1 inf t\n", "not a finite number"),
+    ("q1 Q0 a 1 0.5 t\nq1 Q0 b 2 -Infinity t\n", ":2: score '-Infinity' is not a finite number"),
+])
+def test_non_finite_scores_are_refused_with_the_line(tmp_path, content, message):
+    path = tmp_path / "bad.trec"
+    path.write_text(content)
+    with pytest.raises(TrecFormatError, match=message):
+        read_trec_run(path)
+
+
+def test_a_run_file_that_is_not_utf8_names_its_line(tmp_path):
+    path = tmp_path / "latin1.trec"
+    path.write_bytes("q1 Q0 a 1 0.5 t\nq1 Q0 caf\u00e9 2 0.4 t\n".encode("latin-1"))
+    with pytest.raises(TrecFormatError, match=r"latin1\.trec:2: not UTF-8"):
+        read_trec_run(path)
