@@ -17,9 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from kbench.store.config import StoreConfig
 from kbench.records import Chunk
-from kbench.store.sync import Collection, PageRows, ProductionStore, StoreDimensionError, embedding_column, page_batch
+from kbench.store.config import StoreConfig
+from kbench.store.pgserver import start_pgserver
+from kbench.store.sync import (Collection, PageRows, ProductionStore, StoreDimensionError, embedding_column,
+                               page_batch)
 
 PG_SCHEMA_SQL = Path(__file__).with_name("pg_schema.sql")
 
@@ -43,8 +45,6 @@ def schema_name(collection: str) -> str:
 class PgVectorStore(ProductionStore):
     def __init__(self, collection: Collection, dsn: str | None = None, datadir: str | Path | None = None):
         import psycopg
-
-        from kbench.store.pgserver import start_pgserver
 
         self.collection = collection
         self.server = None

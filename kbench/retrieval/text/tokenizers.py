@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from kbench.retrieval.text.pg_parser import PgParser
 from kbench.retrieval.text.stemmers import make_stemmer
 from kbench.retrieval.text.stopwords import stop_words
 
@@ -30,8 +31,6 @@ def make_tokenizer(name: str, pattern: str = r"\w+") -> Callable[[str], list[str
     if name == "word":
         return str.split
     if name == "postgres":
-        from kbench.retrieval.text.pg_parser import PgParser
-
         parser = PgParser()
         return lambda text: [token for _, token in parser.words(text)]
     raise ValueError(f"tokenizer: unknown {name!r}; allowed: {', '.join(TOKENIZER_NAMES)}")
