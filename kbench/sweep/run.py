@@ -27,15 +27,16 @@ from typing import Callable
 
 import yaml
 
+from kbench.compare import Comparison, compare_runs, headline_metric, write_report
+from kbench.compare.report import md_table, ranking_rows
 from kbench.paths import workspace_dir
 from kbench.sweep.executors import ComputedRun, JobFailure, make_job
 from kbench.sweep.expand import SweepConfig, SweepPlan
-from kbench.compare import Comparison, compare_runs, headline_metric, write_report
-from kbench.compare.report import md_table, ranking_rows
 from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_run import (MAX_PARAM_CHARS, ensure_experiment, fill_run, mlflow_client,
                                         record_failed_run, run_params)
 from kbench.tracking.read import find_finished_elsewhere, sweep_children
+from kbench.tracking.run_folder import write_complete
 
 LIVE_STATUSES = ("RUNNING", "SCHEDULED")
 
@@ -125,12 +126,14 @@ def _materialize(computed: ComputedRun, workspace: Path) -> Path:
     run_dir = Path(computed.run_dir)
     if run_dir.is_dir():
         return run_dir
+    def write(folder: Path) -> None:
+        for rel, data in computed.files.items():
+            path = folder / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+
     local = workspace / "runs" / run_dir.name
-    for rel, data in computed.files.items():
-        path = local / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    return local
+    return local if local.is_dir() else write_complete(local, write)
 
 
 def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = True,

@@ -18,7 +18,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import pandas as pd
 import yaml
@@ -60,25 +60,33 @@ def folder_name(name: str) -> str:
     return text or "run"
 
 
-def write_run_folder(experiment: "Experiment", workspace: Path, metrics: dict[str, float], per_query: pd.DataFrame,
-                     stage_seconds: dict[str, float], counts: dict[str, int], run: Run | None = None) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    runs = workspace / "runs"
-    run_dir = runs / f"{stamp}-{folder_name(experiment.name)}-{experiment.run_key()}"
-    partial = runs / f".partial-{run_dir.name}"
-    runs.mkdir(parents=True, exist_ok=True)
+def write_complete(folder: Path, write: Callable[[Path], None]) -> Path:
+    """Fill ``folder`` through ``write(partial)`` under a hidden ``.partial-`` name, then rename it into place:
+    a crash or Ctrl-C never leaves a folder that looks complete and is not."""
+    partial = folder.parent / f".partial-{folder.name}"
+    folder.parent.mkdir(parents=True, exist_ok=True)
     partial.mkdir()
     try:
-        (partial / "config.yaml").write_text(yaml.safe_dump(experiment.resolved(), sort_keys=False),
-                                             encoding="utf-8")
-        (partial / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True), encoding="utf-8")
-        (partial / "stages.json").write_text(json.dumps({"seconds": stage_seconds, "counts": counts}, indent=2),
-                                             encoding="utf-8")
-        per_query.to_parquet(partial / "per_query.parquet", index=False)
-        if run is not None:  # scores per hit, for TREC/ranx export of logged runs
-            run.to_frame().to_parquet(partial / "rankings.parquet", index=False)
-        partial.rename(run_dir)
+        write(partial)
+        partial.rename(folder)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    return run_dir
+    return folder
+
+
+def write_run_folder(experiment: "Experiment", workspace: Path, metrics: dict[str, float], per_query: pd.DataFrame,
+                     stage_seconds: dict[str, float], counts: dict[str, int], run: Run | None = None) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    run_dir = workspace / "runs" / f"{stamp}-{folder_name(experiment.name)}-{experiment.run_key()}"
+
+    def write(folder: Path) -> None:
+        (folder / "config.yaml").write_text(yaml.safe_dump(experiment.resolved(), sort_keys=False), encoding="utf-8")
+        (folder / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True), encoding="utf-8")
+        (folder / "stages.json").write_text(json.dumps({"seconds": stage_seconds, "counts": counts}, indent=2),
+                                            encoding="utf-8")
+        per_query.to_parquet(folder / "per_query.parquet", index=False)
+        if run is not None:  # scores per hit, for TREC/ranx export of logged runs
+            run.to_frame().to_parquet(folder / "rankings.parquet", index=False)
+
+    return write_complete(run_dir, write)
