@@ -32,7 +32,9 @@ from typing import Any
 
 from kbench.config import (ChunkingConfig, ConfigError, Experiment, FusionConfig, RerankConfig, apply_set_items,
                            read_yaml_mapping, set_dotted, validate_experiment)
+from kbench.config import MAX_NAME_CHARS
 from kbench.dotted import flatten_dotted, get_dotted
+from kbench.hashing import stable_hash
 from kbench.registry import Registry
 from kbench.tracking.mlflow_run import flatten
 
@@ -75,6 +77,15 @@ class SweepPlan:
 
 def _registry_for(section: str) -> Registry:
     return {"chunking": ChunkingConfig, "retrieval.fusion": FusionConfig, "rerank": RerankConfig}[section].registry
+
+
+def sweep_config_name(base: str, label: str) -> str:
+    """``base[label]``; a name past what MLflow and the run folder take is cut and made unique by a hash of
+    the label (the run key never depends on the name)."""
+    name = f"{base}[{label}]"
+    if len(name) <= MAX_NAME_CHARS:
+        return name
+    return f"{name[:MAX_NAME_CHARS - 12]}~{stable_hash(label, 8)}]"
 
 
 def _flatten_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
@@ -181,7 +192,7 @@ def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
         except ConfigError as e:
             errors.append(str(e))
             continue
-        experiment.name = f"{baseline.name}[{label}]"
+        experiment.name = sweep_config_name(baseline.name, label)
         key = experiment.run_key()
         if key in configs:
             configs[key].aliases.append(label)
