@@ -21,12 +21,14 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from kbench.chunking.config import ChunkingConfig
 from kbench.datasets.config import DatasetConfig
+from kbench.datasets.reading import DatasetError
+from kbench.datasets.registry import resolve_dataset_path
 from kbench.dotted import set_dotted
 from kbench.embedding.config import EmbeddingConfig
 from kbench.enrichment.config import EnrichmentConfig
 from kbench.errors import ConfigError, format_error, shorten
 from kbench.evaluation.config import EvaluationConfig, OverlapRule
-from kbench.hashing import stable_hash
+from kbench.hashing import folder_content_hash, stable_hash
 from kbench.registry import StrictModel
 from kbench.retrieval.config import FilterConfig, FusionConfig, GroupingConfig, RerankConfig, RetrievalConfig
 from kbench.store.config import StoreConfig
@@ -97,12 +99,23 @@ class Experiment(StrictModel):
         """The config with every default filled in, as plain data (what is saved with each run)."""
         return self.model_dump(mode="json")
 
+    def dataset_content_hash(self) -> str:
+        """Hash of the dataset folder's files (documents, questions, judgements); "unavailable" when the folder
+        cannot be found (the run itself then fails with the loader's message)."""
+        try:
+            folder, _ = resolve_dataset_path(self.dataset)
+        except DatasetError:
+            return "unavailable"
+        return folder_content_hash(folder)
+
     def run_key(self) -> str:
-        """Content hash of what determines results (not the name, tracking or sweep block)."""
+        """Content hash of what determines results: the config (not the name, tracking or sweep block) and the
+        dataset's content, so an edited dataset never reuses a finished run of the old one."""
         data = self.resolved()
         for key in ("name", "description", "tracking", "sweep", "variants", "workspace"):
             data.pop(key, None)
         data["dataset"].pop("strict", None)  # it refuses data or lets the same data through: results never differ
+        data["dataset_content"] = self.dataset_content_hash()
         return stable_hash(data, length=16)
 
 

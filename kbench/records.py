@@ -75,6 +75,7 @@ class Dataset:
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)  # query_id -> doc_id -> grade
     spans: dict[str, list[Span]] = field(default_factory=dict)  # query_id -> reference spans
     skipped: dict[str, list[str]] = field(default_factory=dict)  # reason -> paths (loaders record why)
+    content_hash: str | None = None  # set when the data is not a dataset folder's files (a live store's rows)
 
     @property
     def has_spans(self) -> bool:

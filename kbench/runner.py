@@ -15,6 +15,7 @@ from kbench.hashing import sha256_bytes
 from kbench.paths import workspace_dir
 from kbench.pipeline import RunError, chunked_corpus, run_pipeline
 from kbench.tracking import tags as tag
+from kbench.tracking.fingerprint import run_fingerprint
 from kbench.tracking.export import (TrecFormatError, chunk_qrels, doc_qrels, read_trec_run, run_from_trec,
                                     write_trec_qrels, write_trec_run)
 from kbench.tracking.mlflow_run import log_to_mlflow
@@ -30,12 +31,14 @@ def run_experiment(experiment: Experiment, *, progress: bool = True, log: bool =
     off or ``tracking.enabled`` is false)."""
     workspace = workspace_dir(experiment.workspace)
     done = run_pipeline(experiment, progress=progress)
+    fingerprint = run_fingerprint(experiment, done.dataset.content_hash)
     run_dir = write_run_folder(experiment, workspace, done.metrics, done.per_query, done.stage_seconds,
-                               done.counts, done.run)
+                               done.counts, done.run, fingerprint)
     result = RunResult(experiment, done.metrics, done.per_query, done.stage_seconds, done.counts, run_dir,
                        chunks=done.chunks, dataset=done.dataset, run=done.run)
     if log and experiment.tracking.enabled:
-        log_to_mlflow(result, workspace, parent_run_id, extra_tags or {})
+        fingerprint_tags = {tag.FINGERPRINT: fingerprint["hash"], tag.DATASET_HASH: fingerprint["dataset_hash"]}
+        log_to_mlflow(result, workspace, parent_run_id, {**fingerprint_tags, **(extra_tags or {})})
     return result
 
 

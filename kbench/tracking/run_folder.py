@@ -1,8 +1,9 @@
 """The run folder: everything one run computed, on disk, before MLflow is contacted.
 
 ``<workspace>/runs/<UTC stamp>-<name>-<run key>/`` holds ``config.yaml`` (the resolved config),
-``metrics.json``, ``stages.json`` (seconds and counts per stage), ``per_query.parquet`` and, for a kbench
-search, ``rankings.parquet`` (one row per hit: query_id, rank, chunk_id, doc_id, score). MLflow receives
+``metrics.json``, ``stages.json`` (seconds and counts per stage), ``per_query.parquet``, ``fingerprint.json``
+(dataset hash, chunker source, model revision, index, kbench version) and, for a kbench search,
+``rankings.parquet`` (one row per hit: query_id, rank, chunk_id, doc_id, score). MLflow receives
 the same files as artifacts; a tracking failure never loses them.
 
 The name part is the run's name made a safe folder name (``folder_name``), so no name can place the
@@ -76,7 +77,8 @@ def write_complete(folder: Path, write: Callable[[Path], None]) -> Path:
 
 
 def write_run_folder(experiment: "Experiment", workspace: Path, metrics: dict[str, float], per_query: pd.DataFrame,
-                     stage_seconds: dict[str, float], counts: dict[str, int], run: Run | None = None) -> Path:
+                     stage_seconds: dict[str, float], counts: dict[str, int], run: Run | None = None,
+                     fingerprint: dict | None = None) -> Path:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     run_dir = workspace / "runs" / f"{stamp}-{folder_name(experiment.name)}-{experiment.run_key()}"
 
@@ -88,5 +90,8 @@ def write_run_folder(experiment: "Experiment", workspace: Path, metrics: dict[st
         per_query.to_parquet(folder / "per_query.parquet", index=False)
         if run is not None:  # scores per hit, for TREC/ranx export of logged runs
             run.to_frame().to_parquet(folder / "rankings.parquet", index=False)
+        if fingerprint is not None:  # what the numbers depend on beyond the config (tracking/fingerprint.py)
+            (folder / "fingerprint.json").write_text(json.dumps(fingerprint, indent=2, sort_keys=True),
+                                                     encoding="utf-8")
 
     return write_complete(run_dir, write)

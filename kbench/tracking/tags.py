@@ -8,6 +8,8 @@ NOTEBOOK = "kbench.notebook"          # the notebook that logged the run
 PROFILE = "kbench.profile"            # the notebook profile (ci, full, ...)
 LABEL = "kbench.label"                # a notebook study's label for one of its runs
 FAILED_CELL = "kbench.failed_cell"    # the notebook cell that failed
+FINGERPRINT = "kbench.fingerprint"    # hash of the run's fingerprint.json (tracking/fingerprint.py)
+DATASET_HASH = "kbench.dataset_hash"  # content hash of the dataset's documents, questions and judgements
 WORKER = "kbench.worker"              # host:pid that computed a sweep config
 
 SWEEP_KEY = "kbench.sweep.key"        # identifies a sweep (its baseline and configs)

@@ -1,0 +1,71 @@
+"""Run fingerprints and dataset content hashes: one changed document changes the run key and the fingerprint,
+and a resumed sweep re-runs the configs whose dataset changed instead of reusing stale finished runs."""
+from __future__ import annotations
+
+import json
+import shutil
+
+from kbench.config import load_experiment
+from kbench.runner import run_experiment
+from kbench.sweep import expand_sweep, make_executor, run_sweep
+from kbench.tracking.fingerprint import run_fingerprint
+from tests.conftest import DEMO, make_config
+
+BM25 = {"legs": ["bm25"], "top_k": 10}  # no embedding: these tests are about data, not models
+
+
+def demo_copy(tmp_path):
+    folder = tmp_path / "demo"
+    shutil.copytree(DEMO, folder)
+    return folder
+
+
+def config(workspace, folder, **extra):
+    return make_config(workspace, dataset={"path": str(folder), "max_queries": 6}, retrieval=BM25, **extra)
+
+
+def test_one_changed_document_changes_run_key_and_fingerprint(tmp_path):
+    folder = demo_copy(tmp_path)
+    before = load_experiment(config(tmp_path / "ws", folder))
+    key, fingerprint = before.run_key(), run_fingerprint(before)
+    assert set(fingerprint) == {"dataset_hash", "chunker", "model", "index", "kbench_version", "hash"}
+    assert fingerprint["model"]["revision"] and fingerprint["chunker"]["source_hash"] != "unavailable"
+    assert load_experiment(config(tmp_path / "ws", folder)).run_key() == key  # equal data, equal key
+
+    doc = folder / "docs" / "api" / "jobs.md"
+    doc.write_text(doc.read_text(encoding="utf-8").replace("job", "task", 1), encoding="utf-8")
+    after = load_experiment(config(tmp_path / "ws", folder))
+    assert after.run_key() != key
+    assert run_fingerprint(after)["dataset_hash"] != fingerprint["dataset_hash"]
+    assert run_fingerprint(after)["hash"] != fingerprint["hash"]
+    assert {k: v for k, v in run_fingerprint(after).items() if k not in ("dataset_hash", "hash")} == \
+        {k: v for k, v in fingerprint.items() if k not in ("dataset_hash", "hash")}
+
+
+def test_run_folder_and_mlflow_tags_carry_the_fingerprint(tmp_path):
+    folder = demo_copy(tmp_path)
+    experiment = load_experiment(config(tmp_path / "ws", folder))
+    result = run_experiment(experiment, progress=False)
+    written = json.loads((result.run_dir / "fingerprint.json").read_text())
+    assert written == run_fingerprint(experiment)
+    from mlflow.tracking import MlflowClient
+
+    tags = MlflowClient(result.tracking_uri).get_run(result.run_id).data.tags
+    assert tags["kbench.fingerprint"] == written["hash"] and tags["kbench.dataset_hash"] == written["dataset_hash"]
+
+
+def test_resumed_sweep_reruns_configs_whose_dataset_changed(tmp_path):
+    folder = demo_copy(tmp_path)
+    data = config(tmp_path / "ws", folder, sweep={"retrieval.top_k": [5, 10]})
+    data["name"] = "t"
+    first = run_sweep(expand_sweep(data), make_executor("local"), say=lambda s: None, report=False)
+    assert set(first.status.values()) == {"ran"}
+    same = run_sweep(expand_sweep(data), make_executor("local"), say=lambda s: None, report=False)
+    assert set(same.status.values()) == {"done"}  # unchanged data: nothing recomputed
+
+    question_file = folder / "questions.jsonl"
+    lines = question_file.read_text(encoding="utf-8").splitlines()
+    question_file.write_text("\n".join(lines[1:]) + "\n", encoding="utf-8")  # one question less
+    again = run_sweep(expand_sweep(data), make_executor("local"), say=lambda s: None, report=False)
+    assert again.status == {"top_k=5": "ran", "top_k=10": "ran"}  # never "done" or "reused" from stale runs
+    assert again.parent_run_id != first.parent_run_id
