@@ -1,9 +1,13 @@
-"""kbench datasets list | build code-qa PATH --out DIR"""
+"""kbench datasets list | build code-qa PATH --out DIR | build synthetic SOURCE --method M --out DIR"""
 from __future__ import annotations
+
+import argparse
+import sys
 
 from kbench.cli.tables import format_table
 from kbench.datasets.code_qa import build_code_qa
 from kbench.datasets.registry import DATASETS
+from kbench.datasets.synthetic import METHODS, Filters, build_from_source
 
 
 def add_parser(sub) -> None:
@@ -20,6 +24,40 @@ def add_parser(sub) -> None:
                     help="python javascript typescript tsx go rust java (default: all)")
     cq.add_argument("--force", action="store_true", help="replace docs/ and questions.jsonl in a non-empty --out")
     cq.set_defaults(func=build_code_qa_cmd)
+    add_synthetic_parser(bsub)
+
+
+def add_synthetic_parser(bsub) -> None:
+    sy = bsub.add_parser("synthetic", help="questions generated from unlabeled documents (ict, heading, commits)")
+    sy.add_argument("source", help="a folder of documents, a registered dataset's name (its documents), or for "
+                    "--method commits a local git repository")
+    sy.add_argument("--method", required=True, choices=sorted(METHODS), help="ict: a sentence is the question; "
+                    "heading: a section's heading path; commits: a commit's subject")
+    sy.add_argument("--out", required=True, help="new folder for docs/, questions.jsonl, manifest.json")
+    sy.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    sy.add_argument("--per-doc", type=_positive, default=None, metavar="N", help="at most N questions a document")
+    sy.add_argument("--max", type=_positive, default=None, metavar="N", dest="max_questions",
+                    help="at most N questions, spread across documents")
+    sy.add_argument("--max-word-overlap", type=float, default=None, metavar="F",
+                    help="drop questions sharing more than this share of their words with the reference (0-1)")
+    sy.add_argument("--min-bm25-rank", type=_positive, default=None, metavar="R",
+                    help="drop questions whose gold passage BM25 ranks better than R for the question alone")
+    sy.add_argument("--include", nargs="+", metavar="GLOB", help="folder or git paths to take, e.g. '**/*.md'")
+    sy.add_argument("--exclude", nargs="+", metavar="GLOB", help="paths to leave out")
+    sy.add_argument("--since", help="commits: only commits after this date (anything git log --since takes)")
+    sy.add_argument("--max-commits", type=_positive, default=None, metavar="N", help="commits: the newest N")
+    sy.add_argument("--force", action="store_true", help="replace a non-empty --out")
+    sy.set_defaults(func=build_synthetic_cmd)
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
+    return number
 
 
 def list_datasets(args) -> int:
@@ -45,5 +83,26 @@ def build_code_qa_cmd(args) -> int:
         print("dropped: " + ", ".join(f"{k} {v}" for k, v in sorted(report.dropped_questions.items())))
     if report.skipped_files:
         print("skipped files: " + ", ".join(f"{k} {len(v)}" for k, v in sorted(report.skipped_files.items())))
+    print(f"wrote {report.out} (docs/, questions.jsonl, manifest.json); use it as dataset: {{path: {report.out}}}")
+    return 0
+
+
+def build_synthetic_cmd(args) -> int:
+    if args.max_word_overlap is not None and not 0 <= args.max_word_overlap <= 1:
+        print("kbench: error: --max-word-overlap is a share between 0 and 1", file=sys.stderr)
+        return 2
+    report = build_from_source(args.source, args.out, method=args.method, seed=args.seed, per_doc=args.per_doc,
+                               max_questions=args.max_questions, force=args.force, include=args.include,
+                               exclude=args.exclude, since=args.since, max_commits=args.max_commits,
+                               filters=Filters(args.max_word_overlap, args.min_bm25_rank))
+    print(f"{report.kept} questions ({args.method}) from {report.documents_with_questions} of {report.documents} "
+          f"documents; {report.proposals} candidates")
+    rows = [[reason, count] for reason, count in sorted(report.rejected.items(), key=lambda x: -x[1])]
+    if rows:
+        print(format_table(["rejected: reason", "count"], rows))
+    if report.skipped_files:
+        print("skipped files: " + ", ".join(f"{k} {v}" for k, v in sorted(report.skipped_files.items())))
+    for name, strata in report.leakage.items():
+        print(f"leakage {name}: " + ", ".join(f"{k} {v}" for k, v in sorted(strata.items())))
     print(f"wrote {report.out} (docs/, questions.jsonl, manifest.json); use it as dataset: {{path: {report.out}}}")
     return 0

@@ -6,6 +6,7 @@
 - HTML (.html, .htm): converted to markdown with markdownify (what a crawler stores), type ``html``;
 - PDF: the text of every page with pypdf, pages joined by a blank line, type ``pdf``;
 - DOCX: paragraphs (headings as markdown ``#`` lines) and table rows with python-docx, type ``docx``;
+- a commit written by the git source (.commit), type ``commit``;
 - source code by extension (python, typescript, javascript, go, java, rust), type ``code`` with its
   ``language``;
 - YAML/JSON that is an OpenAPI or Swagger spec (top-level ``openapi``/``swagger`` key), type ``openapi``;
@@ -75,6 +76,11 @@ def load_markdown(data: bytes, path: Path) -> LoadedFile:
 
 def load_text(data: bytes, path: Path) -> LoadedFile:
     return LoadedFile(decode_text(data), "text")
+
+
+def load_commit(data: bytes, path: Path) -> LoadedFile:
+    """A commit the git source rendered (``<sha>.commit``), read back as type ``commit``."""
+    return LoadedFile(decode_text(data), "commit")
 
 
 def load_code(data: bytes, path: Path) -> LoadedFile:
@@ -155,6 +161,7 @@ LOADERS: dict[str, Callable[[bytes, Path], LoadedFile]] = {
     **{ext: load_spec_or_text for ext in SPEC_EXTENSIONS},
     ".pdf": load_pdf,
     ".docx": load_docx,
+    ".commit": load_commit,
 }
 
 
@@ -162,7 +169,7 @@ def doc_type_for(path: Path) -> str:
     """The document type a file's extension suggests (YAML/JSON is checked for OpenAPI only when loaded)."""
     loader = LOADERS.get(path.suffix.lower(), load_text)
     return {load_code: "code", load_markdown: "markdown", load_html: "html", load_pdf: "pdf",
-            load_docx: "docx", load_spec_or_text: "openapi"}.get(loader, "text")
+            load_docx: "docx", load_spec_or_text: "openapi", load_commit: "commit"}.get(loader, "text")
 
 
 def load_file(path: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> LoadedFile | SkippedFile:

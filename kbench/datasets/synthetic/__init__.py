@@ -1,0 +1,77 @@
+"""Evaluation sets generated from a user's own unlabeled material, in the span layout (like datasets/demo).
+
+One module per method: ``ict`` (a sentence is the question), ``heading`` (a section's heading path),
+``commits`` (a commit's subject; documents from the git source) and ``llm`` (a model writes a question and
+quotes its answer). ``build.py`` samples, removes, measures leakage and writes; ``leakage.py`` holds the
+BM25-rank / word-overlap / near-duplicate measures that ``kbench datasets inspect`` reuses.
+"""
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from kbench.datasets.config import DatasetConfig
+from kbench.datasets.registry import DATASETS, load_dataset
+from kbench.datasets.synthetic import commits, heading, ict
+from kbench.datasets.synthetic.base import Proposal, Proposals, SyntheticError, stratified_sample
+from kbench.datasets.synthetic.build import BuildReport, Filters, build_synthetic
+from kbench.hashing import stable_hash
+from kbench.records import Document
+from kbench.sources.folder import DEFAULT_EXCLUDE, FolderSource
+from kbench.sources.git import GitSourceError, load_git
+
+# name -> the module: ``propose(document, params) -> Proposals``, ``DEFAULTS``; where a verbatim leftover is
+# looked for (a sentence anywhere in the corpus; a heading line or subject in its own document)
+METHODS = {ict.NAME: ict, heading.NAME: heading, commits.NAME: commits}
+VERBATIM_SCOPE = {"ict": "corpus", "heading": "document", "commits": "document", "llm": "none"}
+
+__all__ = ["BuildReport", "Filters", "METHODS", "Proposal", "Proposals", "SyntheticError", "build_synthetic",
+           "build_from_source", "load_source", "stratified_sample"]
+
+
+def load_source(source: str, method: str, *, include: list[str] | None = None, exclude: list[str] | None = None,
+                since: str | None = None, max_commits: int | None = None
+                ) -> tuple[list[Document], dict[str, list[str]], dict[str, Any]]:
+    """Documents, skipped files by reason, and how the source was named (for the provenance)."""
+    path = Path(source).expanduser()
+    if method == "commits":
+        try:
+            documents = load_git(path, since=since, max_commits=max_commits, include=include, exclude=exclude)
+        except GitSourceError as e:
+            raise SyntheticError(str(e)) from None
+        if not documents:
+            raise SyntheticError(f"git source {path}: no commit changes a file the path globs take "
+                                 f"(since {since or 'the start'}); check --since and --include/--exclude")
+        return documents, {}, {"source": {"kind": "git", "path": str(path.resolve()), "since": since,
+                                          "max_commits": max_commits, "include": include, "exclude": exclude}}
+    if since or max_commits:
+        raise SyntheticError("--since and --max-commits apply to --method commits (a git source) only")
+    if path.is_dir():
+        folder = FolderSource(path, list(include or []), list(DEFAULT_EXCLUDE if exclude is None else exclude))
+        documents, skipped = folder.load()
+        return documents, skipped, {"source": {"kind": "folder", "path": str(path.resolve()), "include": include,
+                                               "exclude": exclude}}
+    if source in DATASETS:
+        dataset = load_dataset(DatasetConfig(name=source))
+        return dataset.documents, {}, {"source": {"kind": "dataset", "name": source}}
+    raise SyntheticError(f"source {source!r} is neither a folder nor a registered dataset "
+                         f"({', '.join(DATASETS)}); give a folder of documents or a dataset name")
+
+
+def build_from_source(source: str, out: str | Path, *, method: str, seed: int = 0, per_doc: int | None = None,
+                      max_questions: int | None = None, filters: Filters = Filters(), force: bool = False,
+                      include: list[str] | None = None, exclude: list[str] | None = None, since: str | None = None,
+                      max_commits: int | None = None, params: dict[str, Any] | None = None) -> BuildReport:
+    """``kbench datasets build synthetic``: load the source, then build with one of ``METHODS``."""
+    if method not in METHODS:
+        raise SyntheticError(f"--method {method!r}: choose one of {', '.join(METHODS)}")
+    documents, skipped, provenance = load_source(source, method, include=include, exclude=exclude, since=since,
+                                                 max_commits=max_commits)
+    module = METHODS[method]
+    options = {**module.DEFAULTS, **(params or {})}
+    provenance = {**provenance, "params": options, "model": None, "prompt_sha256": None,
+                  "options_hash": stable_hash({"method": method, "params": options, "seed": seed})}
+    return build_synthetic(documents, out, method=method, propose=partial(module.propose, params=options),
+                           seed=seed, per_doc=per_doc, max_questions=max_questions, filters=filters, force=force,
+                           provenance=provenance, skipped_files=skipped, verbatim_scope=VERBATIM_SCOPE[method])

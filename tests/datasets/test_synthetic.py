@@ -1,0 +1,174 @@
+"""Synthetic sets (ict, heading) on the demo docs and on small folders: offsets, removals, seeds, bad sources."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kbench.cli import main as kbench_main
+from kbench.datasets.spans import load_kbench_spans
+from kbench.datasets.synthetic import Filters, SyntheticError, build_from_source, stratified_sample
+from kbench.datasets.synthetic.base import Proposal
+from kbench.datasets.synthetic.leakage import PassageIndex, near_duplicate_groups, word_overlap
+from kbench.datasets.synthetic.prose import headings, prose_blocks, sentences
+from tests.conftest import DEMO
+
+DOCS = DEMO / "docs"
+
+
+def questions(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module", params=["ict", "heading"])
+def demo_set(request, tmp_path_factory):
+    out = tmp_path_factory.mktemp("synthetic") / request.param
+    report = build_from_source(str(DOCS), out, method=request.param, per_doc=4, seed=7)
+    return request.param, report, out
+
+
+def test_every_reference_matches_the_indexed_copy(demo_set):
+    method, report, out = demo_set
+    rows = questions(out)
+    assert report.kept == len(rows) >= 40
+    mismatches = 0
+    for row in rows:
+        for ref in row["references"]:
+            text = (out / "docs" / ref["doc_id"]).read_text(encoding="utf-8")
+            mismatches += text[ref["start_index"]:ref["end_index"]] != ref["content"]
+    assert mismatches == 0
+    dataset = load_kbench_spans(out)  # the loader checks every offset and content too
+    assert len(dataset.queries) == len(rows)
+    assert report.documents_with_questions >= 20  # spread over the 27 markdown pages, not a few files
+
+
+def test_the_removed_sentence_or_heading_is_gone(demo_set):
+    method, report, out = demo_set
+    original = {p.relative_to(DOCS).as_posix(): p.read_text(encoding="utf-8") for p in DOCS.rglob("*") if p.is_file()}
+    for row in questions(out):
+        doc_id = row["references"][0]["doc_id"]
+        copy = (out / "docs" / doc_id).read_text(encoding="utf-8")
+        if method == "ict":
+            assert " ".join(row["question"].split()) not in " ".join(copy.split())
+            assert len(copy) < len(original[doc_id])
+        else:
+            lines = {ln.strip() for ln in copy.splitlines()}
+            leaf = row["question"].split(" > ")[-1]
+            assert not any(ln.startswith("#") and ln.lstrip("# ").strip() == leaf for ln in lines), row["question"]
+
+
+def test_leakage_and_provenance_are_written(demo_set):
+    method, report, out = demo_set
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["method"] == method and manifest["seed"] == 7 and manifest["per_doc"] == 4
+    assert set(manifest["source_hashes"]) >= {r["references"][0]["doc_id"] for r in questions(out)}
+    assert manifest["report"]["kept"] == report.kept
+    assert sum(manifest["report"]["leakage"]["bm25_rank"].values()) == report.kept
+    for row in questions(out):
+        assert 1 <= row["leakage"]["bm25_rank"] <= row["leakage"]["passages"]
+        assert 0 <= row["leakage"]["word_overlap"] <= 1
+    assert all(v > 0 for v in report.rejected.values()) and report.rejected["over_per_doc"] > 0
+
+
+def test_the_same_seed_gives_the_same_set_and_another_seed_another(tmp_path):
+    a = build_from_source(str(DOCS), tmp_path / "a", method="ict", max_questions=30, seed=1)
+    b = build_from_source(str(DOCS), tmp_path / "b", method="ict", max_questions=30, seed=1)
+    c = build_from_source(str(DOCS), tmp_path / "c", method="ict", max_questions=30, seed=2)
+    assert a.kept == b.kept == 30
+    assert (tmp_path / "a" / "questions.jsonl").read_bytes() == (tmp_path / "b" / "questions.jsonl").read_bytes()
+    assert [q["question"] for q in questions(tmp_path / "a")] != [q["question"] for q in questions(tmp_path / "c")]
+    assert c.kept == 30
+
+
+def test_filters_drop_leaky_questions(tmp_path):
+    loose = build_from_source(str(DOCS), tmp_path / "loose", method="heading", seed=0)
+    strict = build_from_source(str(DOCS), tmp_path / "strict", method="heading", seed=0,
+                               filters=Filters(max_word_overlap=0.5, min_bm25_rank=2))
+    kept = questions(tmp_path / "strict")
+    assert all(q["leakage"]["word_overlap"] <= 0.5 and q["leakage"]["bm25_rank"] >= 2 for q in kept)
+    dropped = strict.rejected["filtered_word_overlap"] + strict.rejected["filtered_bm25_rank"]
+    assert dropped > 0 and strict.kept + dropped == loose.kept
+
+
+def write(root: Path, files: dict[str, str | bytes]) -> Path:
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content, encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("method,files,message", [
+    ("ict", {}, "no readable document"),
+    ("ict", {"a.bin": b"\x00\x01\x02binary", "b.md": b"\x00\xff"}, "skipped: 2 binary"),
+    ("heading", {"notes.md": "Just prose. No headings here at all, only two sentences of text."},
+     "document_without_headings"),
+    ("ict", {"list.md": "# Title\n\n- one item\n- another item\n\n| a | b |\n|---|---|\n"}, "no document gave"),
+])
+def test_bad_sources_fail_with_one_message_and_write_nothing(tmp_path, capsys, method, files, message):
+    source = write(tmp_path / "src", files)
+    source.mkdir(exist_ok=True)
+    with pytest.raises(SyntheticError, match=message):
+        build_from_source(str(source), tmp_path / "out", method=method)
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["src"]  # no .partial- folder left behind
+    with pytest.raises(SystemExit) as exit_info:
+        kbench_main(["datasets", "build", "synthetic", str(source), "--method", method, "--out", str(tmp_path / "out")])
+    assert exit_info.value.code == 2 and not (tmp_path / "out").exists()
+    assert message.split(":")[0] in capsys.readouterr().err
+
+
+def test_an_existing_out_folder_is_refused_without_force(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep.txt").write_text("mine")
+    with pytest.raises(SyntheticError, match="--force"):
+        build_from_source(str(DOCS), tmp_path / "out", method="heading")
+    assert (tmp_path / "out" / "keep.txt").read_text() == "mine"
+
+
+def test_cli_builds_a_set_and_prints_the_report(tmp_path, capsys):
+    source = write(tmp_path / "kb", {
+        "guide.md": "# Guide\n\n## Install\n\nRun the installer from the release page. It puts the binary in "
+                    "/usr/local/bin and writes a default config.\n\n## Configure\n\nEdit config.toml to set the "
+                    "port. The server reads it once at start-up, so restart it after a change.\n",
+        "faq.txt": "Backups run nightly at two. They keep thirty days of snapshots. Restores take minutes.\n"})
+    assert kbench_main(["datasets", "build", "synthetic", str(source), "--method", "ict", "--out",
+                        str(tmp_path / "set"), "--seed", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert "questions (ict)" in printed and "leakage bm25_rank" in printed
+    rows = questions(tmp_path / "set")
+    assert {r["references"][0]["doc_id"] for r in rows} == {"guide.md", "faq.txt"}
+
+
+# ---------------------------------------------------------------- the pieces, on hand-made text
+def test_sentences_skip_code_lists_and_abbreviations():
+    text = ("# T\n\nFirst one, e.g. this. Second is here! Third?\n\n```bash\n# not a heading. Not a sentence.\n```\n"
+            "- a list item. Another.\n")
+    blocks = prose_blocks(text)
+    assert len(blocks) == 1
+    assert [text[s.start:s.end] for s in sentences(text, blocks[0])] == [
+        "First one, e.g. this.", "Second is here!", "Third?"]
+    assert [h.title for h in headings(text)] == ["T"]
+
+
+def test_bm25_rank_and_word_overlap_by_hand():
+    docs = {"a": "Cats purr when content and cats sleep a lot.\n\nDogs bark at strangers.",
+            "b": "Birds sing at dawn. Parrots mimic speech."}
+    index = PassageIndex(docs)
+    assert len(index.passages) == 2  # blocks under 200 characters merge into one passage per document
+    assert index.gold_rank("why do cats purr", [("a", 0, 10)]) == 1
+    assert index.gold_rank("why do cats purr", [("b", 0, 10)]) == 2  # shares no term: last
+    assert word_overlap("do parrots sing", "Birds sing at dawn.") == 0.5  # {parrot, sing} -> sing
+    assert near_duplicate_groups(["How do cats purr?", "how do cats purr", "Why do dogs bark?"]) == [None, 0, None]
+
+
+def test_stratified_sample_spreads_across_documents_and_groups():
+    def p(doc, i, stratum, group):
+        return Proposal(doc, f"q {doc} {i}", 0, 1, None, stratum, group)
+    by_doc = {"big": [p("big", i, f"s{i % 3}", f"g{i}") for i in range(30)],
+              "small": [p("small", 0, "s", "g0"), p("small", 1, "s", "g0")]}
+    chosen, dropped = stratified_sample(by_doc, per_doc=5, max_questions=6, seed=0)
+    assert len(chosen) == 6 and sum(c.doc_id == "small" for c in chosen) == 1
+    assert dropped["same_group_as_another"] == 1 and dropped["over_per_doc"] == 25 and dropped["over_max"] == 0
+    assert len({c.stratum for c in chosen if c.doc_id == "big"}) == 3
