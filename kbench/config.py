@@ -29,6 +29,7 @@ from kbench.enrichment.config import EnrichmentConfig
 from kbench.errors import ConfigError, format_error, shorten
 from kbench.evaluation.config import EvaluationConfig, OverlapRule
 from kbench.hashing import folder_content_hash, stable_hash
+from kbench.llm import LLMConfig
 from kbench.registry import StrictModel
 from kbench.retrieval.config import FilterConfig, FusionConfig, GroupingConfig, RerankConfig, RetrievalConfig
 from kbench.store.config import StoreConfig
@@ -67,6 +68,7 @@ class Experiment(StrictModel):
     dataset: DatasetConfig
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
     enrichment: EnrichmentConfig = Field(default_factory=EnrichmentConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
@@ -112,7 +114,7 @@ class Experiment(StrictModel):
         """Content hash of what determines results: the config (not the name, tracking or sweep block) and the
         dataset's content, so an edited dataset never reuses a finished run of the old one."""
         data = self.resolved()
-        for key in ("name", "description", "tracking", "sweep", "variants", "workspace"):
+        for key in ("name", "description", "tracking", "sweep", "variants", "workspace", "llm"):  # llm: retries, prices
             data.pop(key, None)
         data["dataset"].pop("strict", None)  # it refuses data or lets the same data through: results never differ
         data["dataset_content"] = self.dataset_content_hash()

@@ -27,10 +27,12 @@ from kbench.chunking.config import ChunkingConfig
 from kbench.config import Experiment
 from kbench.datasets import load_dataset
 from kbench.datasets.config import DatasetConfig
+from kbench.embedding.registry import ReportingEncoder
 from kbench.embedding.stage import CachedEmbedder, EmbeddingResult
 from kbench.enrichment import check_enrichment, enrich_chunks
 from kbench.evaluation.config import EvaluationConfig
 from kbench.evaluation.stage import evaluate_rankings, summarize
+from kbench.llm import UsageMeter
 from kbench.paths import workspace_dir
 from kbench.records import Chunk, Dataset, Run
 from kbench.retrieval.contracts import SearchContext
@@ -76,6 +78,15 @@ class Corpus:
     embedder: CachedEmbedder | None = None
     embedded: EmbeddingResult | None = None
     store: StoreOutcome | None = None
+    llm_usage: UsageMeter = field(default_factory=UsageMeter)  # every LLM/API request of the run, per stage
+
+    def llm_metrics(self, prices) -> dict[str, float]:
+        """``llm_<stage>_<counter>`` for MLflow: the run's meter plus an API encoder's own."""
+        usage = UsageMeter()
+        usage.merge(self.llm_usage)
+        if isinstance(self.embedder and self.embedder.encoder, ReportingEncoder):
+            usage.merge(self.embedder.encoder.usage)
+        return usage.metrics(prices)
 
     def close(self) -> None:
         if self.store is not None:
@@ -146,7 +157,7 @@ def texts_to_embed(experiment: Experiment, corpus: Corpus) -> list[str]:
         return [c.text for c in corpus.chunks]
     with corpus.timer.stage("enrich"):
         enriched = enrich_chunks(corpus.chunks, corpus.dataset.documents, experiment.enrichment,
-                                 corpus.workspace / "cache")
+                                 corpus.workspace / "cache", policy=experiment.llm.policy, meter=corpus.llm_usage)
     corpus.counts.update(enriched.counts())
     return enriched.texts
 
@@ -167,6 +178,7 @@ def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool
     dataset, chunks = chunked_corpus(experiment.dataset, experiment.chunking, cache_dir=workspace / "cache",
                                      timer=timer, counts=counts)
     corpus = Corpus(dataset, chunks, SearchContext(chunks=chunks, workspace=workspace), workspace, timer, counts)
+    corpus.context.llm_policy, corpus.context.llm_meter = experiment.llm.policy, corpus.llm_usage
     if not legs_need_query_vectors(experiment.retrieval):
         return corpus
     with timer.stage("load_model"):
@@ -236,6 +248,7 @@ def run_pipeline(experiment: Experiment, *, progress: bool = True,
         per_query, metrics = evaluate_run(corpus.dataset, corpus.chunks, found.run, experiment.evaluation,
                                           found.latency_ms)
     metrics.update(corpus.metrics)
+    metrics.update(corpus.llm_metrics(experiment.llm.prices))
     metrics.update({f"count_{k}": float(v) for k, v in corpus.counts.items()})
     metrics.update({f"time_s_{k}": v for k, v in corpus.timer.seconds.items()})
     return PipelineResult(corpus.dataset, corpus.chunks, found.run, per_query, metrics, dict(corpus.counts),

@@ -10,13 +10,15 @@ from kbench.config import ConfigError
 from kbench.datasets.beir import DatasetError
 from kbench.embedding.models import ModelNotInstalledError
 from kbench.errors import format_error
+from kbench.llm import LLMError
 from kbench.registry import UnknownNameError
 from kbench.runner import RunError
 from kbench.tracking.export import TrecFormatError
 from kbench.tracking.read import RunReadError
 
 USER_ERRORS = (ConfigError, DatasetError, ModelNotInstalledError, UnknownNameError, FileNotFoundError, RunError,
-               RunReadError, TrecFormatError, PermissionError, IsADirectoryError, NotADirectoryError)
+               RunReadError, TrecFormatError, PermissionError, IsADirectoryError, NotADirectoryError,
+               LLMError)  # an endpoint down, a quota used up, a refused key: what finished is cached
 
 
 @contextmanager

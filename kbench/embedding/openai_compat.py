@@ -1,16 +1,21 @@
-"""Any OpenAI-compatible embeddings endpoint (OpenAI, Azure, vLLM, Ollama, LM Studio ...).
+"""Any OpenAI-compatible embeddings endpoint (OpenAI, Azure, vLLM, Ollama, LM Studio, ``kbench serve`` ...).
 
-The key is read from the environment variable named by ``embedding.api_key_env``; it is never stored
-in the config, logged or sent to MLflow.
+Requests go through the one LLM client (kbench.llm): batched (``embedding.batch_size`` texts per request),
+retried with backoff, ``Retry-After`` honoured, a quota stop at once. The key is read from the
+environment variable named by ``embedding.api_key_env``; it is never stored in the config, logged or sent
+to MLflow. Vectors are cached by the embedding stage's own cache (kbench.cache.EmbeddingCache), so the
+client caches nothing here.
+
+``encode_report`` returns successes and failures apart (reference 000's EmbeddingBatchResult); the
+embedding stage caches the successes and records each failed row, and a failed text never gets a vector.
 """
 from __future__ import annotations
-
-import os
 
 import numpy as np
 
 from kbench.embedding.config import EmbeddingConfig
 from kbench.embedding.registry import EMBEDDING_PROVIDERS
+from kbench.llm import EmbeddingBatchResult, Endpoint, LLMClient, LLMError, LLMPolicy, UsageMeter
 
 
 @EMBEDDING_PROVIDERS.register("openai")
@@ -18,33 +23,29 @@ class OpenAICompatibleEncoder:
     """An OpenAI-compatible embeddings endpoint (embedding.base_url, key from embedding.api_key_env)."""
 
     def __init__(self, config: EmbeddingConfig):
-        if not config.base_url and not os.environ.get("OPENAI_BASE_URL"):
-            raise ValueError(
-                "embedding.base_url: provider 'openai' needs an endpoint; set embedding.base_url "
-                "(e.g. http://127.0.0.1:8000/v1) or OPENAI_BASE_URL"
-            )
-        key = os.environ.get(config.api_key_env)
-        if not key:
-            raise ValueError(
-                f"embedding.api_key_env: environment variable {config.api_key_env} is not set; "
-                "export it with your API key (kbench never reads keys from config files)"
-            )
-        from openai import OpenAI
-
-        self.client = OpenAI(base_url=config.base_url, api_key=key, max_retries=2, timeout=60)
+        endpoint = Endpoint("embedding", config.base_url, config.model, config.api_key_env, kind="embeddings")
+        endpoint.check()
+        self.usage = UsageMeter()
+        self.client = LLMClient(endpoint, stage="embedding", policy=LLMPolicy(batch_size=config.batch_size),
+                                meter=self.usage)
         self.config = config
         self.model_key = config.model
         self.revision = "api"
         self.dimension = config.dimension  # None until the first response tells us
         self.tokenizer = None
 
+    def encode_report(self, texts: list[str]) -> EmbeddingBatchResult:
+        result = self.client.embed(texts, dimensions=self.config.dimension)
+        if result.embeddings:
+            self.dimension = int(result.embeddings[0].shape[0])
+        return result
+
     def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
-        out = []
-        for i in range(0, len(texts), self.config.batch_size):
-            batch = texts[i : i + self.config.batch_size]
-            kwargs = {"dimensions": self.config.dimension} if self.config.dimension else {}
-            response = self.client.embeddings.create(model=self.config.model, input=batch, **kwargs)
-            out.extend(item.embedding for item in response.data)
-        vectors = np.asarray(out, dtype=np.float32)
-        self.dimension = vectors.shape[1]
-        return vectors
+        """Every vector, or an LLMError naming the first failure (never a placeholder row)."""
+        result = self.encode_report(texts)
+        if result.failed_items:
+            first = result.failed_items[0]
+            raise LLMError(f"{result.failure_count} of {len(texts)} texts not embedded (first, text "
+                           f"{first.index}: {first.error})")
+        return np.stack(result.embeddings).astype(np.float32) if texts else np.zeros((0, self.dimension or 1),
+                                                                                        dtype=np.float32)

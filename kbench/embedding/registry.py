@@ -7,10 +7,11 @@ encoder is built, never when a provider registers.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from kbench.llm import EmbeddingBatchResult, UsageMeter
 from kbench.registry import Registry
 
 
@@ -23,6 +24,19 @@ class Encoder(Protocol):
 
     def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
         """(len(texts), dimension) float32, not normalized."""
+
+
+@runtime_checkable
+class ReportingEncoder(Protocol):
+    """An encoder behind an API (provider ``openai``): per-text failures and usage counts.
+
+    ``encode_report`` returns successes and failures apart (kbench.llm.EmbeddingBatchResult); the
+    embedding stage caches the successes, records each failed row and stops when the batch says the run
+    must (quota). ``usage`` counts its requests and tokens for the run's MLflow metrics."""
+
+    usage: UsageMeter
+
+    def encode_report(self, texts: list[str]) -> EmbeddingBatchResult: ...
 
 
 EMBEDDING_PROVIDERS: Registry[type[Encoder]] = Registry("embedding.provider")

@@ -8,8 +8,9 @@ import numpy as np
 
 from kbench.cache import EmbeddingCache
 from kbench.embedding.config import EmbeddingConfig
-from kbench.embedding.registry import EMBEDDING_PROVIDERS, Encoder
+from kbench.embedding.registry import EMBEDDING_PROVIDERS, Encoder, ReportingEncoder
 from kbench.hashing import sha256_text
+from kbench.llm import stop_error
 
 
 def load_encoder(config: EmbeddingConfig) -> Encoder:
@@ -81,6 +82,17 @@ class CachedEmbedder:
             # one cache shard per block: a run killed mid-way keeps what it already embedded
             block = pending[start : start + self.CACHE_BLOCK]
             keys, batch_texts = [k for k, _ in block], [t for _, t in block]
+            if isinstance(self.encoder, ReportingEncoder):  # an API: successes and failures apart
+                report = self.encoder.encode_report(batch_texts)
+                failed_hashes.update({keys[f.index]: f.error for f in report.failed_items})
+                if report.embeddings:
+                    ok = [keys[i] for i in report.indices]
+                    vectors = self._finish(np.stack(report.embeddings).astype(np.float32))
+                    self.cache.put_many(ok, vectors)
+                    found.update(zip(ok, vectors))
+                if report.stopped is not None:  # quota or endpoint gone: stop now, what finished is cached
+                    raise stop_error("embedding", report.stopped, len(found), len(hashes))
+                continue
             try:
                 computed = self._finish(self.encoder.encode(batch_texts, progress=progress and len(pending) <= self.CACHE_BLOCK))
             except Exception as e:  # keep going: record failures, never store a zero vector

@@ -4,22 +4,24 @@ For each chunk the LLM sees the document's first ``document_chars`` characters (
 the chunk, and answers with a short context; the text embedded is ``context + "\\n---\\n" + chunk``.
 Keyword legs and rerankers keep seeing the plain chunk text.
 
-Every answer is cached by its exact prompt (which holds the chunk and the document prefix) within a
-namespace of model, endpoint and max_tokens, so a re-run never asks the LLM twice. The enriched text is
+Requests go through the one LLM client (kbench.llm): retried, counted, and every answer cached by its
+exact prompt (which holds the chunk and the document prefix) within a namespace of model, max_tokens and
+the prompt template, so a re-run never asks the LLM twice. The enriched text is
 what the embedding cache hashes, so vectors of plain and enriched chunks never mix.
 
 A chunk whose request fails keeps its plain text (production's fallback) and is counted; its answer is
 not cached, so the next run retries it. If every request of a run fails, the run stops: the endpoint is
 down or misconfigured, and embedding plain text under an enrichment config would mislabel the results.
+A quota-exhausted answer or an unreachable endpoint stops the run at once (LLMStoppedError); what was
+answered before is cached.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbench.enrichment.config import EnrichmentConfig
-from kbench.enrichment.chat import ChatCache, ChatClient, ChatSettings
+from kbench.llm import Endpoint, LLMClient, LLMError, LLMPolicy, UsageMeter, stop_error
 from kbench.records import Chunk, Document
 
 # Reference 002's contextual-embedding prompt, as production sends it (one user message).
@@ -31,8 +33,8 @@ CONTEXT_PROMPT = (
 SEPARATOR = "\n---\n"
 
 
-class EnrichmentError(RuntimeError):
-    pass
+class EnrichmentError(LLMError):
+    """Every enrichment request failed: the endpoint or model is wrong."""
 
 
 def context_prompt(document_text: str, chunk_text: str, document_chars: int = 5000) -> str:
@@ -43,14 +45,14 @@ def contextual_text(context: str, chunk_text: str) -> str:
     return f"{context}{SEPARATOR}{chunk_text}"
 
 
-def chat_settings(config: EnrichmentConfig) -> ChatSettings:
-    return ChatSettings("enrichment", config.base_url, config.model, config.api_key_env, max_tokens=config.max_tokens)
+def endpoint(config: EnrichmentConfig) -> Endpoint:
+    return Endpoint("enrichment", config.base_url, config.model, config.api_key_env)
 
 
 def check_enrichment(config: EnrichmentConfig) -> None:
     """Raise ConfigError at start time when enrichment is on but no endpoint, model or key is configured."""
     if config.enabled:
-        chat_settings(config).check()
+        endpoint(config).check()
 
 
 @dataclass
@@ -67,44 +69,30 @@ class EnrichmentResult:
 
 
 def enrich_chunks(chunks: list[Chunk], documents: list[Document], config: EnrichmentConfig,
-                  cache_root: Path) -> EnrichmentResult:
-    settings = chat_settings(config)
-    settings.check()
+                  cache_root: Path, *, policy: LLMPolicy | None = None,
+                  meter: UsageMeter | None = None) -> EnrichmentResult:
+    """Situate every chunk through the one LLM client (kbench.llm): cached, retried, counted in ``meter``.
+
+    A quota or unreachable endpoint stops the run at once (LLMStoppedError); the answers received before
+    are cached, so the next run resumes from them."""
     by_id = {d.doc_id: d for d in documents}
     prompts = [context_prompt(by_id[c.doc_id].text, c.text, config.document_chars) for c in chunks]
-    cache = ChatCache(cache_root, {"purpose": "contextual_enrichment", "prompt_template": CONTEXT_PROMPT,
-                                   **settings.namespace()})
-    answers: dict[str, str] = {}
-    todo: list[str] = []
-    for p in dict.fromkeys(prompts):  # unique, in order
-        cached = cache.get(p)
-        if cached is None:
-            todo.append(p)
-        else:
-            answers[p] = cached
-    hits = len(answers)
-    errors: dict[str, str] = {}
-    if todo:
-        client = ChatClient(settings)
-
-        def ask(prompt: str) -> None:
-            try:
-                answer = client.complete(prompt)
-            except Exception as e:  # recorded per chunk; the key is never part of these messages
-                errors[prompt] = f"{type(e).__name__}: {e}"
-                return
-            answers[prompt] = answer
-            cache.put(prompt, answer)
-
-        try:
-            with ThreadPoolExecutor(max_workers=config.concurrency) as pool:
-                list(pool.map(ask, todo))
-        finally:
-            cache.flush()  # answers already received survive an interrupted run
-        if len(errors) == len(todo):
-            first = next(iter(errors.values()))
-            raise EnrichmentError(f"enrichment: all {len(todo)} LLM requests failed (first: {first}); check "
-                                  f"enrichment.base_url and enrichment.model, or disable enrichment")
+    policy = (policy or LLMPolicy()).model_copy(update={"concurrency": config.concurrency})
+    client = LLMClient(endpoint(config), stage="enrichment", policy=policy, cache_root=cache_root, meter=meter,
+                       cache_params={"purpose": "contextual_enrichment", "prompt_template": CONTEXT_PROMPT})
+    unique = list(dict.fromkeys(prompts))
+    try:
+        batch = client.chat_many(unique, max_tokens=config.max_tokens)
+    finally:
+        client.close()
+    if batch.stopped is not None:
+        raise stop_error("enrichment", batch.stopped, batch.success_count, len(unique))
+    if unique and not batch.answers:
+        first = batch.failed_items[0].error
+        raise EnrichmentError(f"enrichment: all {len(unique)} LLM requests failed (first: {first}); check "
+                              f"enrichment.base_url and enrichment.model, or disable enrichment")
+    answers = {unique[i]: a for i, a in batch.answers.items()}
+    errors = {unique[f.index]: f.error for f in batch.failed_items}
     texts, contexts, failed = [], [], {}
     for row, (chunk, prompt) in enumerate(zip(chunks, prompts)):
         if prompt in answers:
@@ -114,4 +102,5 @@ def enrich_chunks(chunks: list[Chunk], documents: list[Document], config: Enrich
             contexts.append(None)
             texts.append(chunk.text)
             failed[row] = errors.get(prompt, "no answer")
-    return EnrichmentResult(texts, contexts, cache_hits=hits, computed=len(todo) - len(errors), failed=failed)
+    return EnrichmentResult(texts, contexts, cache_hits=batch.cache_hits,
+                            computed=len(unique) - batch.cache_hits - len(batch.failed_items), failed=failed)

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Protocol
 
 import numpy as np
 from pydantic import Field
 
+from kbench.llm import LLMPolicy, UsageMeter
 from kbench.records import Chunk, Hit, Query
 from kbench.registry import StrictModel
 from kbench.store.outcome import StoreHandle, VectorSearch
@@ -38,6 +39,8 @@ class SearchContext:
     embed_queries: Callable[[list[str]], np.ndarray] | None = None
     workspace: Path = Path("experiments")
     store: StoreHandle | None = None  # the production-shaped store (duckdb, pgvector); None for in-memory faiss
+    llm_policy: LLMPolicy = field(default_factory=LLMPolicy)  # retries/concurrency of LLM stages (config llm.policy)
+    llm_meter: UsageMeter = field(default_factory=UsageMeter)  # the run's LLM token/request counts
 
 
 class Leg(ABC):

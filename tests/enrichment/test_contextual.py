@@ -11,6 +11,7 @@ from kbench.datasets import load_dataset
 from kbench.embedding.stage import CachedEmbedder
 from kbench.enrichment import EnrichmentError, context_prompt, contextual_text, enrich_chunks
 from kbench.hashing import sha256_text
+from kbench.llm import LLMStoppedError
 from kbench.runner import run_experiment
 from tests.enrichment.chat_server import situate
 
@@ -74,7 +75,7 @@ def test_answers_are_cached_by_prompt_and_never_asked_twice(demo_sample, chat_se
             assert SECRET not in f.read_text(encoding="utf-8")
 
 
-def test_every_request_failing_stops_the_run_with_the_reason(demo_sample, tmp_path, monkeypatch):
+def test_an_endpoint_refusing_connections_stops_the_run_naming_base_url(demo_sample, tmp_path, monkeypatch):
     dataset, chunks = demo_sample
     monkeypatch.setenv(KEY_ENV, SECRET)
     import socket
@@ -83,8 +84,9 @@ def test_every_request_failing_stops_the_run_with_the_reason(demo_sample, tmp_pa
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     config = EnrichmentConfig(enabled=True, base_url=f"http://127.0.0.1:{port}/v1", model="m", api_key_env=KEY_ENV)
-    with pytest.raises(EnrichmentError, match="all 2 LLM requests failed") as e:
+    with pytest.raises(LLMStoppedError, match=f"cannot connect to http://127.0.0.1:{port}/v1") as e:
         enrich_chunks(chunks[:2], dataset.documents, config, tmp_path / "cache")
+    assert "enrichment.base_url" in str(e.value) and "stopped after 0 of 2" in str(e.value)
     assert SECRET not in str(e.value)
 
 

@@ -13,7 +13,9 @@ six spaces of source indentation on most lines) and snippets are cut at 200 code
 
 With no endpoint, model or key configured the run stops at start time with a message naming what to set;
 a rerank config that silently skipped reranking would record unreranked numbers under a rerank name.
-Answers are cached by prompt in the workspace, so re-running a config never asks twice.
+Requests go through the one LLM client (kbench.llm): retried with backoff, counted in the run's usage
+meter (``SearchContext.llm_meter``), and cached by prompt in the workspace, so re-running a config never
+asks twice. A failed request fails the run (a query silently left in first-stage order would mislabel it).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import re
 
 from pydantic import Field
 
-from kbench.enrichment.chat import ChatCache, ChatClient, ChatSettings
+from kbench.llm import Endpoint, LLMClient
 from kbench.records import Hit
 from kbench.retrieval.contracts import Reranker, SearchContext
 from kbench.retrieval.registry import RERANKERS
@@ -70,9 +72,8 @@ def ranking_scores(order: list[int]) -> list[float]:
     return scores
 
 
-def chat_settings(params: LLMRerankParams) -> ChatSettings:
-    return ChatSettings("rerank", params.base_url, params.model, params.api_key_env, max_tokens=params.max_tokens,
-                        temperature=params.temperature, timeout_s=params.timeout_s)
+def endpoint(params: LLMRerankParams) -> Endpoint:
+    return Endpoint("rerank", params.base_url, params.model, params.api_key_env)
 
 
 @RERANKERS.register("llm", LLMRerankParams)
@@ -81,14 +82,14 @@ class LLMReranker(Reranker):
 
     @staticmethod
     def preflight(params: LLMRerankParams) -> None:
-        chat_settings(params).check()
+        endpoint(params).check()
 
     def __init__(self, context: SearchContext, params: LLMRerankParams):
         self.context, self.params = context, params
-        settings = chat_settings(params)
-        self.client = ChatClient(settings)
-        self.cache = ChatCache(context.workspace / "cache",
-                               {"purpose": "llm_rerank", **settings.namespace()}, flush_every=1)
+        policy = context.llm_policy.model_copy(update={"timeout_s": params.timeout_s})
+        self.client = LLMClient(endpoint(params), stage="rerank", policy=policy,
+                                cache_root=context.workspace / "cache", meter=context.llm_meter,
+                                cache_params={"purpose": "llm_rerank"})
         self.parse_failures = 0
 
     def rerank(self, query_text: str, hits: list[Hit], top_k: int) -> list[Hit]:
@@ -97,10 +98,8 @@ class LLMReranker(Reranker):
             return apply_scores(candidates, [], top_k, tail)
         prompt = rerank_prompt(query_text, [self.context.chunks[h.chunk_index].text for h in candidates],
                                self.params.snippet_chars)
-        answer = self.cache.get(prompt)
-        if answer is None:
-            answer = self.client.complete(prompt)
-            self.cache.put(prompt, answer)
+        answer = self.client.chat(prompt, max_tokens=self.params.max_tokens, temperature=self.params.temperature)
+        self.client.flush()  # one answer per query: kept even if a later query stops the run
         order = parse_ranking(answer, len(candidates))
         if order is None:
             self.parse_failures += 1

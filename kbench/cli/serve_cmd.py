@@ -1,0 +1,35 @@
+"""kbench serve: a local OpenAI-compatible endpoint (embeddings from the catalogue, SmolLM2 chat, faults)."""
+from __future__ import annotations
+
+import sys
+
+from kbench.serve import start_server
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("serve", help="a local OpenAI-compatible endpoint: /v1/models, /v1/embeddings, "
+                                     "/v1/chat/completions (no key, no network)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (loopback only unless --allow-remote)")
+    p.add_argument("--port", type=int, default=8000, help="port (0: any free port, printed when ready)")
+    p.add_argument("--no-chat", action="store_true", help="serve embeddings only (do not load the chat model)")
+    p.add_argument("--fault", action="append", default=[], metavar="KIND[xTIMES][;opt=v]",
+                   help="queue a fault for the next requests: 429, 500, slow, quota, malformed "
+                        "(e.g. 429x2;retry_after_s=1, quotax-1 for every request)")
+    p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host (no key is checked)")
+    p.set_defaults(func=serve)
+
+
+def serve(args) -> int:
+    running = start_server(args.host, args.port, chat=not args.no_chat, faults=args.fault,
+                           allow_remote=args.allow_remote, background=False)
+    chat = "off" if args.no_chat else "SmolLM2-135M-Instruct (loading in the background)"
+    print(f"kbench serve: ready at {running.base_url} (embeddings: the kbench catalogue; chat: {chat}); "
+          "Ctrl-C stops", flush=True)
+    try:
+        running.server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        running.server.server_close()
+    print("kbench serve: stopped", file=sys.stderr)
+    return 0

@@ -1,0 +1,36 @@
+"""The ``llm`` section: how every LLM/API stage talks to its endpoint (retries, concurrency) and what it costs.
+
+Each stage names its own endpoint and model (``enrichment.base_url``/``model``, ``rerank.params``,
+``embedding.base_url``, ``query.*``); this section holds what they share: the retry and concurrency policy
+and a price table, so cost is computed from token counts, never guessed.
+"""
+from __future__ import annotations
+
+from pydantic import Field
+
+from kbench.registry import StrictModel
+
+
+class LLMPolicy(StrictModel):
+    """Retries, backoff and concurrency of the one client (kbench.llm.client.LLMClient)."""
+
+    concurrency: int = Field(4, ge=1, description="requests in flight at once per stage")
+    max_retries: int = Field(5, ge=0, description="retries of a 429/5xx/timeout/malformed answer before an item fails")
+    backoff_base_s: float = Field(0.5, gt=0, description="first backoff in seconds; doubles per retry, full jitter")
+    backoff_max_s: float = Field(20.0, gt=0, description="longest backoff in seconds")
+    retry_after_max_s: float = Field(60.0, gt=0, description="longest Retry-After honoured, in seconds")
+    timeout_s: float = Field(60.0, gt=0, description="seconds to wait for one response")
+    connect_timeout_s: float = Field(3.0, gt=0, description="seconds to wait for a connection")
+    batch_size: int = Field(64, ge=1, description="texts per embeddings request")
+
+
+class ModelPrice(StrictModel):
+    """US dollars per million tokens (the unit every provider's price page uses)."""
+
+    input_per_million: float = Field(0.0, ge=0)
+    output_per_million: float = Field(0.0, ge=0)
+
+
+class LLMConfig(StrictModel):
+    policy: LLMPolicy = Field(default_factory=LLMPolicy)
+    prices: dict[str, ModelPrice] = Field(default_factory=dict, description="model name -> price; unlisted: cost 0")
