@@ -3,11 +3,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from kbench.cli.tables import format_table
 from kbench.datasets.code_qa import build_code_qa
-from kbench.datasets.registry import DATASETS
+from kbench.compare.compare import CompareError, load_runs
+from kbench.datasets.config import DatasetConfig
+from kbench.datasets.registry import DATASETS, load_dataset
 from kbench.datasets.synthetic import METHODS, Filters, build_from_source
+from kbench.evalsets import InspectError, inspect_dataset, log_inspection
+from kbench.paths import workspace_dir
 
 
 def add_parser(sub) -> None:
@@ -25,6 +30,17 @@ def add_parser(sub) -> None:
     cq.add_argument("--force", action="store_true", help="replace docs/ and questions.jsonl in a non-empty --out")
     cq.set_defaults(func=build_code_qa_cmd)
     add_synthetic_parser(bsub)
+    ins = dsub.add_parser("inspect", help="questions, coverage, near-duplicates, leakage; with runs, saturation "
+                                          "and the minimum detectable difference")
+    ins.add_argument("dataset", help="a registered dataset name or a dataset folder (BEIR or span layout)")
+    ins.add_argument("--runs", nargs="+", metavar="RUN_ID", help="runs of several configs on this dataset, or one "
+                     "sweep's parent run id")
+    ins.add_argument("--metric", help="per-query metric for saturation and MDE (default: nDCG@10, finest level)")
+    ins.add_argument("--split", default="test", help="BEIR qrels split (default test)")
+    ins.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or experiments/mlflow.db)")
+    ins.add_argument("--workspace", default="experiments", help="workspace for the MLflow store (default experiments)")
+    ins.add_argument("--no-log", action="store_true", help="print only; do not log to MLflow")
+    ins.set_defaults(func=inspect_cmd)
 
 
 def add_synthetic_parser(bsub) -> None:
@@ -105,4 +121,31 @@ def build_synthetic_cmd(args) -> int:
     for name, strata in report.leakage.items():
         print(f"leakage {name}: " + ", ".join(f"{k} {v}" for k, v in sorted(strata.items())))
     print(f"wrote {report.out} (docs/, questions.jsonl, manifest.json); use it as dataset: {{path: {report.out}}}")
+    return 0
+
+
+def inspect_cmd(args) -> int:
+    config = (DatasetConfig(path=args.dataset, split=args.split) if Path(args.dataset).expanduser().is_dir()
+              else DatasetConfig(name=args.dataset, split=args.split))
+    dataset = load_dataset(config)
+    runs = None
+    if args.runs:
+        try:
+            runs = load_runs(args.runs, args.tracking_uri)[0]
+        except CompareError as e:
+            print(f"kbench: error: {e}", file=sys.stderr)
+            return 2
+    try:
+        result = inspect_dataset(dataset, runs, args.metric)
+    except InspectError as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return 2
+    print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.queries)} questions\n")
+    print(format_table(["measure", "value"], result.rows()))
+    for first, second in result.near_duplicate_examples[:3]:
+        print(f"near-duplicate: {first!r} ~ {second!r}")
+    if not args.no_log:
+        run_id = log_inspection(result, workspace_dir(args.workspace), args.tracking_uri,
+                                config.model_dump(exclude_defaults=True))
+        print(f"\nlogged to MLflow: experiment datasets-inspect, run {run_id}")
     return 0

@@ -1,0 +1,73 @@
+"""kbench datasets inspect: coverage, Gini, leakage, saturation and the MDE, by hand and on the demo set."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import norm
+
+from kbench.cli import main as kbench_main
+from kbench.compare.compare import RunScores
+from kbench.evalsets import inspect_dataset, minimum_detectable_difference
+from kbench.evalsets.inspection import gini
+from kbench.records import Dataset, Document, Query, Span
+
+
+def test_gini_by_hand():
+    assert gini([5, 5, 5, 5]) == 0
+    assert gini([0, 0, 0, 8]) == pytest.approx(0.75)  # (n-1)/n: everything on one document
+    assert gini([1, 2, 3]) == pytest.approx(2 / 9)  # sum |xi-xj| / (2 n^2 mean) = 8 / (2 * 9 * 2)
+    assert gini([]) == 0
+
+
+def test_mde_matches_the_normal_power_formula():
+    # a paired z-test detects d with 80% power when d / (sd / sqrt(n)) = z(0.975) + z(0.8) = 2.8016
+    assert minimum_detectable_difference(0.3, 100) == pytest.approx((1.959964 + 0.841621) * 0.03, rel=1e-5)
+    d = minimum_detectable_difference(0.25, 64)
+    power = 1 - norm.cdf(norm.ppf(0.975) - d / (0.25 / 8)) + norm.cdf(-norm.ppf(0.975) - d / (0.25 / 8))
+    assert power == pytest.approx(0.8, abs=1e-3)
+
+
+def small_dataset() -> Dataset:
+    docs = [Document("a.md", "Cats purr when content. They also knead blankets.\n\nCats sleep sixteen hours."),
+            Document("b.md", "Dogs bark at strangers and wag their tails."),
+            Document("c.md", "Parrots mimic human speech surprisingly well.")]
+    queries = [Query("q1", "why do cats purr"), Query("q2", "Why do cats purr?"), Query("q3", "do dogs bark")]
+    spans = {"q1": [Span("a.md", 0, 23)], "q2": [Span("a.md", 0, 23)], "q3": [Span("b.md", 0, 24)]}
+    return Dataset("small", docs, queries, spans=spans)
+
+
+def test_inspection_by_hand():
+    result = inspect_dataset(small_dataset())
+    assert result.questions == 3 and result.documents_with_question == 2
+    assert result.gini_questions_per_document == pytest.approx(gini([2, 1, 0]))
+    assert result.near_duplicates == 1  # q2 repeats q1
+    assert result.span_chars["p50"] == 23
+    assert result.leakage_rank == {"1": 3}
+    assert result.leakage_overlap == {">=0.8": 3}  # cats purr / dogs bark: every content word is in the span
+    assert result.metrics()["coverage_documents"] == pytest.approx(2 / 3)
+
+
+def test_saturation_and_mde_from_runs():
+    frame = lambda values: pd.DataFrame({"chunk_ndcg_at_10": values}, index=["q1", "q2", "q3"])  # noqa: E731
+    runs = [RunScores("A", "a", frame([1.0, 0.0, 0.5]), "a"), RunScores("B", "b", frame([1.0, 0.0, 0.2]), "b"),
+            RunScores("C", "c", frame([1.0, 0.0, 0.9]), "c")]
+    result = inspect_dataset(small_dataset(), runs)
+    assert result.metric == "chunk_ndcg_at_10"
+    assert result.saturated_all_right == 1 and result.saturated_all_wrong == 1
+    sds = [np.std(np.array(x) - np.array(y), ddof=1) for x, y in
+           [([1, 0, .5], [1, 0, .2]), ([1, 0, .5], [1, 0, .9]), ([1, 0, .2], [1, 0, .9])]]
+    assert result.sd_difference == pytest.approx(np.median(sds))
+    assert result.mde == pytest.approx(minimum_detectable_difference(np.median(sds), 3))
+
+
+def test_cli_prints_and_logs_the_demo_set(tmp_path, capsys):
+    assert kbench_main(["datasets", "inspect", "demo", "--workspace", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "documents with a question" in out and "32 of 32" in out and "Gini" in out
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    run = client.search_runs([client.get_experiment_by_name("datasets-inspect").experiment_id])[0]
+    assert run.data.metrics["questions"] == 98 and run.data.params["dataset.name"] == "demo"
+    assert "inspect.json" in [a.path for a in client.list_artifacts(run.info.run_id)]
