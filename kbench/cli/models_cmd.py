@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from kbench.cli.tables import format_table
 from kbench.embedding.models import CATALOGUE, ModelNotInstalledError, prepare_mpnet
+from kbench.embedding.onnx_export import EXPORTED_FOLDER
 from kbench.paths import models_dir
 from kbench.training import RerankerTrainingConfig, train_reranker
 
@@ -23,9 +24,11 @@ def list_models(args) -> int:
     rows = []
     for spec in CATALOGUE.values():
         folder = spec.locate()
-        rows.append([spec.name, spec.dimension, str(folder) if folder else "not installed: " + spec.install])
-    print(format_table(["model", "dim", "folder"], rows))
-    trained = sorted(p.name for p in models_dir().glob("*") if p.is_dir() and p.name not in CATALOGUE)
+        rows.append([spec.name, spec.dimension, spec.max_tokens or "-", spec.provider, ", ".join(spec.backends),
+                     spec.licence, str(folder) if folder else "not installed: " + spec.install])
+    print(format_table(["model", "dim", "max tokens", "provider", "backends", "licence", "folder"], rows))
+    trained = sorted(p.name for p in models_dir().glob("*")
+                     if p.is_dir() and p.name not in CATALOGUE and p.name != EXPORTED_FOLDER)
     if trained:
         print(f"\nmodels prepared or trained by kbench in {models_dir()}: {', '.join(trained)}")
     return 0

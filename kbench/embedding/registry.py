@@ -22,8 +22,8 @@ class Encoder(Protocol):
 
     def __init__(self, config: Any) -> None: ...
 
-    def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
-        """(len(texts), dimension) float32, not normalized."""
+    def encode(self, texts: list[str], progress: bool = False, for_queries: bool = False) -> np.ndarray:
+        """(len(texts), dimension) float32, not normalized; ``for_queries``: a few short texts, latency first."""
 
 
 @runtime_checkable

@@ -37,6 +37,19 @@ class EmbeddingResult:
         return mask
 
 
+def _result_changing_knobs(config: EmbeddingConfig) -> dict:
+    """Knobs that change the vectors, keyed only when not at their default so older caches stay valid.
+
+    int8 and even fp32 ONNX vectors differ from torch's in the last digits: a run on one backend is never
+    served another backend's vectors."""
+    knobs = {}
+    if config.backend != "torch":
+        knobs["backend"] = config.backend
+    if config.max_seq_length is not None:
+        knobs["max_seq_length"] = config.max_seq_length
+    return knobs
+
+
 class CachedEmbedder:
     """An encoder plus its cache namespace; ``embed(texts)`` computes only texts never seen before."""
 
@@ -52,6 +65,7 @@ class CachedEmbedder:
             "dimension": config.dimension,
             "normalize": config.normalize,
             "document_prefix": config.document_prefix,
+            **_result_changing_knobs(config),
             **(extra_key or {}),
         }
         self.cache = EmbeddingCache(cache_root, self.fingerprint)
@@ -72,7 +86,8 @@ class CachedEmbedder:
             if h not in found and h not in todo:
                 todo[h] = t
         failed_hashes: dict[str, str] = {}
-        pending = list(todo.items())
+        # longest first: each block, and each batch inside it, then pads to texts of about the same length
+        pending = sorted(todo.items(), key=lambda item: -len(item[1]))
         blocks = range(0, len(pending), self.CACHE_BLOCK)
         if progress and len(blocks) > 1:
             from tqdm.auto import tqdm
@@ -115,5 +130,5 @@ class CachedEmbedder:
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         """Queries are not cached (cheap, and a cache would grow with every ad-hoc question)."""
-        vectors = self.encoder.encode([self.config.query_prefix + t for t in texts])
+        vectors = self.encoder.encode([self.config.query_prefix + t for t in texts], for_queries=True)
         return self._finish(vectors)

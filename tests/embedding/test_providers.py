@@ -23,8 +23,8 @@ def embeddings_server():
     server.close()
 
 
-def test_the_registry_holds_both_providers():
-    assert EMBEDDING_PROVIDERS.names() == ["openai", "sentence_transformers"]
+def test_the_registry_holds_every_provider():
+    assert EMBEDDING_PROVIDERS.names() == ["openai", "sentence_transformers", "static"]
     assert EMBEDDING_PROVIDERS.get("sentence_transformers").impl is SentenceTransformerEncoder
     assert EMBEDDING_PROVIDERS.get("openai").impl is OpenAICompatibleEncoder
 
@@ -32,8 +32,8 @@ def test_the_registry_holds_both_providers():
 def test_an_unknown_provider_is_a_config_error_naming_the_allowed_ones():
     with pytest.raises(ConfigError) as info:
         load_experiment({"dataset": {"name": "demo"}, "embedding": {"provider": "cohere"}})
-    assert "embedding.provider: unknown value 'cohere'; allowed: openai, sentence_transformers" in str(info.value)
-    with pytest.raises(ValidationError, match="allowed: openai, sentence_transformers"):
+    assert "embedding.provider: unknown value 'cohere'; allowed: openai, sentence_transformers, static" in str(info.value)
+    with pytest.raises(ValidationError, match="allowed: openai, sentence_transformers, static"):
         EmbeddingConfig(provider="cohere")
 
 

@@ -1,0 +1,96 @@
+"""Export a local transformer folder to ONNX once, and quantize it to dynamic int8, cached under models_dir().
+
+The export is direct (``torch.onnx.export`` of the Hugging Face model, no optimum), so it needs only torch
+and onnxruntime, both offline. Files are written under a temporary name in the target folder and renamed
+into place: a process killed mid-export leaves no half-written model that a later run would load.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+from kbench.paths import models_dir
+
+ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+# MatMul only, per channel: quantizing the embedding Gather too costs far more accuracy than it saves time
+INT8_OPS = ["MatMul"]
+EXPORTED_FOLDER = "exported"
+
+
+def export_dir(model_key: str, revision: str) -> Path:
+    """Where the exports of one model version live: models_dir()/exported/<model>-<revision>/."""
+    return models_dir() / EXPORTED_FOLDER / f"{model_key}-{revision}"
+
+
+def _atomic_build(target: Path, build) -> Path:
+    """Run ``build(tmp_path)`` and rename its output to ``target``; nothing half-written is ever visible."""
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".partial-{target.stem}-", suffix=".onnx", dir=target.parent)
+    os.close(fd)
+    try:
+        build(Path(tmp))
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target
+
+
+def _export_fp32(folder: Path, out: Path, sequence_output: str) -> None:
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    model = AutoModel.from_pretrained(str(folder), local_files_only=True).eval()
+    sample = tokenizer(["an example sentence", "a second, somewhat longer example sentence"],
+                       padding=True, return_tensors="pt")
+    names = [n for n in ONNX_INPUTS if n in sample]
+
+    class LastHiddenState(torch.nn.Module):
+        """Keyword arguments by name: positional order differs between transformers versions."""
+
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *tensors):
+            return self.inner(**dict(zip(names, tensors))).last_hidden_state
+
+    dynamic = {n: {0: "batch", 1: "sequence"} for n in [*names, sequence_output]}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tracer notes about Python conditions; outputs are checked in tests
+        torch.onnx.export(LastHiddenState(model), tuple(sample[n] for n in names), str(out),
+                          input_names=names, output_names=[sequence_output], dynamic_axes=dynamic,
+                          opset_version=17, dynamo=False)
+
+
+def exported_model(folder: Path, model_key: str, revision: str, int8: bool,
+                   sequence_output: str = "last_hidden_state") -> Path:
+    """The fp32 (or int8) ONNX file of the transformer in ``folder``, exported on first use."""
+    where = export_dir(model_key, revision)
+    fp32 = _atomic_build(where / "model.onnx", lambda tmp: _export_fp32(folder, tmp, sequence_output))
+    if not int8:
+        return fp32
+    return quantized_int8(fp32, where / "model-int8.onnx")
+
+
+def quantized_int8(fp32: Path, target: Path) -> Path:
+    """Dynamic int8 quantization of ``fp32`` (weights int8 per channel, activations quantized at run time)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    def build(tmp: Path) -> None:
+        root = logging.getLogger()
+        level = root.level
+        root.setLevel(logging.ERROR)  # quantize_dynamic logs a pre-processing hint on the root logger
+        try:
+            quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
+                             op_types_to_quantize=INT8_OPS)
+        finally:
+            root.setLevel(level)
+
+    return _atomic_build(target, build)

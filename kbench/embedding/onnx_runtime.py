@@ -1,0 +1,147 @@
+"""Run a transformer exported to ONNX: ONNX Runtime or OpenVINO, length-sorted batches, pooling in numpy.
+
+Texts are tokenized once, sorted by token count and cut into batches, so each batch pads only to its own
+longest text; vectors come back in the caller's order. Pooling (mean or CLS, then the model's Normalize
+module if it has one) follows the sentence-transformers folder's own config, so the vectors match torch.
+Batch encoding and query encoding may use different thread counts (a one-query call on many threads
+spends more time waking them than computing).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Pooling:
+    mode: str  # "mean" | "cls"
+    normalize: bool  # the folder ends with a Normalize module
+
+    @classmethod
+    def of_folder(cls, folder: Path) -> Pooling:
+        """Read a sentence-transformers folder's modules.json and 1_Pooling/config.json."""
+        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+        normalize = any(m["type"].endswith("Normalize") for m in modules)
+        pooling = next((m for m in modules if m["type"].endswith("Pooling")), None)
+        mode = "mean"
+        if pooling is not None:
+            config = json.loads((folder / pooling["path"] / "config.json").read_text(encoding="utf-8"))
+            if config.get("pooling_mode_cls_token"):
+                mode = "cls"
+            elif not config.get("pooling_mode_mean_tokens", True):
+                raise ValueError(f"{folder}: only mean and CLS pooling run on ONNX here; use embedding.backend=torch")
+        return cls(mode, normalize)
+
+    def __call__(self, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        if self.mode == "cls":
+            vectors = hidden[:, 0]
+        else:
+            weights = mask[..., None].astype(hidden.dtype)
+            vectors = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        if self.normalize:
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors = vectors / np.clip(norms, 1e-12, None)
+        return vectors.astype(np.float32, copy=False)
+
+
+def onnx_device_providers(device: str) -> list[str]:
+    import onnxruntime as ort
+
+    available = ort.get_available_providers()
+    if device in ("auto", "cuda") and "CUDAExecutionProvider" in available:
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    if device == "cuda":
+        raise ValueError("embedding.device: cuda, but this onnxruntime has no CUDAExecutionProvider; install "
+                         "onnxruntime-gpu on a machine with a GPU, or set embedding.device=cpu")
+    return ["CPUExecutionProvider"]
+
+
+class _OrtRunner:
+    def __init__(self, path: Path, threads: int | None, device: str):
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if threads:
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(str(path), options, providers=onnx_device_providers(device))
+        self.inputs = [i.name for i in self.session.get_inputs()]
+        rank3 = [o.name for o in self.session.get_outputs() if len(o.shape) == 3]
+        if not rank3:
+            raise ValueError(f"{path}: no output of shape (batch, sequence, hidden) to pool")
+        self.output = rank3[0]
+
+    def __call__(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        return self.session.run([self.output], {k: v for k, v in feeds.items() if k in self.inputs})[0]
+
+
+class _OpenVinoRunner:
+    def __init__(self, path: Path, threads: int | None, device: str):
+        import openvino as ov
+
+        if device == "cuda":
+            raise ValueError("embedding.device: cuda does not apply to embedding.backend=openvino (CPU here); "
+                             "use embedding.backend=onnx on a CUDA machine")
+        config = {"INFERENCE_NUM_THREADS": threads} if threads else {}
+        model = ov.Core().read_model(str(path))
+        self.inputs = [i.get_any_name() for i in model.inputs]
+        rank3 = [o for o in model.outputs if o.get_partial_shape().rank.get_length() == 3]
+        if not rank3:
+            raise ValueError(f"{path}: no output of shape (batch, sequence, hidden) to pool")
+        self.output = rank3[0].get_any_name()
+        self.compiled = ov.Core().compile_model(model, "CPU", config)
+
+    def __call__(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        result = self.compiled({k: v for k, v in feeds.items() if k in self.inputs})
+        return result[self.compiled.output(self.output)]
+
+
+RUNNERS = {"onnx": _OrtRunner, "onnx-int8": _OrtRunner, "openvino": _OpenVinoRunner}
+
+
+class OnnxEncoder:
+    """texts -> pooled vectors through an ONNX file; ``encode(texts, batch_size, for_queries)``."""
+
+    def __init__(self, onnx_path: Path, tokenizer_file: Path, pooling: Pooling, max_length: int, pad_id: int,
+                 backend: str, device: str = "auto", threads: int | None = None, query_threads: int | None = None):
+        from tokenizers import Tokenizer
+
+        self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length)
+        self.pooling, self.pad_id, self.max_length = pooling, pad_id, max_length
+        self._make = lambda n: RUNNERS[backend](onnx_path, n, device)
+        self._threads, self._query_threads = threads, query_threads or threads
+        self._runners: dict[int | None, object] = {}
+        self._runner(threads)  # load now: a bad device or file fails before any work
+
+    def _runner(self, threads: int | None):
+        if threads not in self._runners:
+            self._runners[threads] = self._make(threads)
+        return self._runners[threads]
+
+    def encode(self, texts: list[str], batch_size: int, for_queries: bool = False) -> np.ndarray:
+        runner = self._runner(self._query_threads if for_queries else self._threads)
+        encodings = self.tokenizer.encode_batch(list(texts))
+        order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
+        out: np.ndarray | None = None
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            width = max(len(encodings[r].ids) for r in rows)
+            ids = np.full((len(rows), width), self.pad_id, dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            types = np.zeros((len(rows), width), dtype=np.int64)
+            for i, r in enumerate(rows):
+                e = encodings[r]
+                n = len(e.ids)
+                ids[i, :n], mask[i, :n], types[i, :n] = e.ids, e.attention_mask, e.type_ids
+            hidden = runner({"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
+            pooled = self.pooling(hidden, mask)
+            if out is None:
+                out = np.zeros((len(texts), pooled.shape[1]), dtype=np.float32)
+            out[rows] = pooled
+        return out if out is not None else np.zeros((0, 0), dtype=np.float32)

@@ -1,0 +1,108 @@
+"""The bi-encoder on ONNX Runtime (fp32, int8) and OpenVINO against torch on real SciFact abstracts, the
+workspace export cache, the cache key per backend, and the thread and device knobs."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from kbench.embedding import onnx_export
+from kbench.embedding.config import EmbeddingConfig
+from kbench.embedding.stage import CachedEmbedder, l2_normalize, load_encoder
+from tests.conftest import SCIFACT
+
+
+@pytest.fixture(scope="module")
+def abstracts() -> list[str]:
+    with (SCIFACT / "corpus.jsonl").open(encoding="utf-8") as f:
+        docs = [json.loads(next(f)) for _ in range(24)]
+    texts = [(d.get("title", "") + " " + d["text"]).strip() for d in docs]
+    return texts + ["short", "a query-sized question about genes?"]  # very unequal lengths in one call
+
+
+@pytest.fixture(scope="module")
+def torch_vectors(abstracts) -> np.ndarray:
+    return l2_normalize(load_encoder(EmbeddingConfig()).encode(abstracts))
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (l2_normalize(a) * l2_normalize(b)).sum(axis=1)
+
+
+def test_onnx_fp32_matches_torch_in_the_callers_order(abstracts, torch_vectors):
+    # batch_size 5: several length-sorted batches, vectors must come back in the caller's order
+    vectors = load_encoder(EmbeddingConfig(backend="onnx", batch_size=5)).encode(abstracts)
+    assert vectors.shape == torch_vectors.shape
+    assert cosines(vectors, torch_vectors).min() >= 0.9999
+
+
+def test_onnx_int8_stays_close_to_torch(abstracts, torch_vectors):
+    c = cosines(load_encoder(EmbeddingConfig(backend="onnx-int8")).encode(abstracts), torch_vectors)
+    assert c.min() >= 0.98 and c.mean() >= 0.99, (c.min(), c.mean())
+
+
+def test_openvino_runs_the_fp32_export_and_matches_torch(abstracts, torch_vectors):
+    vectors = load_encoder(EmbeddingConfig(backend="openvino", threads=1)).encode(abstracts)
+    assert cosines(vectors, torch_vectors).min() >= 0.9999
+
+
+def test_query_encoding_on_its_own_thread_count_gives_the_same_vectors(abstracts):
+    encoder = load_encoder(EmbeddingConfig(backend="onnx", threads=2, query_threads=1))
+    as_documents = encoder.encode(abstracts[-3:])
+    as_queries = encoder.encode(abstracts[-3:], for_queries=True)
+    assert cosines(as_documents, as_queries).min() >= 0.99999
+
+
+def test_the_export_is_built_once_and_leaves_no_partial_file():
+    encoder = load_encoder(EmbeddingConfig(backend="onnx"))
+    folder = onnx_export.export_dir(encoder.model_key, encoder.revision)
+    model = folder / "model.onnx"
+    stamp = model.stat().st_mtime_ns
+    assert onnx_export.exported_model(encoder.path, encoder.model_key, encoder.revision, int8=False) == model
+    assert model.stat().st_mtime_ns == stamp
+    assert not [p for p in os.listdir(folder) if p.startswith(".partial-")]
+
+
+def test_a_failed_build_leaves_nothing_behind(tmp_path):
+    def crash(tmp):
+        tmp.write_bytes(b"half a model")
+        raise RuntimeError("killed mid-export")
+
+    with pytest.raises(RuntimeError):
+        onnx_export._atomic_build(tmp_path / "model.onnx", crash)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_cache_never_serves_one_backends_vectors_to_another(tmp_path):
+    torch_key = CachedEmbedder(EmbeddingConfig(), tmp_path).fingerprint
+    onnx_key = CachedEmbedder(EmbeddingConfig(backend="onnx"), tmp_path).fingerprint
+    int8 = CachedEmbedder(EmbeddingConfig(backend="onnx-int8"), tmp_path)
+    assert "backend" not in torch_key  # torch caches written before backends existed stay valid
+    assert onnx_key["backend"] == "onnx" and int8.fingerprint["backend"] == "onnx-int8"
+    assert len({str(sorted(k.items())) for k in (torch_key, onnx_key, int8.fingerprint)}) == 3
+    first = int8.embed(["a sentence about cells", "another one"])
+    again = CachedEmbedder(EmbeddingConfig(backend="onnx-int8"), tmp_path).embed(["another one"])
+    assert (again.cache_hits, again.cache_misses) == (1, 0)
+    assert np.array_equal(again.vectors[0], first.vectors[1])
+    fresh = CachedEmbedder(EmbeddingConfig(backend="onnx"), tmp_path).embed(["another one"])
+    assert (fresh.cache_hits, fresh.cache_misses) == (0, 1)
+
+
+def test_cuda_without_a_gpu_is_a_clear_error():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the CPU-only error cannot be seen here")
+    with pytest.raises(ValueError, match="embedding.device: cuda"):
+        load_encoder(EmbeddingConfig(device="cuda"))
+    with pytest.raises(ValueError, match="embedding.device: cuda"):
+        load_encoder(EmbeddingConfig(backend="onnx", device="cuda"))
+
+
+@pytest.mark.skipif("not __import__('torch').cuda.is_available()", reason="no GPU on this machine")
+def test_auto_device_uses_the_gpu_when_there_is_one(abstracts, torch_vectors):
+    encoder = load_encoder(EmbeddingConfig(device="auto"))
+    assert str(encoder.model.device).startswith("cuda")
+    assert cosines(encoder.encode(abstracts), torch_vectors).min() >= 0.999
