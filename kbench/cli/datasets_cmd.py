@@ -10,7 +10,7 @@ from kbench.datasets.code_qa import build_code_qa
 from kbench.compare.compare import CompareError, load_runs
 from kbench.datasets.config import DatasetConfig
 from kbench.datasets.registry import DATASETS, load_dataset
-from kbench.datasets.synthetic import METHODS, Filters, build_from_source
+from kbench.datasets.synthetic import ALL_METHODS, Filters, LLMOptions, build_from_source
 from kbench.evalsets import InspectError, inspect_dataset, log_inspection
 from kbench.paths import workspace_dir
 
@@ -44,11 +44,12 @@ def add_parser(sub) -> None:
 
 
 def add_synthetic_parser(bsub) -> None:
-    sy = bsub.add_parser("synthetic", help="questions generated from unlabeled documents (ict, heading, commits)")
+    sy = bsub.add_parser("synthetic", help="questions generated from unlabeled documents (ict, heading, commits, llm)")
     sy.add_argument("source", help="a folder of documents, a registered dataset's name (its documents), or for "
                     "--method commits a local git repository")
-    sy.add_argument("--method", required=True, choices=sorted(METHODS), help="ict: a sentence is the question; "
-                    "heading: a section's heading path; commits: a commit's subject")
+    sy.add_argument("--method", required=True, choices=ALL_METHODS, help="ict: a sentence is the question; "
+                    "heading: a section's heading path; commits: a commit's subject; llm: a model writes the "
+                    "question and quotes its answer")
     sy.add_argument("--out", required=True, help="new folder for docs/, questions.jsonl, manifest.json")
     sy.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     sy.add_argument("--per-doc", type=_positive, default=None, metavar="N", help="at most N questions a document")
@@ -62,6 +63,11 @@ def add_synthetic_parser(bsub) -> None:
     sy.add_argument("--exclude", nargs="+", metavar="GLOB", help="paths to leave out")
     sy.add_argument("--since", help="commits: only commits after this date (anything git log --since takes)")
     sy.add_argument("--max-commits", type=_positive, default=None, metavar="N", help="commits: the newest N")
+    sy.add_argument("--base-url", help="llm: an OpenAI-compatible endpoint (default OPENAI_BASE_URL; `kbench serve` "
+                    "prints one)")
+    sy.add_argument("--model", help="llm: the chat model")
+    sy.add_argument("--api-key-env", default="OPENAI_API_KEY", help="llm: the variable holding the key")
+    sy.add_argument("--workspace", default="experiments", help="llm: answers are cached under WORKSPACE/cache/llm")
     sy.add_argument("--force", action="store_true", help="replace a non-empty --out")
     sy.set_defaults(func=build_synthetic_cmd)
 
@@ -110,7 +116,8 @@ def build_synthetic_cmd(args) -> int:
     report = build_from_source(args.source, args.out, method=args.method, seed=args.seed, per_doc=args.per_doc,
                                max_questions=args.max_questions, force=args.force, include=args.include,
                                exclude=args.exclude, since=args.since, max_commits=args.max_commits,
-                               filters=Filters(args.max_word_overlap, args.min_bm25_rank))
+                               filters=Filters(args.max_word_overlap, args.min_bm25_rank),
+                               llm_options=LLMOptions(args.base_url, args.model, args.api_key_env, args.workspace))
     print(f"{report.kept} questions ({args.method}) from {report.documents_with_questions} of {report.documents} "
           f"documents; {report.proposals} candidates")
     rows = [[reason, count] for reason, count in sorted(report.rejected.items(), key=lambda x: -x[1])]
@@ -118,6 +125,8 @@ def build_synthetic_cmd(args) -> int:
         print(format_table(["rejected: reason", "count"], rows))
     if report.skipped_files:
         print("skipped files: " + ", ".join(f"{k} {v}" for k, v in sorted(report.skipped_files.items())))
+    if report.cache:
+        print("llm: " + ", ".join(f"{k} {v}" for k, v in report.cache.items()))
     for name, strata in report.leakage.items():
         print(f"leakage {name}: " + ", ".join(f"{k} {v}" for k, v in sorted(strata.items())))
     print(f"wrote {report.out} (docs/, questions.jsonl, manifest.json); use it as dataset: {{path: {report.out}}}")

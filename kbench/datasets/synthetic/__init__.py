@@ -7,16 +7,20 @@ BM25-rank / word-overlap / near-duplicate measures that ``kbench datasets inspec
 """
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from kbench.datasets.config import DatasetConfig
 from kbench.datasets.registry import DATASETS, load_dataset
-from kbench.datasets.synthetic import commits, heading, ict
+from kbench.datasets.synthetic import commits, heading, ict, llm
 from kbench.datasets.synthetic.base import Proposal, Proposals, SyntheticError, stratified_sample
 from kbench.datasets.synthetic.build import BuildReport, Filters, build_synthetic
 from kbench.hashing import stable_hash
+from kbench.llm import Endpoint, LLMClient
+from kbench.paths import workspace_dir
 from kbench.records import Document
 from kbench.sources.folder import DEFAULT_EXCLUDE, FolderSource
 from kbench.sources.git import GitSourceError, load_git
@@ -24,9 +28,10 @@ from kbench.sources.git import GitSourceError, load_git
 # name -> the module: ``propose(document, params) -> Proposals``, ``DEFAULTS``; where a verbatim leftover is
 # looked for (a sentence anywhere in the corpus; a heading line or subject in its own document)
 METHODS = {ict.NAME: ict, heading.NAME: heading, commits.NAME: commits}
+ALL_METHODS = [*METHODS, llm.NAME]  # llm samples excerpts first, then asks the model (build_llm_set)
 VERBATIM_SCOPE = {"ict": "corpus", "heading": "document", "commits": "document", "llm": "none"}
 
-__all__ = ["BuildReport", "Filters", "METHODS", "Proposal", "Proposals", "SyntheticError", "build_synthetic",
+__all__ = ["ALL_METHODS", "BuildReport", "Filters", "LLMOptions", "METHODS", "Proposal", "Proposals", "SyntheticError", "build_synthetic",
            "build_from_source", "load_source", "stratified_sample"]
 
 
@@ -59,15 +64,30 @@ def load_source(source: str, method: str, *, include: list[str] | None = None, e
                          f"({', '.join(DATASETS)}); give a folder of documents or a dataset name")
 
 
+@dataclass(frozen=True)
+class LLMOptions:
+    """Where the llm method sends its prompts (the api key is read from ``api_key_env``, never stored)."""
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    workspace: str = "experiments"  # answers are cached under <workspace>/cache/llm
+
+
 def build_from_source(source: str, out: str | Path, *, method: str, seed: int = 0, per_doc: int | None = None,
                       max_questions: int | None = None, filters: Filters = Filters(), force: bool = False,
                       include: list[str] | None = None, exclude: list[str] | None = None, since: str | None = None,
-                      max_commits: int | None = None, params: dict[str, Any] | None = None) -> BuildReport:
-    """``kbench datasets build synthetic``: load the source, then build with one of ``METHODS``."""
-    if method not in METHODS:
-        raise SyntheticError(f"--method {method!r}: choose one of {', '.join(METHODS)}")
+                      max_commits: int | None = None, params: dict[str, Any] | None = None,
+                      llm_options: LLMOptions | None = None) -> BuildReport:
+    """``kbench datasets build synthetic``: load the source, then build with one of ``ALL_METHODS``."""
+    if method not in ALL_METHODS:
+        raise SyntheticError(f"--method {method!r}: choose one of {', '.join(ALL_METHODS)}")
     documents, skipped, provenance = load_source(source, method, include=include, exclude=exclude, since=since,
                                                  max_commits=max_commits)
+    if method == llm.NAME:
+        return build_llm_set(documents, out, llm_options or LLMOptions(), seed=seed, per_doc=per_doc,
+                             max_questions=max_questions, filters=filters, force=force, provenance=provenance,
+                             skipped_files=skipped, params=params)
     module = METHODS[method]
     options = {**module.DEFAULTS, **(params or {})}
     provenance = {**provenance, "params": options, "model": None, "prompt_sha256": None,
@@ -75,3 +95,53 @@ def build_from_source(source: str, out: str | Path, *, method: str, seed: int = 
     return build_synthetic(documents, out, method=method, propose=partial(module.propose, params=options),
                            seed=seed, per_doc=per_doc, max_questions=max_questions, filters=filters, force=force,
                            provenance=provenance, skipped_files=skipped, verbatim_scope=VERBATIM_SCOPE[method])
+
+
+def build_llm_set(documents: list[Document], out: str | Path, options: LLMOptions, *, seed: int = 0,
+                  per_doc: int | None = None, max_questions: int | None = None, filters: Filters = Filters(),
+                  force: bool = False, provenance: dict[str, Any] | None = None,
+                  skipped_files: dict[str, list[str]] | None = None, params: dict[str, Any] | None = None,
+                  client: LLMClient | None = None) -> BuildReport:
+    """Sample excerpts, ask the model (answers cached), locate the quotes, then build like every method."""
+    options_ = {**llm.DEFAULTS, **(params or {})}
+    out = Path(out).expanduser().resolve()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:  # before any request is paid for
+        raise SyntheticError(f"--out {out} exists and is not empty; choose a new folder or pass --force to replace it")
+    by_id = {d.doc_id: d for d in documents if d.text.strip()}
+    rejected: Counter = Counter()
+    candidates = {}
+    for d in by_id.values():
+        found = llm.excerpts(d, options_)
+        rejected.update(found.rejected)
+        if found.items:
+            candidates[d.doc_id] = found.items
+    chosen, dropped = stratified_sample(candidates, per_doc=per_doc, max_questions=max_questions, seed=seed)
+    rejected.update(dropped)
+    own_client = client is None
+    if own_client:
+        client = LLMClient(Endpoint("synthetic", options.base_url, options.model, options.api_key_env),
+                           stage="synthetic", cache_root=workspace_dir(options.workspace) / "cache",
+                           cache_params={"prompt_sha256": llm.PROMPT_SHA256})
+    try:
+        generated = llm.generate(by_id, chosen, client, options_) if chosen else None
+    finally:
+        if own_client:
+            client.flush()
+            client.close()
+    if generated is not None:
+        rejected.update(generated.rejected)
+
+    def add_counts(report: BuildReport) -> None:
+        report.rejected.update(rejected)
+        if generated is not None:
+            report.cache = {"hits": generated.cache_hits, "requests": generated.requests,
+                            **{f"located_{k}": v for k, v in generated.located.items()}}
+
+    proposals = generated.proposals if generated is not None else {}
+    provenance = {**(provenance or {}), "params": options_, "model": client.endpoint.model,
+                  "base_url": client.endpoint.url, "prompt_sha256": llm.PROMPT_SHA256, "per_doc": per_doc,
+                  "max_questions": max_questions}
+    return build_synthetic(list(by_id.values()), out, method=llm.NAME,
+                           propose=lambda d: Proposals(list(proposals.get(d.doc_id, []))), seed=seed,
+                           filters=filters, force=force, provenance=provenance, skipped_files=skipped_files,
+                           verbatim_scope=VERBATIM_SCOPE[llm.NAME], report_extra=add_counts)
