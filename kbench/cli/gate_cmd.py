@@ -1,0 +1,60 @@
+"""kbench gate BASELINE CANDIDATE: exit 1 when the candidate is significantly worse by more than a margin."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from kbench.compare.gate import GateError, gate, resolve_side
+from kbench.evaluation.significance import CORRECTIONS, TESTS
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "gate", help="regression gate for CI: exit 1 when CANDIDATE is significantly worse than BASELINE by more "
+                     "than --margin on a gated metric, 0 otherwise, 2 on bad input")
+    p.add_argument("baseline", metavar="BASELINE", help="a config file (.yaml: run now, or its finished run read back) "
+                                                         "or a logged run id")
+    p.add_argument("candidate", metavar="CANDIDATE", help="a config file or a logged run id")
+    p.add_argument("--metric", dest="metrics", action="append", metavar="NAME",
+                   help="per-query metric to gate on, repeatable (default: the headline metric, nDCG@10 of the "
+                        "finest level)")
+    p.add_argument("--margin", type=float, default=0.01,
+                   help="how much worse is tolerated, in the metric's units (default 0.01)")
+    p.add_argument("--test", choices=list(TESTS), default="randomization")
+    p.add_argument("--correction", choices=[*CORRECTIONS, "none"], default="holm",
+                   help="over the gated metrics (default holm)")
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--allow-dataset-change", action="store_true",
+                   help="compare runs whose dataset hashes differ (refused by default)")
+    p.add_argument("--no-reuse", action="store_true", help="run config files even when a finished run matches")
+    p.add_argument("--tracking-uri", help="MLflow store of run ids (default: MLFLOW_TRACKING_URI or "
+                                          "experiments/mlflow.db)")
+    p.add_argument("--json", metavar="PATH", help="also write the verdict as JSON here ('-' for stdout instead of "
+                                                  "the markdown)")
+    p.add_argument("--summary", metavar="PATH", help="append the markdown summary to this file (in GitHub Actions: "
+                                                     "$GITHUB_STEP_SUMMARY)")
+    p.set_defaults(func=run_gate)
+
+
+def run_gate(args) -> int:
+    say = lambda s: print(f"kbench gate: {s}", file=sys.stderr)  # noqa: E731 (progress on stderr, results on stdout)
+    try:
+        sides = [resolve_side(spec, tracking_uri=args.tracking_uri, reuse=not args.no_reuse, say=say)
+                 for spec in (args.baseline, args.candidate)]
+        result = gate(*sides, metrics=args.metrics, margin=args.margin, test=args.test,
+                      correction=args.correction, alpha=args.alpha, allow_dataset_change=args.allow_dataset_change)
+    except GateError as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return 2
+    verdict = json.dumps(result.as_dict(), indent=2)
+    if args.json == "-":
+        print(verdict)
+    else:
+        print(result.markdown())
+        if args.json:
+            Path(args.json).write_text(verdict + "\n", encoding="utf-8")
+    if args.summary:
+        with open(args.summary, "a", encoding="utf-8") as f:
+            f.write(result.markdown())
+    return result.exit_code
