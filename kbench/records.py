@@ -127,13 +127,19 @@ class Run:
 
     hits: dict[str, list[RankedHit]]
     name: str = "kbench"
+    # per query, what each retrieval stage passed on before the final cut, as chunk ids best first:
+    # "leg_<name>" (the leg's list at its depth), "fusion" (the fused candidates, before rerank), "rerank"
+    # (before grouping). Miss attribution and the oracle ceilings read it; empty for runs read back from files.
+    stages: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     TIE_STEP: ClassVar[float] = 1e-9
     FRAME_COLUMNS: ClassVar[tuple[str, ...]] = ("query_id", "rank", "chunk_id", "doc_id", "score")
 
     @classmethod
-    def from_hits(cls, rankings: dict[str, list[Hit]], chunks: list[Chunk], name: str = "kbench") -> "Run":
-        """The retrieval stage's row-indexed hits -> stable ids (the chunk list need not travel further)."""
+    def from_hits(cls, rankings: dict[str, list[Hit]], chunks: list[Chunk], name: str = "kbench",
+                  stages: dict[str, dict[str, list[int]]] | None = None) -> "Run":
+        """The retrieval stage's row-indexed hits -> stable ids (the chunk list need not travel further);
+        ``stages``: per query, each stage's candidate rows (the retrieval stage's trace)."""
         out: dict[str, list[RankedHit]] = {}
         for qid, hits in rankings.items():
             ranked = []
@@ -142,7 +148,9 @@ class Run:
                 ranked.append(RankedHit(c.chunk_id, c.doc_id, float(h.score), c.start, c.end,
                                         dict(h.leg_scores), dict(h.leg_ranks), h.match_type))
             out[qid] = ranked
-        return cls(out, name)
+        traced = {qid: {stage: [chunks[i].chunk_id for i in rows] for stage, rows in per_stage.items()}
+                  for qid, per_stage in (stages or {}).items()}
+        return cls(out, name, traced)
 
     @classmethod
     def from_frame(cls, frame, name: str = "kbench") -> "Run":

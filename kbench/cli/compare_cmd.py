@@ -7,7 +7,9 @@ from pathlib import Path
 
 from kbench.cli.tables import format_table
 from kbench.compare import CompareError, compare_runs, summary_lines, write_report
+from kbench.compare.frontier import FrontierError, best_under, pareto_frontier, parse_constraint, plot_frontier, run_points
 from kbench.compare.report import TEST_NAMES, format_p
+from kbench.compare.slices import compare_by_slice
 from kbench.config import load_experiment
 from kbench.paths import workspace_dir
 from kbench.runner import export_run, import_trec_run
@@ -24,7 +26,19 @@ def add_parser(sub) -> None:
                    help="per-query metric column, repeatable (default: nDCG, recall, MRR at 10 of the finest level)")
     p.add_argument("--test", choices=["randomization", "t", "wilcoxon"], default="randomization",
                    help="the test whose p-values are corrected and decide 'significant' (all three are reported)")
-    p.add_argument("--correction", choices=["holm", "bonferroni", "none"], default="holm")
+    p.add_argument("--correction", choices=["holm", "bonferroni", "fdr_bh", "none"], default="holm",
+                   help="multiple-comparison correction over every (config, metric) test: holm and bonferroni "
+                        "control the family-wise error, fdr_bh (Benjamini-Hochberg) the false discovery rate")
+    p.add_argument("--slice", dest="slices", action="append", metavar="KEY",
+                   help="also compare per slice (evaluation.slices of the runs: doc_type, corpus, query_length, "
+                        "query.<field>, doc.<field>), tested and corrected as one family; repeatable")
+    p.add_argument("--frontier", metavar="METRIC", help="print and plot the Pareto frontier of METRIC against --cost")
+    p.add_argument("--cost", metavar="COST", default="latency_ms_total_p95",
+                   help="the cost run metric for --frontier (latency_ms_<stage>_p50/p95, cost_index_bytes, "
+                        "cost_embed_seconds, llm_total_cost_usd, ...); default latency_ms_total_p95")
+    p.add_argument("--constraint", dest="constraints", action="append", default=[], metavar="EXPR",
+                   help="with --frontier: pick the best config meeting EXPR, e.g. 'latency_ms_total_p95<50'; "
+                        "repeatable (all must hold)")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or experiments/mlflow.db)")
     p.add_argument("--out", help="write report.md, report.html and plots here (default: a folder under the workspace)")
@@ -61,10 +75,20 @@ def run_compare(args) -> int:
         print("kbench: error: give run ids or --sweep PARENT_RUN_ID (one of them)", file=sys.stderr)
         return 2
     try:
+        constraints = [parse_constraint(text) for text in args.constraints]
+        if constraints and not args.frontier:
+            raise FrontierError("--constraint needs --frontier METRIC (the metric to maximise)")
         comparison = compare_runs(args.sweep or args.runs, baseline=args.baseline, metrics=args.metrics,
                                   tracking_uri=args.tracking_uri, test=args.test, correction=args.correction,
                                   alpha=args.alpha)
-    except CompareError as e:
+        frontier = None
+        if args.frontier:
+            points = run_points(comparison.runs, [args.frontier, args.cost, *(c.metric for c in constraints)])
+            frontier = pareto_frontier(points, args.frontier, args.cost)
+        sliced = {key: compare_by_slice(comparison.runs, key, baseline=comparison.baseline,
+                                        metrics=comparison.metrics, test=args.test, correction=args.correction,
+                                        alpha=args.alpha) for key in args.slices or []}
+    except (CompareError, FrontierError) as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 2
     print(format_table(*overview_table(comparison), numeric=[True, False] + [True] * len(comparison.metrics)))
@@ -80,6 +104,15 @@ def run_compare(args) -> int:
     name = comparison.parent_run_id or "-".join(r.run_id[:8] for r in comparison.runs)
     out = Path(args.out) if args.out else workspace_dir() / "comparisons" / name
     write_report(comparison, out)
+    for key, table in sliced.items():
+        print()
+        print_slice_table(table, key, comparison)
+        table.to_csv(out / f"slices_{key}.csv", index=False)
+    if frontier is not None:
+        print()
+        print_frontier(frontier, args.frontier, args.cost, constraints)
+        frontier.to_csv(out / "frontier.csv", index=False)
+        plot_frontier(frontier, args.frontier, args.cost, out / "frontier.png")
     print(f"\nreport: {out / 'report.md'} and {out / 'report.html'}")
     if args.log:
         if not comparison.parent_run_id:
@@ -120,6 +153,31 @@ def metric_table(comparison, metric: str, test: str) -> tuple[list[str], list[li
                      "–" if r["baseline"] else f"{r['effect_size']:.2f}", format_p(r[f"p_{test}"]),
                      format_p(r["p_adjusted"]), "yes" if r["significant"] else ""])
     return ["#", metric, "mean", "ci_low", "ci_high", "vs best", "Δ baseline", "d", f"p_{test}", "p_adj", "sig"], rows
+
+
+def print_slice_table(table, key: str, comparison) -> None:
+    """The headline metric per slice label and config, with the difference to the baseline and its p-value
+    (corrected over every slice, config and metric)."""
+    part = table[table["metric"] == comparison.headline]
+    rows = [[r.slice, r.config + (" (baseline)" if r.baseline else ""), r.n_queries, r.mean,
+             "–" if r.baseline else f"{r.diff:+.4f}", format_p(r.p_adjusted), "yes" if r.significant else ""]
+            for r in part.itertuples()]
+    print(f"{comparison.headline} per {key} ({comparison.correction} correction over {int(table['p_adjusted'].notna().sum())} "
+          f"tests in every slice):")
+    print(format_table([key, "config", "queries", "mean", "Δ baseline", "p_adj", "sig"], rows,
+                       numeric=[False, False, True, True, True, True, False]))
+
+
+def print_frontier(frontier, metric: str, cost: str, constraints) -> None:
+    rows = [[r.config, getattr(r, cost), getattr(r, metric), "*" if r.on_frontier else ""]
+            for r in frontier.itertuples()]
+    print(f"{metric} against {cost} (* on the Pareto frontier: no config is better and cheaper)")
+    print(format_table(["config", cost, metric, "frontier"], rows, numeric=[False, True, True, False]))
+    if constraints:
+        best = best_under(frontier, metric, constraints)
+        where = " and ".join(str(c) for c in constraints)
+        print(f"best under {where}: " + (f"{best['config']} ({metric} {best[metric]:.4f}, {cost} {best[cost]:g})"
+                                         if best is not None else "no config meets it"))
 
 
 def run_export(args) -> int:

@@ -8,6 +8,7 @@ from kbench.cli.tables import format_table
 from kbench.compare import ranking_lines
 from kbench.sweep.executors import make_executor
 from kbench.sweep.expand import load_sweep
+from kbench.sweep.confirm import confirm_sweep
 from kbench.sweep.run import SweepError, run_sweep
 
 
@@ -25,6 +26,12 @@ def add_parser(sub) -> None:
                    help="run configs again even when an equal config (same run key) finished outside this sweep")
     p.add_argument("--no-report", action="store_true", help="skip the comparison report at the end")
     p.add_argument("--dry-run", action="store_true", help="list the configs, their run keys and knobs; run nothing")
+    p.add_argument("--confirm-half", action="store_true",
+                   help="choose the winner on a seeded half of the queries and report its gain on the other half")
+    p.add_argument("--confirm-seed", type=int, default=0, metavar="N", help="the seed of --confirm-half (default 0)")
+    p.add_argument("--select-on", metavar="SPLIT", help="run the sweep on this qrels split (sets dataset.split)")
+    p.add_argument("--confirm-on", metavar="SPLIT",
+                   help="after the sweep, run the winner and the baseline on this split and report both gains")
     p.set_defaults(func=run)
 
 
@@ -34,7 +41,16 @@ def run(args) -> int:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
 
-    plan = load_sweep(args.config, args.overrides)
+    if bool(args.select_on) != bool(args.confirm_on) or (args.confirm_on and args.confirm_half):
+        print("kbench: error: give --select-on SPLIT and --confirm-on SPLIT together, or --confirm-half, not both",
+              file=sys.stderr)
+        return 2
+    if args.select_on == args.confirm_on and args.confirm_on:
+        print(f"kbench: error: --select-on and --confirm-on name the same split {args.confirm_on!r}; a confirmation "
+              "needs queries the selection did not see", file=sys.stderr)
+        return 2
+    overrides = args.overrides + ([f"dataset.split={args.select_on}"] if args.select_on else [])
+    plan = load_sweep(args.config, overrides)
     if args.dry_run:
         rows = [[c.label, c.run_key, _shorten(", ".join(f"{k}={v}" for k, v in c.knobs.items()) or "(baseline)")]
                 for c in plan.configs]
@@ -66,6 +82,16 @@ def run(args) -> int:
     print()
     for line in winner_lines(outcome):
         print(line)
+    if args.confirm_half or args.confirm_on:
+        try:
+            confirmation = confirm_sweep(outcome, plan, half_seed=args.confirm_seed, select_on=args.select_on,
+                                         confirm_on=args.confirm_on, say=lambda line: print(line, flush=True))
+        except (ValueError, KeyError) as e:
+            print(f"kbench: error: confirmation: {e}", file=sys.stderr)
+            return 2
+        print()
+        for line in (confirmation.lines() if confirmation else ["confirmation: fewer than two configs finished"]):
+            print(line)
     if outcome.report_dir:
         print(f"report: {outcome.report_dir / 'report.html'} (also artifact report/ of the parent run)")
     print(f"MLflow parent run {outcome.parent_run_id} in {outcome.tracking_uri}")

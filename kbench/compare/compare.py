@@ -27,8 +27,9 @@ import pandas as pd
 
 from kbench.tracking import tags as tag
 from kbench.tracking.read import RunReadError, finished_sweep_children, get_run, read_per_query, tracking_client
-from kbench.evaluation.significance import (TESTS, adjust_p_values, bootstrap_ci, paired_effect_size,
-                                            paired_t_test, randomization_test, wilcoxon_signed_rank)
+from kbench.evaluation.significance import (TESTS, adjust_p_values, bootstrap_ci, minimum_detectable_difference,
+                                            paired_effect_size, paired_t_test, randomization_test,
+                                            wilcoxon_signed_rank)
 
 NOT_METRICS = ("query_id", "n_results")
 DEFAULT_MEASURES = ("ndcg", "recall", "mrr")
@@ -45,6 +46,7 @@ class RunScores:
     per_query: pd.DataFrame  # indexed by query_id
     artifact_run_id: str  # where per_query.parquet was read (the source run of a reused config)
     knobs: str = ""
+    summary: dict[str, float] = field(default_factory=dict)  # the run's logged metrics (costs, latency p95, ...)
 
 
 @dataclass
@@ -118,7 +120,8 @@ def load_runs(runs: str | list[str], tracking_uri: str | None = None) -> tuple[l
         for run in fetched:
             label = run.data.tags.get(tag.SWEEP_LABEL) or run.data.tags.get("mlflow.runName") or run.info.run_id[:8]
             frame, source = read_per_query(client, run)
-            scores.append(RunScores(label, run.info.run_id, frame, source, run.data.tags.get(tag.SWEEP_KNOBS, "")))
+            scores.append(RunScores(label, run.info.run_id, frame, source, run.data.tags.get(tag.SWEEP_KNOBS, ""),
+                                    dict(run.data.metrics)))
     except RunReadError as e:
         raise CompareError(str(e)) from None
     labels = [s.label for s in scores]
@@ -233,14 +236,15 @@ def compare_scores(runs: list[RunScores], *, baseline: str | None = None, metric
             d = b - a
             if r is base:
                 row.update(diff=0.0, diff_ci_low=0.0, diff_ci_high=0.0, effect_size=np.nan, p_t=np.nan,
-                           p_wilcoxon=np.nan, p_randomization=np.nan, wins=0, ties=len(d), losses=0)
+                           p_wilcoxon=np.nan, p_randomization=np.nan, wins=0, ties=len(d), losses=0, mde=np.nan)
             else:
                 dlow, dhigh = bootstrap_ci(d, confidence, n_bootstrap, seed)
                 row.update(diff=float(d.mean()), diff_ci_low=dlow, diff_ci_high=dhigh,
                            effect_size=paired_effect_size(a, b), p_t=paired_t_test(a, b).p_value,
                            p_wilcoxon=wilcoxon_signed_rank(a, b).p_value,
                            p_randomization=randomization_test(a, b, n_resamples, seed).p_value,
-                           wins=int((d > 0).sum()), ties=int((d == 0).sum()), losses=int((d < 0).sum()))
+                           wins=int((d > 0).sum()), ties=int((d == 0).sum()), losses=int((d < 0).sum()),
+                           mde=minimum_detectable_difference(float(d.std(ddof=1)), len(d), alpha))
             rows.append(row)
     table = pd.DataFrame(rows)
     chosen = table[f"p_{test}"].to_numpy()
@@ -267,3 +271,18 @@ def compare_runs(runs: str | list[str], *, baseline: str | None = None, metrics:
 __all__ = ["Comparison", "CompareError", "RunScores", "compare_runs", "compare_scores", "default_metrics",
            "headline_metric", "load_runs", "metrics_to_compare", "paired_t_test", "randomization_test", "rank_configs",
            "wilcoxon_signed_rank"]
+
+
+def detectable_differences(comparison: Comparison) -> pd.DataFrame:
+    """Per metric, the minimum detectable difference at 80% power for the comparison's query count and alpha
+    (paired t-test power): the median over the configs compared with the baseline (``mde``), and its range.
+    A difference to the baseline smaller than this is one the query set will usually miss, real or not."""
+    rows = []
+    for metric in comparison.metrics:
+        mde = comparison.table[(comparison.table["metric"] == metric) & ~comparison.table["baseline"]]["mde"]
+        mde = mde.dropna()
+        rows.append({"metric": metric, "n_queries": comparison.n_queries,
+                     "mde": float(mde.median()) if len(mde) else np.nan,
+                     "mde_min": float(mde.min()) if len(mde) else np.nan,
+                     "mde_max": float(mde.max()) if len(mde) else np.nan})
+    return pd.DataFrame(rows)

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kbench.compare.compare import Comparison
+from kbench.compare.compare import Comparison, detectable_differences
 
 TEST_NAMES = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test", "randomization": "paired randomization test"}
 VERDICTS = {"best": "best", "tied": "tied with the best", "worse": "worse than the best"}
@@ -214,6 +214,19 @@ def plot_per_query(comparison: Comparison, other: str, metric: str, path: Path) 
     return path
 
 
+def mde_note(comparison: Comparison) -> str:
+    return (f"Minimum detectable difference: the smallest true difference to the baseline that "
+            f"{comparison.n_queries} queries find with 80% power (paired t-test, two-sided α = {comparison.alpha}), "
+            "from the spread of the per-query differences (median over the configs, and its range). Smaller "
+            "differences may be real; this query set will usually miss them.")
+
+
+def mde_rows(comparison: Comparison) -> list[dict[str, str]]:
+    return [{"metric": r.metric, "queries": str(r.n_queries), "MDE (80% power)": _fmt(r.mde),
+             "range over configs": f"{_fmt(r.mde_min)} – {_fmt(r.mde_max)}"}
+            for r in detectable_differences(comparison).itertuples()]
+
+
 def md_table(rows: list[dict[str, str]]) -> str:
     if not rows:
         return ""
@@ -270,6 +283,7 @@ def write_report(comparison: Comparison, out_dir: str | Path, scatter: str | Non
     for name, lines in (("Better", better), ("Worse", worse)):
         if lines:
             md += [f"**{name}:**", "", *(f"- {line}" for line in lines), ""]
+    md += ["## Minimum detectable difference", "", mde_note(comparison), "", md_table(mde_rows(comparison)), ""]
     md += ["![metric per config](metric_per_config.png)", ""]
     if scatter_file:
         alt = scatter.replace("[", "(").replace("]", ")")  # brackets would end the alt text
@@ -288,6 +302,8 @@ def write_report(comparison: Comparison, out_dir: str | Path, scatter: str | Non
     for name, lines in (("Better", better), ("Worse", worse)):
         if lines:
             body += [f"<h3>{name}</h3><ul>", *(f"<li>{esc(x)}</li>" for x in lines), "</ul>"]
+    body += ["<h2>Minimum detectable difference</h2>", f"<p>{esc(mde_note(comparison))}</p>",
+             _html_table(mde_rows(comparison))]
     body.append(f'<img src="{_data_uri(out / "metric_per_config.png")}" alt="metric per config">')
     if scatter_file:
         body.append(f'<img src="{_data_uri(out / scatter_file)}" alt="per-query scores: baseline vs {esc(scatter)}">')

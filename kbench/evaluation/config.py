@@ -1,6 +1,8 @@
-"""The evaluation section: cutoffs, the relevance level and the span overlap rule."""
+"""The evaluation section: cutoffs, the relevance level, the span overlap rule, token budgets, miss attribution
+and slices."""
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -27,6 +29,19 @@ class EvaluationConfig(StrictModel):
         "auto", description="document: qrels on doc ids; chunk: relevance from span overlap; auto picks"
     )
     overlap: OverlapRule = Field(default_factory=OverlapRule)
+    budgets: list[int] = Field(
+        default_factory=list, description="token budgets (e.g. [500, 1000, 2000, 4000]): *_at_budget_<n> metrics "
+                                          "keep ranked chunks until n tokens are spent (kbench.evaluation.budgets)")
+    budget_tokenizer: str | None = Field(
+        None, description="whose tokenizer counts budget tokens (kbench models list); default: embedding.model")
+    miss_attribution: bool = Field(
+        True, description="per query and relevant item, the stage where it was lost (miss_stage, miss_share_*) "
+                          "and the oracle ceilings (ceiling_*)")
+    miss_k: int | None = Field(None, ge=1, description="the cutoff a relevant item must reach to count as a hit; "
+                                                        "default: the largest k")
+    slices: list[str] = Field(
+        default_factory=list, description="per-query slice columns: doc_type, corpus, query_length, "
+                                          "query.<metadata field>, doc.<metadata field> (kbench.evaluation.slices)")
 
     @field_validator("k")
     @classmethod
@@ -34,4 +49,27 @@ class EvaluationConfig(StrictModel):
         if any(k < 1 for k in v):
             raise ValueError(f"every k must be >= 1, got {v}")
         return sorted(set(v))
+
+    @field_validator("budgets")
+    @classmethod
+    def _positive_budgets(cls, v: list[int]) -> list[int]:
+        if any(n < 1 for n in v):
+            raise ValueError(f"every budget must be >= 1 token, got {v}")
+        return sorted(set(v))
+
+    @field_validator("slices")
+    @classmethod
+    def _known_slices(cls, v: list[str]) -> list[str]:
+        for key in v:
+            if key not in SLICE_KEYS and not re.fullmatch(r"(query|doc)\.\w[\w.-]*", key):
+                raise ValueError(f"unknown slice {key!r}; allowed: {', '.join(SLICE_KEYS)}, query.<metadata field>, "
+                                 "doc.<metadata field>")
+        return list(dict.fromkeys(v))
+
+    @property
+    def miss_cutoff(self) -> int:
+        return self.miss_k or max(self.k)
+
+
+SLICE_KEYS = ("doc_type", "corpus", "query_length")
 

@@ -22,7 +22,11 @@ def chunk_matches_span(chunk: Chunk, span: Span, rule: OverlapRule) -> bool:
       chunk can then only be hit when ``value`` is small enough).
     Touching ranges (one ends where the other starts) share no character and never match.
     """
-    n = overlap_chars(chunk, span)
+    return overlap_meets_rule(overlap_chars(chunk, span), span, rule)
+
+
+def overlap_meets_rule(n: int, span: Span, rule: OverlapRule) -> bool:
+    """Do ``n`` characters of ``span``, retrieved, satisfy ``rule`` (see chunk_matches_span)?"""
     if n <= 0:
         return False
     if rule.rule == "any":

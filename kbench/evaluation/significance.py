@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 # a p-value computed with floating point sums must not flip on the last bit: two sums that differ by less
 # than this (relative) are treated as equal, as scipy's permutation_test does
@@ -161,8 +161,58 @@ def holm(p_values) -> np.ndarray:
     return adjusted
 
 
+def fdr_bh(p_values) -> np.ndarray:
+    """Benjamini–Hochberg adjusted p-values (same order as given), as scipy.stats.false_discovery_control.
+
+    Sorted ascending, the i-th smallest (1-based) is multiplied by m / i; a running minimum from the largest
+    down keeps them monotone, each capped at 1. Rejecting where adjusted p < alpha controls the expected
+    share of false discoveries among the rejections at alpha (independent or positively dependent tests):
+    the correction for a whole sweep, where Holm's family-wise control would find almost nothing.
+    """
+    p = np.asarray(p_values, dtype=float)
+    m = len(p)
+    if m == 0:
+        return p.copy()
+    order = np.argsort(p, kind="stable")
+    scaled = p[order] * m / np.arange(1, m + 1)
+    scaled = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
+    adjusted = np.empty(m)
+    adjusted[order] = scaled
+    return adjusted
+
+
+def minimum_detectable_difference(sd_of_differences: float, n: int, alpha: float = 0.05,
+                                  power: float = 0.8) -> float:
+    """The smallest true mean difference a two-sided paired t-test on ``n`` queries finds with ``power``.
+
+    Exact: the effect size ``d`` where the noncentral t distribution (df = n - 1, noncentrality d·sqrt(n))
+    puts ``power`` beyond the critical values, times the standard deviation of the per-query differences.
+    A difference below it may be real, but this many queries will usually miss it (statsmodels'
+    TTestPower.solve_power gives the same d). NaN with fewer than 2 queries; 0 when the differences do not
+    vary.
+    """
+    if n < 2 or not np.isfinite(sd_of_differences):
+        return math.nan
+    if sd_of_differences == 0:
+        return 0.0
+    df = n - 1
+    critical = stats.t.ppf(1 - alpha / 2, df)
+
+    def shortfall(d: float) -> float:
+        nc = d * math.sqrt(n)
+        lower = stats.nct.cdf(-critical, df, nc)  # far from the null this tail underflows (NaN in scipy)
+        return float(stats.nct.sf(critical, df, nc) + (0.0 if math.isnan(lower) else lower) - power)
+
+    normal = (stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) / math.sqrt(n)  # the large-n answer
+    high = 2 * normal
+    while shortfall(high) < 0:
+        high *= 2
+    return float(optimize.brentq(shortfall, 0.0, high, xtol=1e-14) * sd_of_differences)
+
+
 def adjust_p_values(p_values, method: str) -> np.ndarray:
-    """Correct for multiple comparisons: ``holm``, ``bonferroni`` or ``none``; NaN p-values are left out."""
+    """Correct for multiple comparisons: ``holm``, ``bonferroni``, ``fdr_bh`` or ``none``; NaN p-values are
+    left out."""
     p = np.asarray(p_values, dtype=float)
     out = np.full(len(p), np.nan)
     ok = ~np.isnan(p)
@@ -171,9 +221,9 @@ def adjust_p_values(p_values, method: str) -> np.ndarray:
     elif method in CORRECTIONS:
         out[ok] = CORRECTIONS[method](p[ok])
     else:
-        raise ValueError(f"correction: unknown method {method!r}; allowed: holm, bonferroni, none")
+        raise ValueError(f"correction: unknown method {method!r}; allowed: {', '.join(CORRECTIONS)}, none")
     return out
 
 
-CORRECTIONS = {"holm": holm, "bonferroni": bonferroni}
+CORRECTIONS = {"holm": holm, "bonferroni": bonferroni, "fdr_bh": fdr_bh}
 TESTS = {"t": paired_t_test, "wilcoxon": wilcoxon_signed_rank, "randomization": randomization_test}

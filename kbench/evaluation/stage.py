@@ -1,13 +1,20 @@
-"""Score rankings: per-query metrics at every k, at document level and (span datasets) chunk level."""
+"""Score rankings: per-query metrics at every k, at document level and (span datasets) chunk level, then
+the diagnostics: token budgets, where each miss happened, oracle ceilings and slice labels."""
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import pandas as pd
 
+from kbench.evaluation.budgets import budget_metric_row
+from kbench.evaluation.ceilings import ceiling_row
 from kbench.evaluation.config import EvaluationConfig
 from kbench.evaluation.metrics import METRICS
+from kbench.evaluation.miss_stages import doc_miss_stages, miss_shares, span_miss_stages
 from kbench.evaluation.relevance import chunk_matches_span, relevant_chunks
+from kbench.evaluation.slices import slice_columns
 from kbench.evaluation.spans import span_metric_row
-from kbench.records import Chunk, Dataset, Run, chunks_by_doc
+from kbench.records import Chunk, Dataset, Query, Run, chunks_by_doc
 
 
 def metric_row(ranked: list[int], relevant: list[int], ks: list[int], prefix: str) -> dict[str, float]:
@@ -15,10 +22,15 @@ def metric_row(ranked: list[int], relevant: list[int], ks: list[int], prefix: st
 
 
 def evaluate_rankings(dataset: Dataset, chunks: list[Chunk] | None, run: Run,
-                      config: EvaluationConfig) -> pd.DataFrame:
+                      config: EvaluationConfig, token_counts: Mapping[str, int] | None = None) -> pd.DataFrame:
     """One row per query: ``doc_<metric>_at_<k>`` always; for span datasets ``chunk_<metric>_at_<k>`` (level
     auto/chunk) and the span columns of kbench.evaluation.spans (``span_*_at_<k>``, ``span_precision_omega``,
     ``spans_hit``, ``spans_covered``, ``span_refs``: list columns line up with the query's reference spans).
+
+    Diagnostics (kbench.evaluation.budgets, miss_stages, ceilings, slices): ``*_at_budget_<n>`` when
+    ``evaluation.budgets`` is set (``token_counts``: chunk id -> tokens of every ranked chunk); ``miss_stage``
+    (a list lined up with the query's relevant documents, or its reference spans) and ``ceiling_*`` when the
+    run carries the retrieval trace (``Run.stages``); ``slice_<key>`` per ``evaluation.slices``.
 
     ``chunks=None`` scores documents only (a run from another system, e.g. an imported TREC file); a query
     missing from the run scores 0."""
@@ -52,13 +64,55 @@ def evaluate_rankings(dataset: Dataset, chunks: list[Chunk] | None, run: Run,
             spans = dataset.spans.get(query.query_id, [])
             candidates = [chunks[i] for d in {s.doc_id for s in spans} for i in by_doc.get(d, ())]
             row.update(span_metric_row(spans, [chunks[i] for i in rows_hit], candidates, ks))
+        if with_chunks:
+            row.update(diagnostic_row(query, dataset, chunks, [chunks[i] for i in rows_hit], run, config,
+                                      token_counts, by_doc, row_of, chunk_level))
         row["retrieved"] = [h.chunk_id for h in hits]
         row["scores"] = [float(h.score) for h in hits]
         rows.append(row)
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    for column, labels in slice_columns(dataset, config.slices).items():
+        frame[column] = frame["query_id"].map(labels)
+    return frame
+
+
+def diagnostic_row(query: Query, dataset: Dataset, chunks: list[Chunk], ranked: list[Chunk], run: Run,
+                   config: EvaluationConfig, token_counts: Mapping[str, int] | None,
+                   by_doc: dict[str, list[int]], row_of: dict[str, int], chunk_level: bool) -> dict[str, object]:
+    """One query's budget, miss-stage and ceiling columns (see evaluate_rankings)."""
+    row: dict[str, object] = {}
+    qrels = dataset.qrels.get(query.query_id, {})
+    relevant_docs = [d for d, g in qrels.items() if g > 0]
+    spans = dataset.spans.get(query.query_id, []) if dataset.has_spans else None
+    if config.budgets:
+        if token_counts is None:
+            raise ValueError("evaluation.budgets needs the token count of every ranked chunk (token_counts)")
+        row.update(budget_metric_row(ranked, token_counts, config.budgets, spans, set(relevant_docs)))
+    trace = run.stages.get(query.query_id)
+    if not config.miss_attribution or trace is None:
+        return row
+    stages = {name: [chunks[row_of[c]] for c in ids] for name, ids in trace.items()}
+    k = config.miss_cutoff
+    if spans is not None:
+        doc_chunks = {d: [chunks[i] for i in by_doc.get(d, ())] for d in {s.doc_id for s in spans}}
+        row["miss_stage"] = span_miss_stages(spans, ranked, stages, k, config.overlap, doc_chunks)
+    else:
+        row["miss_stage"] = doc_miss_stages(relevant_docs, ranked, stages, k)
+    pool = [c for name, lst in stages.items() if name.startswith("leg_") for c in lst]
+    candidates = stages.get("fusion", [])
+    row.update(ceiling_row("doc", [c.doc_id for c in pool], [c.doc_id for c in candidates], qrels, config.k))
+    if chunk_level:
+        relevant = relevant_chunks(chunks, spans or [], config.overlap, by_doc)
+        grades = {chunks[i].chunk_id: 1 for i in relevant}
+        row.update(ceiling_row("chunk", [c.chunk_id for c in pool], [c.chunk_id for c in candidates], grades,
+                               config.k))
+    return row
 
 
 def summarize(per_query: pd.DataFrame) -> dict[str, float]:
-    """Mean of every metric column over queries."""
+    """Mean of every metric column over queries, and ``miss_share_<stage>`` when miss stages were attributed."""
     numeric = per_query.select_dtypes("number").drop(columns=["n_results"], errors="ignore")
-    return {col: float(numeric[col].mean()) for col in numeric.columns}
+    out = {col: float(numeric[col].mean()) for col in numeric.columns}
+    if "miss_stage" in per_query:
+        out.update(miss_shares(per_query["miss_stage"]))
+    return out

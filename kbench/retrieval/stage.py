@@ -34,6 +34,19 @@ class SearchError(ConfigError):
 class SearchOutput:
     rankings: dict[str, list[Hit]]
     latency_ms: dict[str, np.ndarray] = field(default_factory=dict)  # stage -> per-query milliseconds
+    stages: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # query -> stage -> rows (trace_stages)
+
+
+def trace_stages(leg_results: dict[str, list[tuple[int, float]]], fused: list[Hit],
+                 reranked: list[Hit] | None) -> dict[str, list[int]]:
+    """What each stage passed on for one query, as chunk rows best first (Run.stages; miss attribution and
+    the oracle ceilings read it): each leg's list at its depth, the fused candidates (before rerank and the
+    top_k cut) and, with a reranker, its output (before grouping)."""
+    out = {f"leg_{name}": [int(i) for i, _ in results] for name, results in leg_results.items()}
+    out["fusion"] = [h.chunk_index for h in fused]
+    if reranked is not None:
+        out["rerank"] = [h.chunk_index for h in reranked]
+    return out
 
 
 def legs_need_query_vectors(config: RetrievalConfig) -> bool:
@@ -108,6 +121,7 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
 
         iterator = tqdm(iterator, total=n, desc="search", unit="query")
     rankings: dict[str, list[Hit]] = {}
+    traces: dict[str, dict[str, list[int]]] = {}
     for qi, query in iterator:
         if config.latency == "batch":
             leg_results = {name: results[qi] for name, results in batch_results.items()}
@@ -121,15 +135,17 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
         if config.filters.exclude_query_document:
             hits = drop_query_document(hits, query, context.chunks)
         latency["fusion"][qi] = (time.perf_counter() - t) * 1000
+        fused = hits
         if reranker is not None:
             t = time.perf_counter()
             hits = reranker.rerank(query.text, hits, config.top_k)
             latency["rerank"][qi] = (time.perf_counter() - t) * 1000
         hits = hits[: config.top_k]
+        traces[query.query_id] = trace_stages(leg_results, fused, hits if reranker is not None else None)
         if config.grouping.enabled:
             t = time.perf_counter()
             hits = group_by_page(hits, context.chunks, config.grouping.boost_per_chunk, config.grouping.score)
             latency["grouping"][qi] = (time.perf_counter() - t) * 1000
         rankings[query.query_id] = hits
     latency["total"] = sum(latency.values()) if latency else np.zeros(n)
-    return SearchOutput(rankings, latency)
+    return SearchOutput(rankings, latency, traces)

@@ -26,7 +26,8 @@ DEMO = {"name": "demo", "max_documents": 1, "max_queries": 20, "seed": 7}
 def sweep(shared_cache_workspace, tmp_path_factory):
     ws = tmp_path_factory.mktemp("compare-ws")
     link_shared_cache(ws, shared_cache_workspace)
-    data = make_config(ws, dataset=DEMO, retrieval={"legs": ["vector"], "top_k": 20, "latency": "batch"})
+    data = make_config(ws, dataset=DEMO, retrieval={"legs": ["vector"], "top_k": 20, "latency": "batch"},
+                       evaluation={"k": [1, 5, 10], "slices": ["query_length"]})
     data["sweep"] = {"retrieval.top_k": [3, 20]}
     data["variants"] = [{"name": "big-chunks", "chunking.chunk_size": 1000, "chunking.chunk_overlap": 0}]
     out = run_sweep(expand_sweep(data), make_executor("local"), report=False, say=lambda s: None)
@@ -204,3 +205,20 @@ def test_compare_cli_sorts_by_the_metric_and_marks_the_best(sweep, tmp_path, cap
         means = [float(re.split(r"\s{2,}", line.strip())[2]) for line in lines[2:]]
         assert means == sorted(means, reverse=True)
         assert re.split(r"\s{2,}", lines[2].strip())[5] == "best"
+
+
+def test_cli_frontier_constraint_slices_and_fdr(sweep, tmp_path, capsys):
+    out = tmp_path / "cli"
+    assert main(["compare", "--sweep", sweep.parent_run_id, "--tracking-uri", sweep.tracking_uri, "--out", str(out),
+                 "--correction", "fdr_bh", "--slice", "query_length", "--frontier", "chunk_ndcg_at_10",
+                 "--cost", "latency_ms_total_p95", "--constraint", "cost_index_bytes<1e12"]) == 0
+    printed = capsys.readouterr().out
+    assert "fdr_bh correction" in printed and "per query_length" in printed and "best under" in printed
+    frontier = pd.read_csv(out / "frontier.csv")
+    assert len(frontier) == 3 and frontier["on_frontier"].any() and (out / "frontier.png").stat().st_size > 5000
+    sliced = pd.read_csv(out / "slices_query_length.csv")
+    assert set(sliced["slice"]) <= {"short", "medium", "long"} and sliced["p_adjusted"].notna().any()
+    assert "## Minimum detectable difference" in (out / "report.md").read_text()
+    code = main(["compare", "--sweep", sweep.parent_run_id, "--tracking-uri", sweep.tracking_uri,
+                 "--out", str(out), "--frontier", "chunk_ndcg_at_10", "--cost", "no_such_cost"])
+    assert code == 2 and "no run metric 'no_such_cost'" in capsys.readouterr().err

@@ -160,7 +160,7 @@ def test_adjust_leaves_nan_out_and_rejects_unknown_methods():
     adjusted = adjust_p_values([0.01, float("nan"), 0.02], "bonferroni")
     assert np.isnan(adjusted[1])
     np.testing.assert_allclose(adjusted[[0, 2]], [0.02, 0.04])
-    with pytest.raises(ValueError, match="holm, bonferroni, none"):
+    with pytest.raises(ValueError, match="holm, bonferroni, fdr_bh, none"):
         adjust_p_values([0.1], "sidak")
 
 

@@ -1,0 +1,88 @@
+"""Budget metrics against a brute-force oracle: characters as Python sets, the budget walked by hand."""
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kbench.evaluation.budgets import budget_metric_row, chunks_within_budget
+from kbench.records import Chunk, Span
+
+DOCS = ("a", "b", "c")
+
+
+@st.composite
+def ranking_case(draw):
+    """A ranking of 0-8 chunks over three 60-character documents, their token counts, 1-3 reference spans."""
+    chunks = []
+    for n in range(draw(st.integers(0, 8))):
+        doc = draw(st.sampled_from(DOCS))
+        start = draw(st.integers(0, 59))
+        end = draw(st.integers(start + 1, 60))
+        chunks.append(Chunk(doc, n, start, end, "x" * (end - start)))
+    tokens = {c.chunk_id: draw(st.integers(1, 40)) for c in chunks}
+    spans = []
+    for _ in range(draw(st.integers(1, 3))):
+        start = draw(st.integers(0, 59))
+        spans.append(Span(draw(st.sampled_from(DOCS)), start, draw(st.integers(start + 1, 60))))
+    relevant = set(draw(st.lists(st.sampled_from(DOCS), max_size=3)))
+    budgets = sorted(set(draw(st.lists(st.integers(1, 120), min_size=1, max_size=4))))
+    return chunks, tokens, spans, relevant, budgets
+
+
+def oracle(chunks, tokens, spans, relevant, budget):
+    kept, spent = [], 0
+    for c in chunks:  # the definition, walked literally: stop at the first chunk that would overflow
+        if spent + tokens[c.chunk_id] > budget:
+            break
+        spent += tokens[c.chunk_id]
+        kept.append(c)
+    got = {(c.doc_id, i) for c in kept for i in range(c.start, c.end)}
+    ref = {(s.doc_id, i) for s in spans for i in range(s.start, s.end)}
+    return {
+        "doc": len(relevant & {c.doc_id for c in kept}) / len(relevant) if relevant else math.nan,
+        "recall": len(got & ref) / len(ref),
+        "precision": len(got & ref) / len(got) if got else 0.0,
+    }
+
+
+def same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, abs_tol=1e-12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ranking_case())
+def test_budget_metrics_match_the_brute_force_oracle(case):
+    chunks, tokens, spans, relevant, budgets = case
+    row = budget_metric_row(chunks, tokens, budgets, spans, relevant)
+    for n in budgets:
+        want = oracle(chunks, tokens, spans, relevant, n)
+        assert same(row[f"doc_recall_at_budget_{n}"], want["doc"])
+        assert same(row[f"span_recall_at_budget_{n}"], want["recall"])
+        assert same(row[f"span_precision_at_budget_{n}"], want["precision"])
+
+
+def test_the_walk_stops_at_the_first_chunk_that_does_not_fit():
+    assert chunks_within_budget([300, 300, 100], 500) == 1  # the 100-token chunk after it is not taken
+    assert chunks_within_budget([300, 200, 1], 500) == 2  # exactly the budget
+    assert chunks_within_budget([600, 10], 500) == 0  # a first chunk larger than the budget keeps nothing
+    assert chunks_within_budget([], 500) == 0
+
+
+def test_a_long_chunker_no_longer_wins_by_being_long():
+    """One 2,000-character chunk holding the answer against four 500-character chunks, the answer in the first:
+    top-1 recall ties them, a 150-token budget keeps only the short one."""
+    answer = [Span("a", 100, 200)]
+    long = [Chunk("a", 9, 0, 2000, "x")]  # another chunking of the same document
+    short = [Chunk("a", i, 500 * i, 500 * (i + 1), "x") for i in range(4)]
+    tokens = {long[0].chunk_id: 500, **{c.chunk_id: 125 for c in short}}
+    assert budget_metric_row(long, tokens, [150], answer, {"a"})["span_recall_at_budget_150"] == 0.0
+    row = budget_metric_row(short, tokens, [150], answer, {"a"})
+    assert row["span_recall_at_budget_150"] == 1.0 and row["span_precision_at_budget_150"] == 100 / 500
+
+
+def test_document_qrels_datasets_get_doc_recall_only():
+    chunks = [Chunk("a", 0, 0, 10, "x"), Chunk("b", 0, 0, 10, "x")]
+    row = budget_metric_row(chunks, {"a#0": 5, "b#0": 5}, [5, 10], None, {"b"})
+    assert row == {"doc_recall_at_budget_5": 0.0, "doc_recall_at_budget_10": 1.0}
