@@ -135,7 +135,7 @@ def load_runs(runs: str | list[str], tracking_uri: str | None = None) -> tuple[l
 def metrics_to_compare(names: Iterable[str]) -> list[str]:
     """Of these metric names: nDCG, recall and MRR at 10 (or the largest k) of the finest level present
     (chunk, else doc); empty when there are none."""
-    cols = [c for c in names if c not in NOT_METRICS]
+    cols = [c for c in names if c not in NOT_METRICS and "_at_budget_" not in c]  # a budget is no k
     for level in ("chunk", "doc"):
         ks = sorted({int(c.rsplit("_", 1)[1]) for c in cols
                      if c.startswith(f"{level}_") and "_at_" in c and c.rsplit("_", 1)[1].isdigit()})
