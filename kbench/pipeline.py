@@ -40,6 +40,7 @@ from kbench.retrieval.contracts import SearchContext
 from kbench.retrieval.rerank import check_reranker
 from kbench.retrieval.stage import legs_need_query_vectors, search
 from kbench.store.outcome import StoreOutcome
+from kbench.store.registry import STORED_CORPORA
 from kbench.store.stage import index_recall, needs_recall_check, prepare_store
 
 
@@ -176,6 +177,8 @@ def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool
     preflight(experiment)
     workspace = workspace_dir(experiment.workspace)
     timer, counts = StageTimer(), {}
+    if experiment.store.backend in STORED_CORPORA.names():
+        return prepare_stored_corpus(experiment, workspace, timer, counts)
     dataset, chunks = chunked_corpus(experiment.dataset, experiment.chunking, cache_dir=workspace / "cache",
                                      timer=timer, counts=counts)
     corpus = Corpus(dataset, chunks, SearchContext(chunks=chunks, workspace=workspace), workspace, timer, counts)
@@ -202,6 +205,42 @@ def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool
         with timer.stage("index_recall"):
             corpus.metrics.update(index_recall(stored, dataset.queries, corpus.embedder.embed_queries,
                                                experiment.store))
+    return corpus
+
+
+def prepare_stored_corpus(experiment: Experiment, workspace: Path, timer: StageTimer,
+                          counts: dict[str, int]) -> Corpus:
+    """A store that holds the corpus (``store.backend: live``): its rows are the chunks and its vectors are used as
+    stored; only the queries are embedded, by the model the rows name."""
+    with timer.stage("load"):
+        stored = STORED_CORPORA.get(experiment.store.backend).impl(experiment, workspace)
+    dataset, chunks = stored.dataset, stored.chunks
+    counts.update(documents=len(dataset.documents), queries=len(dataset.queries), chunks=len(chunks), **stored.counts)
+    for reason, paths in dataset.skipped.items():
+        counts[f"skipped_{reason}"] = len(paths)
+    context = SearchContext(chunks=chunks, workspace=workspace, vector_index=stored.outcome.vector_index,
+                            store=stored.outcome.handle)
+    corpus = Corpus(dataset, chunks, context, workspace, timer, counts, store=stored.outcome)
+    try:
+        if legs_need_query_vectors(experiment.retrieval):
+            with timer.stage("load_model"):
+                model = experiment.embedding.model_copy(update={"model": stored.embedding_model})
+                corpus.embedder = CachedEmbedder(model, workspace / "cache")
+            width = stored.vectors.shape[1]
+            if corpus.embedder.dimension is not None and corpus.embedder.dimension != width:
+                raise RunError(f"the store's rows are {width}-d vectors of {stored.embedding_model!r} but that "
+                               f"model embeds queries in {corpus.embedder.dimension} dimensions here; check "
+                               "embedding.dimension")
+            corpus.embedded = EmbeddingResult(stored.vectors)
+            counts.update(embeddings_computed=0, embeddings_cached=0, embedding_dimension=int(width))
+            context.chunk_vectors, context.embed_queries = stored.vectors, corpus.embedder.embed_queries
+            if needs_recall_check(experiment.store, stored.outcome):
+                with timer.stage("index_recall"):
+                    corpus.metrics.update(index_recall(stored.outcome, dataset.queries, corpus.embedder.embed_queries,
+                                                       experiment.store))
+    except BaseException:
+        corpus.close()
+        raise
     return corpus
 
 

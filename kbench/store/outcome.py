@@ -11,6 +11,8 @@ from typing import Callable, Protocol
 
 import numpy as np
 
+from kbench.records import Chunk, Dataset
+
 
 class VectorSearch(Protocol):
     @property
@@ -47,3 +49,17 @@ class StoreOutcome:
     ok_ids: np.ndarray | None = None  # chunk indices that have vectors
     ok_vectors: np.ndarray | None = None
     exact: bool = False  # the index returns the exact top-k, so measuring its recall would only cost time
+
+
+@dataclass
+class StoredCorpus:
+    """What a backend that holds the corpus itself (``store.backend: live``) gives a run instead of a dataset
+    kbench chunks and embeds: the documents and questions, the chunks and vectors as stored, the model that
+    made them (queries are embedded with it) and the open store."""
+
+    dataset: Dataset
+    chunks: list[Chunk]
+    vectors: np.ndarray  # (len(chunks), dim) float32, as stored
+    embedding_model: str
+    outcome: StoreOutcome
+    counts: dict[str, int] = field(default_factory=dict)

@@ -15,8 +15,8 @@ from kbench.store.registry import STORE_BACKENDS
 from kbench.store.stage import needs_recall_check, prepare_store
 
 
-def test_the_registry_holds_the_three_backends():
-    assert STORE_BACKENDS.names() == ["duckdb", "faiss", "pgvector"]
+def test_the_registry_holds_the_four_backends():
+    assert STORE_BACKENDS.names() == ["duckdb", "faiss", "live", "pgvector"]
     for name in STORE_BACKENDS.names():
         assert StoreConfig(backend=name).backend == name
 
@@ -24,8 +24,8 @@ def test_the_registry_holds_the_three_backends():
 def test_an_unknown_backend_is_a_config_error_naming_the_allowed_ones():
     with pytest.raises(ConfigError) as info:
         load_experiment({"dataset": {"name": "demo"}, "store": {"backend": "milvus"}})
-    assert "store.backend: unknown value 'milvus'; allowed: duckdb, faiss, pgvector" in str(info.value)
-    with pytest.raises(ValidationError, match="allowed: duckdb, faiss, pgvector"):
+    assert "store.backend: unknown value 'milvus'; allowed: duckdb, faiss, live, pgvector" in str(info.value)
+    with pytest.raises(ValidationError, match="allowed: duckdb, faiss, live, pgvector"):
         StoreConfig(backend="milvus")
 
 
