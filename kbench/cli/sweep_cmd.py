@@ -8,7 +8,7 @@ from kbench.cli.tables import format_table
 from kbench.compare import ranking_lines
 from kbench.sweep.executors import make_executor
 from kbench.sweep.expand import load_sweep
-from kbench.sweep.confirm import confirm_sweep
+from kbench.sweep.confirm import confirm_sweep, record_confirmation
 from kbench.sweep.run import SweepError, run_sweep
 
 
@@ -92,6 +92,9 @@ def run(args) -> int:
         print()
         for line in (confirmation.lines() if confirmation else ["confirmation: fewer than two configs finished"]):
             print(line)
+        if confirmation:
+            record_confirmation(outcome, confirmation)
+            print("  (also on the parent run: metrics confirm_*, and in its report)")
     if outcome.report_dir:
         print(f"report: {outcome.report_dir / 'report.html'} (also artifact report/ of the parent run)")
     print(f"MLflow parent run {outcome.parent_run_id} in {outcome.tracking_uri}")

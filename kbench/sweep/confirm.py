@@ -21,6 +21,8 @@ import pandas as pd
 from kbench.config import load_experiment
 from kbench.evaluation.significance import TESTS, bootstrap_ci
 from kbench.runner import run_experiment
+from kbench.tracking import tags as tag
+from kbench.tracking.mlflow_run import fill_run
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,13 @@ class Confirmation:
     confirmed_p: float
     selected_mean: float
     confirmed_mean: float
+
+    def metrics(self) -> dict[str, float]:
+        """What the sweep's parent run gets: both gains, the held-back interval and p-value."""
+        return {"confirm_selected_diff": self.selected_diff, "confirm_heldout_diff": self.confirmed_diff,
+                "confirm_heldout_ci_low": self.confirmed_ci[0], "confirm_heldout_ci_high": self.confirmed_ci[1],
+                "confirm_heldout_p": self.confirmed_p, "confirm_n_select": float(self.n_select),
+                "confirm_n_heldout": float(self.n_confirm)}
 
     def lines(self) -> list[str]:
         low, high = self.confirmed_ci
@@ -89,6 +98,12 @@ def confirm_on_split(selected: dict[str, pd.Series], confirm: dict[str, pd.Serie
     """The winner chosen on the ``select_on`` split's scores, its gain measured on the ``confirm_on`` split's
     (``confirm`` holds the baseline's and the winner's per-query scores there)."""
     common = sorted(set(confirm[baseline].index) & set(confirm[winner].index))
+    seen = set(selected[baseline].index) & set(common)
+    if common and len(seen) == len(common):
+        raise ValueError(f"split {confirm_on!r} has the same queries as split {select_on!r}: this dataset's "
+                         "queries do not depend on dataset.split (span datasets have one set); use --confirm-half")
+    if seen:
+        common = [q for q in common if q not in seen]  # a query the selection saw confirms nothing
     a, b = confirm[baseline].loc[common].to_numpy(float), confirm[winner].loc[common].to_numpy(float)
     confirmed, ci, p = paired_gain(a, b, test, seed)
     sel_common = sorted(set(selected[baseline].index) & set(selected[winner].index))
@@ -123,3 +138,19 @@ def confirm_sweep(outcome, plan, *, half_seed: int | None = None, select_on: str
         confirm[label] = result.per_query.set_index("query_id")[metric]
     return confirm_on_split(scores, confirm, comparison.baseline, winner, metric, select_on or "(the sweep's)",
                             confirm_on, seed=comparison.seed, test=comparison.test)
+
+
+def record_confirmation(outcome, confirmation: Confirmation) -> None:
+    """Put the confirmation on the sweep's parent run (metrics ``confirm_*``, tag ``kbench.sweep.confirmed``)
+    and, when the sweep wrote a report, append it to report.md and log that file again."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(outcome.tracking_uri)
+    fill_run(client, outcome.parent_run_id, params={}, metrics=confirmation.metrics(), run_dir=None,
+             tags={tag.SWEEP_CONFIRMED: f"{confirmation.winner} on {confirmation.confirm_on}"})
+    if outcome.report_dir is not None and (outcome.report_dir / "report.md").exists():
+        report = outcome.report_dir / "report.md"
+        text = report.read_text(encoding="utf-8")
+        section = "\n".join(["", "## Confirmation on held-back queries", "", *confirmation.lines(), ""])
+        report.write_text(text.split("\n## Confirmation on held-back queries")[0] + section, encoding="utf-8")
+        client.log_artifact(outcome.parent_run_id, str(report), "report")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 import yaml
 
 from kbench.cli import main
@@ -40,6 +41,10 @@ def test_confirm_on_split_uses_the_confirm_scores():
     conf = {"base": pd.Series([0.3, 0.3, 0.4], index=["x", "y", "z"]), "win": pd.Series([0.3, 0.5, 0.4], index=["x", "y", "z"])}
     c = confirm_on_split(sel, conf, "base", "win", "m", "train", "test", test="t")
     assert np.isclose(c.selected_diff, 0.4) and np.isclose(c.confirmed_diff, 0.2 / 3) and c.n_confirm == 3
+    overlapping = {k: pd.concat([v, sel[k]]) for k, v in conf.items()}  # the selection's queries left out
+    assert confirm_on_split(sel, overlapping, "base", "win", "m", "train", "test", test="t").n_confirm == 3
+    with pytest.raises(ValueError, match="same queries"):
+        confirm_on_split(sel, sel, "base", "win", "m", "train", "test", test="t")
 
 
 def test_sweep_cli_confirms_on_a_half(tmp_path, capsys):
@@ -48,7 +53,17 @@ def test_sweep_cli_confirms_on_a_half(tmp_path, capsys):
     data["sweep"] = {"retrieval.leg_params.bm25.k1": [0.3, 1.2, 2.0]}
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(data))
-    assert main(["sweep", str(path), "--no-report", "--confirm-half", "--confirm-seed", "2"]) == 0
+    assert main(["sweep", str(path), "--confirm-half", "--confirm-seed", "2"]) == 0
     out = capsys.readouterr().out
     assert "confirmation (chunk_ndcg_at_10)" in out and "where chosen" in out and "held back" in out
+    from mlflow.tracking import MlflowClient
+
+    parent, _, uri = out.split("MLflow parent run ")[1].splitlines()[0].partition(" in ")
+    run = MlflowClient(uri).get_run(parent)
+    assert {"confirm_selected_diff", "confirm_heldout_diff", "confirm_heldout_p"} <= set(run.data.metrics)
+    report = next((tmp_path / "ws" / "sweeps").glob("*/report/report.md")).read_text()
+    assert "## Confirmation on held-back queries" in report and "held back" in report
     assert main(["sweep", str(path), "--select-on", "test", "--confirm-on", "test"]) == 2
+    # the demo set has one set of questions whatever dataset.split says: confirming on "train" is refused
+    assert main(["sweep", str(path), "--no-report", "--select-on", "test", "--confirm-on", "train"]) == 2
+    assert "same queries as split 'test'" in capsys.readouterr().err
