@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -22,6 +23,10 @@ class DatasetConfig(StrictModel):
     exclude: list[str] | None = Field(None, description="folder sources: globs to leave out; default: .git, "
                                       "node_modules, dist, build, __pycache__, *.min.js")
     max_file_bytes: int = Field(10 * 1024 * 1024, ge=1, description="folder sources: larger files are skipped")
+    judged_qrels: str | None = Field(None, description="TREC qrels written by `kbench judge` (qid 0 docid grade)")
+    judged_qrels_use: Literal["beside", "instead"] = Field(
+        "beside", description="beside: the judge fills what the dataset leaves unlabeled (the dataset's labels "
+        "win); instead: the judged qrels replace the dataset's document qrels")
     strict: bool = Field(False, description="refuse the dataset when a loader would drop data (judgements naming "
                          "unknown documents or queries, scores <= 0, empty questions, links out of the folder); "
                          "by default these are left out and counted in the run")

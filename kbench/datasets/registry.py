@@ -75,6 +75,9 @@ def load_dataset(config: DatasetConfig) -> Dataset:
         )
     if dataset.spans and not dataset.qrels:
         dataset.qrels = doc_qrels_from_spans(dataset.spans)
+    if config.judged_qrels:
+        dataset.qrels = merge_judged_qrels(dataset.qrels, read_judged_qrels(Path(config.judged_qrels)),
+                                           config.judged_qrels_use)
     dropped = problems_summary(dataset.skipped)
     if dropped and config.strict:
         raise DatasetError(f"{path}: dataset.strict refuses {dropped}; fix the data or set dataset.strict: false "
@@ -88,6 +91,32 @@ def load_dataset(config: DatasetConfig) -> Dataset:
     if not dataset.queries:
         raise DatasetError(f"{path}: no queries with judgements (split {config.split!r}); nothing to evaluate")
     return dataset
+
+
+def read_judged_qrels(path: Path) -> dict[str, dict[str, int]]:
+    """``kbench judge`` output: ``qid 0 docid grade`` per line; grade 0 is kept (judged, not relevant)."""
+    if not path.expanduser().is_file():
+        raise DatasetError(f"dataset.judged_qrels: {path} is not a file; give the --out of `kbench judge`")
+    qrels: dict[str, dict[str, int]] = {}
+    for n, line in enumerate(path.expanduser().read_text(encoding="utf-8").splitlines(), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 4 or not parts[3].lstrip("-").isdigit():
+            raise DatasetError(f"{path}:{n}: expected 'qid 0 docid grade' (a whole-number grade), got {line[:80]!r}")
+        qrels.setdefault(parts[0], {})[parts[2]] = int(parts[3])
+    return qrels
+
+
+def merge_judged_qrels(own: dict[str, dict[str, int]], judged: dict[str, dict[str, int]],
+                       use: str) -> dict[str, dict[str, int]]:
+    if use == "instead":
+        return {q: dict(docs) for q, docs in judged.items()}
+    merged = {q: dict(docs) for q, docs in own.items()}
+    for q, docs in judged.items():
+        for d, g in docs.items():
+            merged.setdefault(q, {}).setdefault(d, g)  # the dataset's own label wins
+    return merged
 
 
 def sample(dataset: Dataset, config: DatasetConfig) -> Dataset:

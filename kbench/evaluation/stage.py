@@ -48,6 +48,8 @@ def evaluate_rankings(dataset: Dataset, chunks: list[Chunk] | None, run: Run,
         docs = run.doc_ids(query.query_id)
         row = {"query_id": query.query_id, "n_results": len(hits)}
         row.update(metric_row([qrels.get(d, 0) for d in docs], [g for g in qrels.values() if g > 0], ks, "doc_"))
+        for k in ks:  # how much of the top k carries a label at all (a thin pool shows as such; kbench judge)
+            row[f"judged_at_{k}"] = sum(d in qrels for d in docs[:k]) / len(docs[:k]) if docs[:k] else float("nan")
         if with_chunks:
             rows_hit = [row_of[h.chunk_id] for h in hits]  # the chunks the run ranked, as rows of ``chunks``
         if chunk_level:

@@ -1,0 +1,166 @@
+"""Do generated questions rank retrieval configs the way real questions do?
+
+On each dataset with real questions (the demo set, SciFact's claims, Chroma's chunking set), ``ict`` and
+``heading`` sets are built from the same documents (``kbench.datasets.synthetic``, as many questions as the
+real set has, seed 0), and one grid of 8 configs (2 chunkers x 4 retrieval modes: vector, BM25, RRF and
+weighted 0.5 fusion of the two; all-MiniLM-L6-v2) runs on the real set and on every generated set, exactly
+as ``kbench run`` would (nothing logged). For each generated set:
+
+- Kendall's tau (tau-b) between the 8 configs' mean nDCG@10 on it and on the real set;
+- whether its winner is inside the real set's significance tie: the real best config and every config not
+  significantly worse than it (paired randomization test, 10,000 sign flips, Holm over the 7 others, alpha
+  0.05), as ``kbench compare`` ranks them.
+
+The level is the finest both sets judge at: chunks (span overlap) for the span sets, documents for SciFact
+(its claims have document judgements). A generator that cannot read a corpus (``heading`` on text without
+headings) is reported as such. SciFact keeps its judged abstracts plus a seeded sample up to
+``--scifact-documents`` (1,000); Chroma's set keeps the corpora of ``--chroma-subset`` (chatlogs,
+state_of_the_union, wikitexts by default: finance and pubmed are 1.2 MB of its 1.45, too slow for 2 cores).
+
+    .venv/bin/python benchmarks/synthetic_agreement.py [--datasets demo,scifact,chroma_chunking]
+                                                       [--methods ict,heading] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import kendalltau
+
+from kbench import DatasetConfig, load_dataset, run_pipeline
+from kbench.config import validate_experiment
+from kbench.datasets.synthetic import METHODS, VERBATIM_SCOPE, SyntheticError, build_synthetic
+from kbench.evaluation.significance import holm, randomization_test
+
+CHUNKERS = {"fixed-400": {"strategy": "fixed", "chunk_size": 400, "chunk_overlap": 0},
+            "recursive-1000": {"strategy": "recursive", "chunk_size": 1000, "chunk_overlap": 200}}
+MODES = {"vector": {"legs": ["vector"]},
+         "bm25": {"legs": ["bm25"]},
+         "rrf": {"legs": ["vector", "bm25"], "fusion": {"method": "rrf", "k": 60}},
+         "weighted": {"legs": ["vector", "bm25"], "fusion": {"method": "weighted", "weight": 0.5}}}
+ALPHA = 0.05
+
+
+def grid() -> list[tuple[str, dict, dict]]:
+    return [(f"{c}/{m}", chunking, mode) for c, chunking in CHUNKERS.items() for m, mode in MODES.items()]
+
+
+def run_grid(dataset: dict, workspace: Path, metric_level: str) -> dict[str, "np.ndarray"]:
+    """config label -> per-query nDCG@10 (queries in one fixed order)."""
+    out = {}
+    for label, chunking, mode in grid():
+        experiment = validate_experiment({
+            "name": "synthetic-agreement", "workspace": str(workspace), "dataset": dataset, "chunking": chunking,
+            "embedding": {"model": "all-MiniLM-L6-v2"},
+            "retrieval": {**mode, "top_k": 20, "candidates_per_leg": 50, "latency": "batch"},
+            "evaluation": {"k": [10]}, "tracking": {"experiment": "synthetic-agreement"}})
+        result = run_pipeline(experiment, progress=False)
+        frame = result.per_query.set_index("query_id").sort_index()
+        out[label] = frame[f"{metric_level}_ndcg_at_10"].to_numpy(dtype=float)
+    return out
+
+
+def real_tie(scores: dict[str, np.ndarray]) -> tuple[str, set[str]]:
+    """The best config by mean and every config not significantly worse (randomization test, Holm)."""
+    best = max(scores, key=lambda k: scores[k].mean())
+    others = [k for k in scores if k != best]
+    p = holm([randomization_test(scores[best], scores[k]).p_value for k in others])
+    return best, {best} | {k for k, pk in zip(others, p) if pk >= ALPHA}
+
+
+def build(documents, out: Path, method: str, n_questions: int, seed: int):
+    module = METHODS[method]
+    return build_synthetic(documents, out, method=method, propose=partial(module.propose, params=module.DEFAULTS),
+                           seed=seed, max_questions=n_questions, verbatim_scope=VERBATIM_SCOPE[method])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", default="demo,scifact,chroma_chunking")
+    parser.add_argument("--methods", default="ict,heading")
+    parser.add_argument("--scifact-documents", type=int, default=1000)
+    parser.add_argument("--chroma-subset", default="chatlogs,state_of_the_union,wikitexts",
+                        help="Chroma corpora to use ('' = all five; finance and pubmed are 1.2 MB of the 1.45)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workspace", default="experiments", help="its cache/ keeps embeddings between runs")
+    parser.add_argument("--json", help="also write every figure here")
+    args = parser.parse_args()
+    methods = [m for m in args.methods.split(",") if m]
+    unknown = sorted(set(methods) - set(METHODS))
+    if unknown:
+        print(f"--methods: unknown {unknown}; choose from {sorted(METHODS)}", file=sys.stderr)
+        return 2
+    workspace = Path(args.workspace).resolve()
+    rows, figures = [], {}
+    with tempfile.TemporaryDirectory(prefix="synthetic-agreement-") as tmp:
+        for name in [d for d in args.datasets.split(",") if d]:
+            started = time.perf_counter()
+            real_config = {"name": name}
+            if name == "scifact":
+                real_config["max_documents"] = args.scifact_documents
+            if name == "chroma_chunking" and args.chroma_subset:
+                real_config["subset"] = args.chroma_subset.split(",")
+            real = load_dataset(DatasetConfig(**real_config))
+            level = "doc" if not real.spans else "chunk"
+            real_scores = run_grid(real_config, workspace, level)
+            best, tie = real_tie(real_scores)
+            labels = list(real_scores)
+            real_means = np.array([real_scores[k].mean() for k in labels])
+            figures[name] = {"level": level, "questions": len(real.queries), "documents": len(real.documents),
+                             "real": {k: float(real_scores[k].mean()) for k in labels}, "real_best": best,
+                             "real_tie": sorted(tie), "generated": {}}
+            rows.append((name, "real", len(real.queries), "", best, "", len(tie)))
+            for method in methods:
+                out = Path(tmp) / f"{name}-{method}"
+                try:
+                    report = build(real.documents, out, method, len(real.queries), args.seed)
+                except SyntheticError as e:
+                    rows.append((name, method, 0, "n/a", "-", "-", "-"))
+                    figures[name]["generated"][method] = {"error": str(e)}
+                    print(f"{name} {method}: {e}", file=sys.stderr)
+                    continue
+                scores = run_grid({"path": str(out)}, workspace, level)
+                means = np.array([scores[k].mean() for k in labels])
+                tau = float(kendalltau(real_means, means).statistic)
+                winner = max(scores, key=lambda k: scores[k].mean())
+                rows.append((name, method, report.kept, f"{tau:+.3f}", winner, "yes" if winner in tie else "no", ""))
+                figures[name]["generated"][method] = {
+                    "questions": report.kept, "tau": tau, "winner": winner, "winner_in_real_tie": winner in tie,
+                    "means": {k: float(scores[k].mean()) for k in labels}, "leakage": report.leakage}
+            print(f"done: {name} in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+
+    print(f"\nGrid: {len(grid())} configs = chunkers {', '.join(CHUNKERS)} x modes {', '.join(MODES)}; "
+          f"all-MiniLM-L6-v2; nDCG@10; tie = not worse than the real best (randomization, Holm, alpha {ALPHA})\n")
+    head = f"{'dataset':16s} {'set':8s} {'questions':>9s} {'tau':>7s}  {'winner':24s} {'in real tie':>11s}"
+    print(head)
+    print("-" * len(head))
+    for name, kind, n, tau, winner, inside, tie_size in rows:
+        extra = f"   (tie: {tie_size} configs)" if kind == "real" else ""
+        print(f"{name:16s} {kind:8s} {n:9d} {tau:>7s}  {winner:24s} {inside:>11s}{extra}")
+    print("\nMean nDCG@10 per config (real | " + " | ".join(methods) + ")")
+    for name, f in figures.items():
+        print(f"  {name} ({f['level']} level):")
+        for k in f["real"]:
+            gen = [f"{f['generated'][m]['means'][k]:.4f}" if "means" in f["generated"].get(m, {}) else "  n/a "
+                   for m in methods]
+            print(f"    {k:24s} {f['real'][k]:.4f} | " + " | ".join(gen))
+    for method in methods:
+        done = [f["generated"][method] for f in figures.values() if "tau" in f["generated"].get(method, {})]
+        if done:
+            taus = [d["tau"] for d in done]
+            inside = sum(d["winner_in_real_tie"] for d in done)
+            print(f"\n{method}: mean tau {np.mean(taus):+.3f} over {len(done)} datasets; winner inside the real "
+                  f"tie on {inside} of {len(done)}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

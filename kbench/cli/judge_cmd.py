@@ -1,0 +1,68 @@
+"""kbench judge RUN... --out QRELS | --calibrate: LLM relevance judgements for the pooled top-k of runs."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from kbench.cli.tables import format_table
+from kbench.judging import calibrate, judge_runs
+from kbench.judging.judge import JudgeError
+from kbench.judging.prompt import PROMPT_SHA256
+from kbench.llm import Endpoint, LLMClient
+from kbench.paths import workspace_dir
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("judge", help="grade the unlabeled pooled top-k of runs with an LLM (0-3), write qrels; "
+                                     "--calibrate measures the judge on labeled pairs")
+    p.add_argument("runs", nargs="+", metavar="RUN_ID", help="runs on one dataset (e.g. every config of a sweep)")
+    p.add_argument("--out", help="TREC qrels to write (and <out>.json with the provenance and every judgement)")
+    p.add_argument("--k", type=int, default=10, help="pool depth: the top k of each run (default 10)")
+    p.add_argument("--calibrate", action="store_true", help="judge a sample of already-labeled pairs and report "
+                   "Cohen's kappa and the confusion table (nothing written)")
+    p.add_argument("--sample", type=int, default=50, help="--calibrate: pairs to judge, half relevant (default 50)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL; `kbench serve`)")
+    p.add_argument("--model", help="the judge's chat model")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="the variable holding the key")
+    p.add_argument("--workspace", default="experiments", help="judgements are cached under WORKSPACE/cache/llm")
+    p.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or experiments/mlflow.db)")
+    p.set_defaults(func=run_judge)
+
+
+def run_judge(args) -> int:
+    if not args.calibrate and not args.out:
+        print("kbench: error: give --out QRELS (or --calibrate to measure the judge first)", file=sys.stderr)
+        return 2
+    if args.k < 1 or args.sample < 2:
+        print("kbench: error: --k must be >= 1 and --sample >= 2", file=sys.stderr)
+        return 2
+    endpoint = Endpoint("judge", args.base_url, args.model, args.api_key_env)
+    with LLMClient(endpoint, stage="judge", cache_root=workspace_dir(args.workspace) / "cache",
+                   cache_params={"prompt_sha256": PROMPT_SHA256}) as client:
+        try:
+            if args.calibrate:
+                return print_calibration(calibrate(args.runs, client, k=args.k, sample=args.sample, seed=args.seed,
+                                                   tracking_uri=args.tracking_uri))
+            report = judge_runs(args.runs, client, k=args.k, out=Path(args.out), tracking_uri=args.tracking_uri)
+        except JudgeError as e:
+            print(f"kbench: error: {e}", file=sys.stderr)
+            return 2
+    print(f"pooled {report.pooled} (query, chunk) pairs from the top {args.k} of {len(args.runs)} runs; "
+          f"{report.labeled} already labeled; judged {report.judged} ({report.cache_hits} from the cache), "
+          f"{report.unparsed} answers unparsed")
+    print("grades: " + ", ".join(f"{g}: {n}" for g, n in report.grades.items()))
+    rows = [[name, f"{report.judged_at_k_before[name]:.3f}", f"{report.judged_at_k_after[name]:.3f}"]
+            for name in report.judged_at_k_before]
+    print(format_table(["run", f"judged_at_{args.k} before", "after"], rows))
+    print(f"wrote {args.out} and {args.out}.json; use it with --set dataset.judged_qrels={args.out} "
+          "(dataset.judged_qrels_use: beside | instead)")
+    return 0
+
+
+def print_calibration(c) -> int:
+    print(f"calibration on {c.n} labeled pairs ({c.unparsed} answers unparsed): Cohen's kappa {c.kappa:.3f}, "
+          f"agreement {c.agreement:.1%} (judge grade >= 2 = relevant)")
+    rows = [[f"label {gold}", *map(str, c.table[gold])] for gold in (0, 1)]
+    print(format_table(["", "judge 0", "judge 1", "judge 2", "judge 3"], rows))
+    return 0

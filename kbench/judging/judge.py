@@ -1,0 +1,217 @@
+"""Pooling runs, judging what has no label, and measuring the judge.
+
+- **Pool**: the top ``k`` chunks of every run given (a whole sweep), per query, deduplicated by their
+  document and character range (two chunkers can cut the same passage). The runs must share one dataset.
+- **Labels already there**: a chunk overlapping one of the query's reference spans (span datasets) or from a
+  document the qrels grade (BEIR, any grade) is labeled; everything else in the pool is sent to the judge.
+- **Judging**: the UMBRELA-style prompt (``prompt.py``) through the shared LLM client, answers cached by
+  (model, prompt), so a re-run or a bigger pool pays only for new pairs. Unparseable answers are counted.
+- **Qrels**: one TREC line per (query, document) the judge graded and the dataset did not, the document's
+  grade the best grade of its judged chunks. ``<out>.json`` beside it holds the provenance (judge model,
+  prompt SHA-256, runs, k) and every chunk-level judgement. ``dataset.judged_qrels`` uses them in a run.
+- **judged_at_k**: per run, the mean share of each query's top-k documents that carry a label (dataset or
+  judge), before and after judging: a metric computed on a thin pool shows as such.
+- **Calibration**: a seeded, balanced sample of pooled pairs whose label the dataset already gives (relevant:
+  the span/qrels positives; not relevant: span-dataset chunks overlapping no reference, or qrels grade 0),
+  judged blind; Cohen's kappa between the labels and the judge (grade >= 2 = relevant) and the 2 x 4 table.
+"""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kbench.config import validate_experiment
+from kbench.judging.agreement import cohen_kappa, confusion
+from kbench.judging.prompt import PROMPT_SHA256, judge_prompt, parse_grade
+from kbench.llm import LLMClient
+from kbench.paths import workspace_dir
+from kbench.pipeline import chunked_corpus
+from kbench.records import Chunk, Dataset, Run
+from kbench.tracking.read import artifact_source, find_run, read_config, read_run, tracking_client
+
+RELEVANT_FROM = 2  # a judge grade at or above this counts as relevant when compared with binary labels
+
+
+class JudgeError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Pair:
+    query_id: str
+    doc_id: str
+    start: int
+    end: int
+
+
+@dataclass
+class LoggedRun:
+    run_id: str
+    name: str
+    run: Run
+    dataset: Dataset
+    chunks: dict[str, Chunk]
+
+
+def load_logged_run(client, run_id: str) -> LoggedRun:
+    """A run's rankings, and its dataset and chunks rebuilt from its resolved config (as ``misses`` does)."""
+    run = find_run(client, run_id)
+    experiment = validate_experiment(read_config(client, run), f"run {artifact_source(run)} config.yaml")
+    dataset, chunks = chunked_corpus(experiment.dataset, experiment.chunking,
+                                     cache_dir=workspace_dir(experiment.workspace) / "cache")
+    return LoggedRun(run.info.run_id, run.data.tags.get("mlflow.runName", run.info.run_id[:8]), read_run(client, run),
+                     dataset, {c.chunk_id: c for c in chunks})
+
+
+def dataset_label(dataset: Dataset, pair: Pair) -> int | None:
+    """The label the dataset itself gives a pair: 1 overlapping a reference span; a qrels grade; else None."""
+    spans = dataset.spans.get(pair.query_id)
+    if spans and any(s.doc_id == pair.doc_id and s.start < pair.end and pair.start < s.end for s in spans):
+        return 1
+    grade = dataset.qrels.get(pair.query_id, {}).get(pair.doc_id)
+    if grade is not None and not spans:
+        return int(grade)
+    return None
+
+
+def calibration_label(dataset: Dataset, pair: Pair) -> int | None:
+    """Binary gold for calibration: span sets label every chunk (1 overlapping a reference, else 0)."""
+    if dataset.spans.get(pair.query_id):
+        return dataset_label(dataset, pair) or 0
+    grade = dataset.qrels.get(pair.query_id, {}).get(pair.doc_id)
+    return None if grade is None else int(grade > 0)
+
+
+def pool_runs(runs: list[LoggedRun], k: int) -> dict[Pair, str]:
+    """Pair -> its text, over the top ``k`` of every run."""
+    names = {r.dataset.name for r in runs}
+    if len(names) > 1:
+        raise JudgeError(f"the runs are on different datasets ({', '.join(sorted(names))}); pool runs of one set")
+    pool: dict[Pair, str] = {}
+    for r in runs:
+        for qid, hits in r.run.hits.items():
+            for h in hits[:k]:
+                chunk = r.chunks.get(h.chunk_id)
+                if chunk is not None:
+                    pool.setdefault(Pair(qid, chunk.doc_id, chunk.start, chunk.end), chunk.text)
+    return pool
+
+
+def judged_at_k(run: Run, labeled: dict[str, set[str]], k: int) -> float:
+    """Mean over queries of the share of the top-k documents that carry a label."""
+    shares = []
+    for qid in run.hits:
+        docs = run.doc_ids(qid)[:k]
+        if docs:
+            shares.append(sum(d in labeled.get(qid, set()) for d in docs) / len(docs))
+    return float(np.mean(shares)) if shares else float("nan")
+
+
+def _ask(client: LLMClient, questions: dict[str, str], pairs: list[tuple[Pair, str]]) -> tuple[list[int | None], int]:
+    prompts = [judge_prompt(questions[p.query_id], text) for p, text in pairs]
+    batch = client.chat_many(prompts, max_tokens=16, temperature=0.0)
+    grades = [parse_grade(batch.answers[i]) if i in batch.answers else None for i in range(len(prompts))]
+    return grades, batch.cache_hits
+
+
+@dataclass
+class JudgeReport:
+    pooled: int
+    labeled: int
+    judged: int
+    unparsed: int
+    cache_hits: int
+    qrels: dict[str, dict[str, int]]
+    judged_at_k_before: dict[str, float]
+    judged_at_k_after: dict[str, float]
+    grades: dict[int, int] = field(default_factory=dict)
+
+
+def judge_runs(run_ids: list[str], client: LLMClient, *, k: int = 10, out: Path | None = None,
+               tracking_uri: str | None = None) -> JudgeReport:
+    mlflow = tracking_client(tracking_uri)
+    runs = [load_logged_run(mlflow, r) for r in run_ids]
+    dataset = runs[0].dataset
+    questions = {q.query_id: q.text for q in dataset.queries}
+    pool = pool_runs(runs, k)
+    todo = [(p, t) for p, t in sorted(pool.items(), key=lambda x: (x[0].query_id, x[0].doc_id, x[0].start))
+            if dataset_label(dataset, p) is None and p.query_id in questions]
+    grades, hits = _ask(client, questions, todo) if todo else ([], 0)
+    doc_grades: dict[str, dict[str, int]] = {}
+    judgements = []
+    for (p, _), g in zip(todo, grades):
+        judgements.append({"query_id": p.query_id, "doc_id": p.doc_id, "start": p.start, "end": p.end, "grade": g})
+        if g is not None:
+            doc_grades.setdefault(p.query_id, {})
+            doc_grades[p.query_id][p.doc_id] = max(g, doc_grades[p.query_id].get(p.doc_id, 0))
+    # a document the dataset grades keeps its own label
+    qrels = {q: {d: g for d, g in docs.items() if d not in dataset.qrels.get(q, {})} for q, docs in doc_grades.items()}
+    before = {q: set(dataset.qrels.get(q, {})) for q in questions}
+    after = {q: before[q] | set(qrels.get(q, {})) for q in questions}
+    report = JudgeReport(len(pool), len(pool) - len(todo), sum(g is not None for g in grades),
+                         sum(g is None for g in grades), hits, qrels,
+                         {r.name: judged_at_k(r.run, before, k) for r in runs},
+                         {r.name: judged_at_k(r.run, after, k) for r in runs},
+                         {g: sum(x == g for x in grades) for g in range(4)})
+    if out is not None:
+        write_qrels(out, qrels, {"judge_model": client.endpoint.model, "prompt_sha256": PROMPT_SHA256, "k": k,
+                                 "runs": [r.run_id for r in runs], "dataset": dataset.name,
+                                 "pooled": report.pooled, "already_labeled": report.labeled,
+                                 "unparsed": report.unparsed, "judgements": judgements})
+    return report
+
+
+def write_qrels(out: Path, qrels: dict[str, dict[str, int]], provenance: dict[str, Any]) -> None:
+    """TREC qrels (``qid 0 docid grade``) and ``<out>.json``, each written whole then renamed."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lines = [f"{q} 0 {d} {g}" for q in sorted(qrels) for d, g in sorted(qrels[q].items())]
+    for path, text in ((out, "\n".join(lines) + ("\n" if lines else "")),
+                       (out.with_name(out.name + ".json"), json.dumps(provenance, indent=1))):
+        tmp = path.with_name(f".partial-{path.name}")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+
+
+@dataclass
+class Calibration:
+    n: int
+    kappa: float
+    table: np.ndarray  # rows: gold 0/1; columns: judge 0..3
+    unparsed: int
+    agreement: float
+
+
+def calibrate(run_ids: list[str], client: LLMClient, *, k: int = 10, sample: int = 50, seed: int = 0,
+              tracking_uri: str | None = None) -> Calibration:
+    mlflow = tracking_client(tracking_uri)
+    runs = [load_logged_run(mlflow, r) for r in run_ids]
+    dataset = runs[0].dataset
+    questions = {q.query_id: q.text for q in dataset.queries}
+    pool = pool_runs(runs, k)
+    by_gold: dict[int, list[tuple[Pair, str]]] = {0: [], 1: []}
+    for p, text in sorted(pool.items(), key=lambda x: (x[0].query_id, x[0].doc_id, x[0].start)):
+        gold = calibration_label(dataset, p)
+        if gold is not None and p.query_id in questions:
+            by_gold[gold].append((p, text))
+    if not by_gold[0] or not by_gold[1]:
+        raise JudgeError("--calibrate needs labeled pairs of both kinds in the pool (relevant and not); this "
+                         f"dataset's labels give {len(by_gold[1])} relevant and {len(by_gold[0])} not relevant")
+    rng = random.Random(seed)
+    chosen = []
+    for gold in (1, 0):
+        items = by_gold[gold]
+        chosen += [(gold, x) for x in rng.sample(items, min(len(items), sample // 2))]
+    grades, _ = _ask(client, questions, [x for _, x in chosen])
+    kept = [(gold, g) for (gold, _), g in zip(chosen, grades) if g is not None]
+    if not kept:
+        raise JudgeError("--calibrate: the judge gave no parseable grade")
+    gold = [g for g, _ in kept]
+    binary = [int(j >= RELEVANT_FROM) for _, j in kept]
+    return Calibration(len(kept), cohen_kappa(gold, binary), confusion(gold, [j for _, j in kept], [0, 1], [0, 1, 2, 3]),
+                       sum(g is None for g in grades), float(np.mean([a == b for a, b in zip(gold, binary)])))

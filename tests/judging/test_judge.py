@@ -1,0 +1,120 @@
+"""kbench judge on two real BM25 runs of the demo set, against the deterministic OpenAI-compatible test server:
+pooling, only unlabeled pairs sent, prompts and parsing, the cache, qrels with provenance, judged_at_k, the
+judged qrels used by a run, and calibration; Cohen's kappa on hand-built tables."""
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from kbench.cli import main as kbench_main
+from kbench.config import load_experiment
+from kbench.judging import cohen_kappa, confusion, judge_prompt, parse_grade
+from kbench.runner import run_experiment
+from tests.enrichment import chat_server
+
+WORD = re.compile(r"[a-z]{4,}")
+
+
+def grader(prompt: str) -> str:
+    """A stand-in judge: the grade is how many of the query's long words the passage holds (0-3)."""
+    if not prompt.startswith("Judge how relevant"):
+        return chat_server.answer(prompt)
+    query = prompt.split("Query: ", 1)[1].split("\n", 1)[0]
+    passage = prompt.split("Passage:\n", 1)[1].rsplit("\n\nThink about", 1)[0]
+    shared = set(WORD.findall(query.lower())) & set(WORD.findall(passage.lower()))
+    return "unsure" if "webhook" in query.lower() and len(shared) == 1 else f"##final score: {min(3, len(shared))}"
+
+
+@pytest.fixture
+def server(monkeypatch):
+    monkeypatch.setattr(chat_server, "answer", grader)
+    monkeypatch.setenv("KBENCH_TEST_KEY", "local-secret")
+    state = chat_server.start_chat_server()
+    yield state
+    state.close()
+
+
+@pytest.fixture
+def two_runs(workspace, config_for):
+    ids = []
+    for size in (400, 900):
+        config = load_experiment(config_for(dataset={"name": "demo", "max_queries": 12, "seed": 1},
+                                            chunking={"strategy": "fixed", "chunk_size": size, "chunk_overlap": 0},
+                                            retrieval={"legs": ["bm25"], "top_k": 10},
+                                            evaluation={"k": [5, 10]}))
+        ids.append(run_experiment(config, progress=False, log=True).run_id)
+    return ids
+
+
+def judge_args(server, workspace, *extra):
+    return ["judge", *extra, "--base-url", server.base_url, "--model", "judge-model", "--api-key-env",
+            "KBENCH_TEST_KEY", "--workspace", str(workspace), "--tracking-uri", f"sqlite:///{workspace / 'mlflow.db'}"]
+
+
+def test_judge_pools_runs_and_writes_qrels(two_runs, server, workspace, config_for, capsys):
+    out = workspace / "judged.qrels"
+    assert kbench_main(judge_args(server, workspace, *two_runs, "--out", str(out), "--k", "5")) == 0
+    printed = capsys.readouterr().out
+    provenance = json.loads((workspace / "judged.qrels.json").read_text())
+    sent = len(server.requests)
+    assert sent == len(provenance["judgements"]) == provenance["pooled"] - provenance["already_labeled"] > 0
+    assert provenance["judge_model"] == "judge-model" and len(provenance["prompt_sha256"]) == 64
+    assert provenance["runs"] == two_runs and provenance["already_labeled"] > 0
+    assert all(r["prompt"].startswith("Judge how relevant") for r in server.requests)
+    assert provenance["unparsed"] == sum(j["grade"] is None for j in provenance["judgements"]) > 0
+    lines = out.read_text().splitlines()
+    assert lines and all(re.fullmatch(r"\S+ 0 \S+ [0-3]", ln) for ln in lines)
+    assert "judged_at_5 before" in printed
+    before, after = [float(x) for x in printed.split("\n")[-3].split()[-2:]]
+    assert after > before
+    assert "local-secret" not in out.read_text() + (workspace / "judged.qrels.json").read_text()
+
+    # a re-run asks nothing: every judgement comes from the cache
+    assert kbench_main(judge_args(server, workspace, *two_runs, "--out", str(out), "--k", "5")) == 0
+    assert len(server.requests) == sent and f"({sent} from the cache)" in capsys.readouterr().out
+
+    # a run reads the judged qrels beside the dataset's labels: more of its top k carries a label
+    base = config_for(dataset={"name": "demo", "max_queries": 12, "seed": 1},
+                      chunking={"strategy": "fixed", "chunk_size": 400, "chunk_overlap": 0},
+                      retrieval={"legs": ["bm25"], "top_k": 10}, evaluation={"k": [5, 10]})
+    plain = run_experiment(load_experiment(base), progress=False, log=False).metrics
+    base["dataset"]["judged_qrels"] = str(out)
+    judged = run_experiment(load_experiment(base), progress=False, log=False).metrics
+    assert judged["judged_at_5"] > plain["judged_at_5"]
+    assert judged["chunk_ndcg_at_10"] == plain["chunk_ndcg_at_10"]  # span metrics keep the spans
+
+
+def test_calibration_reports_kappa_and_the_table(two_runs, server, workspace, capsys):
+    assert kbench_main(judge_args(server, workspace, *two_runs, "--calibrate", "--sample", "20")) == 0
+    out = capsys.readouterr().out
+    assert "Cohen's kappa" in out and "label 1" in out
+    table = [[int(x) for x in line.split()[2:]] for line in out.splitlines() if line.startswith("label")]
+    judged = sum(map(sum, table)) + int(re.search(r"\((\d+) answers unparsed", out).group(1))
+    assert judged == len(server.requests) <= 20  # half relevant, half not, as far as the pool has them
+    assert sum(table[1]) > 0 and sum(table[0]) > 0
+
+
+def test_prompt_and_parsing():
+    prompt = judge_prompt("how do retries work", "Jobs retry three times.")
+    assert "Query: how do retries work" in prompt and "Jobs retry three times." in prompt and "{" not in prompt
+    assert parse_grade("##final score: 2") == 2
+    assert parse_grade("Final Score: **3**") == 3
+    assert parse_grade("I'd say 1") == 1
+    assert parse_grade("between 1 and 2") is None and parse_grade("no idea") is None and parse_grade("7") is None
+
+
+def test_cohen_kappa_on_hand_built_tables():
+    # 2x2: 20 agree yes, 15 agree no, 5 + 10 disagree: p_o = 0.7, p_e = (25*30 + 25*20)/50^2 = 0.5, kappa 0.4
+    a = [1] * 20 + [0] * 15 + [1] * 5 + [0] * 10
+    b = [1] * 20 + [0] * 15 + [0] * 5 + [1] * 10
+    assert cohen_kappa(a, b) == pytest.approx(0.4)
+    assert cohen_kappa(a, b) == pytest.approx(cohen_kappa_score(a, b))
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(0, 4, 200).tolist(), rng.integers(0, 4, 200).tolist()
+    assert cohen_kappa(x, y) == pytest.approx(cohen_kappa_score(x, y))
+    assert cohen_kappa([1, 0, 1], [1, 0, 1]) == 1.0
+    assert confusion([0, 1, 1], [3, 2, 2], [0, 1], [0, 1, 2, 3]).tolist() == [[0, 0, 0, 1], [0, 0, 2, 0]]
