@@ -52,7 +52,8 @@ def two_runs(workspace, config_for):
 
 def judge_args(server, workspace, *extra):
     return ["judge", *extra, "--base-url", server.base_url, "--model", "judge-model", "--api-key-env",
-            "KBENCH_TEST_KEY", "--workspace", str(workspace), "--tracking-uri", f"sqlite:///{workspace / 'mlflow.db'}"]
+            "KBENCH_TEST_KEY", "--workspace", str(workspace / "judge"),  # its own cache/, not the shared one
+            "--tracking-uri", f"sqlite:///{workspace / 'mlflow.db'}"]
 
 
 def test_judge_pools_runs_and_writes_qrels(two_runs, server, workspace, config_for, capsys):
