@@ -294,3 +294,56 @@ def build_live_dataset(folder: Path, documents: list[Document], rows: LiveRows, 
     return Dataset(name, documents, queries, qrels, spans, skipped,
                    content_hash=stable_hash([rows.content_hash(), folder_content_hash(folder)]))
 
+
+
+# --------------------------------------------------------------------------- snapshot to a dataset folder
+def snapshot_file_name(url: str, taken: set[str]) -> str:
+    """A relative path under docs/ for a page's URL: scheme dropped, unsafe characters replaced, never '..'."""
+    path = re.sub(r"[^A-Za-z0-9._/-]+", "_", url.split("://", 1)[-1])
+    parts = [p for p in path.split("/") if p not in ("", ".", "..")] or ["page"]
+    name = "/".join(parts)
+    name = name if name.lower().endswith(".md") else f"{name}.md"
+    stem, n = name[:-3], 1
+    while name in taken:
+        n += 1
+        name = f"{stem}-{n}.md"
+    taken.add(name)
+    return name
+
+
+def write_snapshot(store: LiveStore, out: Path, questions: Path | None = None) -> dict:
+    """The live rows as a kbench span dataset in ``out`` (an empty folder): ``docs/`` one file per page rebuilt
+    from its chunks, ``snapshot.json`` (how each page was rebuilt and chunked: every chunk's row id, number and
+    offsets; the model and width), and ``questions.jsonl``: a live question set mapped onto the files, or empty
+    for questions to be added. Returns the manifest."""
+    rows = store.read_rows()
+    documents, chunks = rebuild_pages(rows)
+    taken: set[str] = set()
+    file_of = {d.doc_id: snapshot_file_name(d.url, taken) for d in documents}
+    for d in documents:
+        target = out / "docs" / file_of[d.doc_id]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(d.text, encoding="utf-8")
+    pages = {d.doc_id: {"file": file_of[d.doc_id], "url": d.url, "source_id": d.source_id,
+                        "rebuilt_from": d.metadata["rebuilt_from"], "chunks": []} for d in documents}
+    for c in chunks:
+        pages[c.doc_id]["chunks"].append({"chunk_number": c.chunk_number, "start": c.start, "end": c.end,
+                                          "row_id": c.metadata["row_id"],
+                                          "stored_chunk_number": c.metadata["stored_chunk_number"]})
+    lines = []
+    if questions is not None:
+        dataset = build_live_dataset(questions, documents, rows, "snapshot")
+        text_of = {d.doc_id: d.text for d in documents}
+        for q in dataset.queries:
+            refs = [{"doc_id": file_of[s.doc_id], "start_index": s.start, "end_index": s.end,
+                     "content": text_of[s.doc_id][s.start:s.end]} for s in dataset.spans.get(q.query_id, [])]
+            if refs:
+                lines.append(json.dumps({"query_id": q.query_id, "question": q.text, "references": refs}))
+    (out / "questions.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    manifest = {"schema": store.schema, "table": PAGES_TABLE, "embedding_model": rows.model,
+                "embedding_dimension": rows.dimension, "rows": len(chunks), "pages": len(documents),
+                "rows_without_vector": rows.rows_without_vector, "content_hash": rows.content_hash(),
+                "questions": len(lines), "chunking": "stored (chunks as production wrote them; see pages)",
+                "documents": list(pages.values())}
+    (out / "snapshot.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    return manifest

@@ -144,3 +144,33 @@ def test_missing_dsn_is_a_clear_error(production, monkeypatch):
     monkeypatch.delenv(ENV, raising=False)
     with pytest.raises(LiveStoreError, match=f"{ENV} is not set"):
         run_pipeline(live_config(production, production["with_offsets"]), progress=False)
+
+
+def test_snapshot_exports_the_live_rows_as_a_dataset(production, monkeypatch, capsys):
+    from kbench.cli import main
+    from kbench.datasets import load_dataset
+    from kbench.datasets.config import DatasetConfig
+
+    monkeypatch.setenv(ENV, production["reader"])
+    out = production["ws"] / "snapshot"
+    assert main(["store", "snapshot", f"env:{ENV}", "--out", str(out), "--schema", production["schema"],
+                 "--questions", str(production["text_only"])]) == 0
+    printed = capsys.readouterr()
+    assert production["reader"] not in printed.out + printed.err  # the DSN is a secret
+    pg = production["pg"]
+    manifest = json.loads((out / "snapshot.json").read_text())
+    assert manifest["rows"] == len(pg.chunks) and manifest["embedding_model"] == "all-MiniLM-L6-v2"
+    assert sum(len(d["chunks"]) for d in manifest["documents"]) == len(pg.chunks)
+    snap = load_dataset(DatasetConfig(path=str(out)))
+    original = {d.url: d.text.rstrip() for d in pg.dataset.documents}
+    files = {d["file"]: d["url"] for d in manifest["documents"]}
+    assert {files[d.doc_id]: d.text.rstrip() for d in snap.documents} == original
+    assert len(snap.queries) == len(pg.dataset.queries) and not snap.skipped
+    # the exported spans are the original spans, in the same documents
+    url_of = production["url_of"]
+    for qid, refs in pg.dataset.spans.items():
+        assert sorted((url_of[s.doc_id], s.start, s.end) for s in refs) == \
+            sorted((files[s.doc_id], s.start, s.end) for s in snap.spans[qid])
+    with pytest.raises(SystemExit) as refused:  # an existing folder is never overwritten
+        main(["store", "snapshot", f"env:{ENV}", "--out", str(out), "--schema", production["schema"]])
+    assert refused.value.code == 2

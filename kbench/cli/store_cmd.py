@@ -1,0 +1,44 @@
+"""kbench store snapshot DSN --out DIR: a live production store's rows as a kbench dataset folder."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kbench.errors import ConfigError
+from kbench.store.live_store import LiveStore, dsn_from_env, write_snapshot
+from kbench.tracking.run_folder import write_complete
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("store", help="live production stores: kbench store snapshot")
+    group = p.add_subparsers(dest="store_command", required=True, metavar="SUBCOMMAND")
+    s = group.add_parser("snapshot", help="export a live PostgreSQL's archon_crawled_pages (read-only) to a kbench "
+                                          "span dataset folder: pages rebuilt from their chunks, chunking recorded")
+    s.add_argument("dsn", metavar="DSN", help="env:NAME to read the DSN from the environment variable NAME "
+                                              "(recommended: a DSN on a command line is visible to other users), or "
+                                              "the DSN itself; never printed")
+    s.add_argument("--out", required=True, help="a new folder for docs/, questions.jsonl and snapshot.json")
+    s.add_argument("--schema", help="the schema of archon_crawled_pages (default: the DSN's search_path)")
+    s.add_argument("--questions", help="a live question set folder (questions.jsonl naming documents by URL or "
+                                       "source id) to map onto the snapshot's files")
+    s.add_argument("--allow-write", action="store_true", help="go on when the role could write (still read-only)")
+    s.set_defaults(func=run_snapshot)
+
+
+def run_snapshot(args) -> int:
+    dsn = dsn_from_env(args.dsn[4:]) if args.dsn.startswith("env:") else args.dsn
+    out = Path(args.out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError(f"--out {out}: exists and is not an empty folder; give a new folder")
+    if out.is_dir():
+        os.rmdir(out)  # write_complete renames a finished folder into place
+    questions = Path(args.questions) if args.questions else None
+    store = LiveStore(dsn, args.schema, args.allow_write)
+    manifest = {}
+    try:
+        write_complete(out, lambda folder: manifest.update(write_snapshot(store, folder, questions)))
+    finally:
+        store.close()
+    print(f"{out}: {manifest['pages']} pages, {manifest['rows']} chunks of {manifest['embedding_model']} "
+          f"({manifest['embedding_dimension']}-d) from schema {manifest['schema']}; {manifest['questions']} questions")
+    return 0
