@@ -6,7 +6,9 @@ allowed; the CLI prints it without a traceback and exits 2.
 from __future__ import annotations
 
 import reprlib
+import socket
 from typing import Any
+from urllib.parse import urlsplit
 
 
 class ConfigError(ValueError):
@@ -62,3 +64,26 @@ def format_error(err: dict[str, Any], prefix: str, root: type | None) -> str:
     expected = ctx.get("expected")
     tail = f"; allowed: {expected}" if expected else ""
     return f"{path}: {err.get('msg')} (got {shorten(err.get('input'))}){tail}"
+
+
+def endpoint_problem(url: str, timeout_s: float = 3.0) -> str | None:
+    """Why nothing answers at ``url`` (an http(s) or tcp address), or None when a TCP connection opens.
+
+    One connection attempt with a short timeout, so a closed port or a dead host fails a run in seconds
+    instead of after a client's retries."""
+    parts = urlsplit(url if "://" in url else f"tcp://{url}")
+    try:
+        port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+    except ValueError:
+        return f"{url} has no valid port"
+    if not parts.hostname or port is None:
+        return f"{url} names no host and port"
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout_s):
+            return None
+    except ConnectionRefusedError:
+        return f"{url} refuses connections (nothing listens on {parts.hostname}:{port})"
+    except socket.timeout:
+        return f"{url} did not answer within {timeout_s:.0f} s"
+    except OSError as e:
+        return f"{url} cannot be reached ({e.strerror or e})"

@@ -41,7 +41,8 @@ from kbench.retrieval.rerank import check_reranker
 from kbench.retrieval.stage import legs_need_query_vectors, search
 from kbench.store.outcome import StoreOutcome
 from kbench.store.registry import STORED_CORPORA
-from kbench.store.stage import index_recall, needs_recall_check, prepare_store
+from kbench.store.stage import check_store, index_recall, needs_recall_check, prepare_store
+from kbench.tracking.run_folder import check_workspace
 
 
 class RunError(RuntimeError):
@@ -165,9 +166,12 @@ def texts_to_embed(experiment: Experiment, corpus: Corpus) -> list[str]:
 
 
 def preflight(experiment: Experiment) -> None:
-    """A missing endpoint, key or reranker model fails here, before any work."""
+    """A missing endpoint, key or reranker model, or a damaged store file, fails here, before any work."""
+    check_workspace(workspace_dir(experiment.workspace))
     check_enrichment(experiment.enrichment)
     check_reranker(experiment.rerank)
+    if legs_need_query_vectors(experiment.retrieval):
+        check_store(experiment.store, workspace_dir(experiment.workspace))
 
 
 def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool = True) -> Corpus:

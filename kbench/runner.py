@@ -18,6 +18,7 @@ from kbench.tracking import tags as tag
 from kbench.tracking.fingerprint import run_fingerprint
 from kbench.tracking.export import (TrecFormatError, chunk_qrels, doc_qrels, read_trec_run, run_from_trec,
                                     write_trec_qrels, write_trec_run)
+from kbench.tracking.guard import store_fault
 from kbench.tracking.mlflow_run import log_to_mlflow
 from kbench.tracking.read import get_run, read_config, read_run, tracking_client
 from kbench.tracking.run_folder import RunResult, write_run_folder
@@ -38,7 +39,12 @@ def run_experiment(experiment: Experiment, *, progress: bool = True, log: bool =
                        chunks=done.chunks, dataset=done.dataset, run=done.run)
     if log and experiment.tracking.enabled:
         fingerprint_tags = {tag.FINGERPRINT: fingerprint["hash"], tag.DATASET_HASH: fingerprint["dataset_hash"]}
-        log_to_mlflow(result, workspace, parent_run_id, {**fingerprint_tags, **(extra_tags or {})})
+        try:
+            log_to_mlflow(result, workspace, parent_run_id, {**fingerprint_tags, **(extra_tags or {})})
+        except Exception as e:  # a server or disk fault: the results are kept; the caller says where they are
+            result.tracking_error = store_fault(e)
+            if result.tracking_error is None:
+                raise
     return result
 
 

@@ -1,6 +1,7 @@
 """Turn the errors a user can fix into one clear message and exit code 2, not a traceback."""
 from __future__ import annotations
 
+import errno
 import sys
 from contextlib import contextmanager
 
@@ -13,12 +14,29 @@ from kbench.errors import format_error
 from kbench.llm import LLMError
 from kbench.registry import UnknownNameError
 from kbench.runner import RunError
+from kbench.store.duckdb_store import StoreFileError
+from kbench.store.sync import StoreDimensionError
+from kbench.sweep.executors import SchedulerUnreachableError
 from kbench.tracking.export import TrecFormatError
+from kbench.tracking.guard import TrackingUnreachableError
 from kbench.tracking.read import RunReadError
 
 USER_ERRORS = (ConfigError, DatasetError, ModelNotInstalledError, UnknownNameError, FileNotFoundError, RunError,
                RunReadError, TrecFormatError, PermissionError, IsADirectoryError, NotADirectoryError,
-               LLMError)  # an endpoint down, a quota used up, a refused key: what finished is cached
+               LLMError,  # an endpoint down, a quota used up, a refused key: what finished is cached
+               StoreFileError, StoreDimensionError, TrackingUnreachableError, SchedulerUnreachableError)
+
+# The machine, not the input: what to do about each. Anything else raised as OSError stays a traceback (a bug).
+MOVE = "or set workspace (or KBENCH_WORKSPACE) to another folder"
+ENVIRONMENT_FIXES = {
+    errno.ENOSPC: f"the disk is full: free space {MOVE} on another disk",
+    errno.EDQUOT: f"the disk quota is used up: free space {MOVE} on another disk",
+    errno.EROFS: f"that file system is read-only: remount it writable {MOVE}",
+    errno.EACCES: f"no permission to write there: make it writable {MOVE}",
+    errno.EPERM: f"the system refused the operation: make the folder yours {MOVE}",
+    errno.EIO: "the disk reported an I/O error: check the disk, then run again",
+    errno.EMFILE: "too many open files: raise the limit (ulimit -n) and run again",
+}
 
 
 @contextmanager
@@ -27,6 +45,13 @@ def report_errors():
         yield
     except USER_ERRORS as e:
         print(f"kbench: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except OSError as e:
+        fix = ENVIRONMENT_FIXES.get(e.errno)
+        if fix is None:
+            raise
+        where = f": {e.filename}" if e.filename else ""
+        print(f"kbench: error: {e.strerror or e}{where}; {fix}", file=sys.stderr)
         raise SystemExit(2) from None
     except ValidationError as e:  # a config value set after loading (a sweep label, a TREC run tag as name)
         problems = "; ".join(format_error(err, "", None) for err in e.errors())

@@ -1,6 +1,8 @@
 """kbench run CONFIG [--set section.key=value ...]"""
 from __future__ import annotations
 
+import sys
+
 from kbench.cli.tables import print_metrics
 from kbench.config import load_experiment
 from kbench.runner import run_experiment
@@ -21,4 +23,8 @@ def run(args) -> int:
     experiment = load_experiment(args.config, args.overrides)
     result = run_experiment(experiment, progress=not args.quiet, log=not args.no_log)
     print_metrics(result)
+    if result.tracking_error:  # results and folder printed first; then why they are not in MLflow
+        print(f"kbench: error: {result.tracking_error}. Not logged to MLflow; the results are in {result.run_dir}",
+              file=sys.stderr)
+        return 2
     return 0

@@ -19,34 +19,116 @@ from kbench.store.sync import Collection, PageRows, ProductionStore, StoreDimens
 SCHEMA_SQL = Path(__file__).with_name("schema.sql")
 
 
+# DuckDB would fetch an extension from the internet to read a SQLite file or a remote path: never at run time.
+NO_DOWNLOADS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+
+
 class StoreLockedError(RuntimeError):
     pass
+
+
+class StoreFileError(ValueError):
+    """store.path is not a DuckDB database kbench can use: not a database, damaged, or another schema."""
 
 
 def connect_with_retry(path: Path, lock_timeout_s: float):
     import duckdb
 
+    if path.is_dir():
+        raise StoreFileError(f"{path} is a folder, not a DuckDB file; point store.path at a file")
+    if path.is_file() and file_head(path) == b"SQLite format 3\0":
+        raise StoreFileError(f"{path} is a SQLite database, not a DuckDB file; point store.path at another file")
     deadline = time.monotonic() + lock_timeout_s
     while True:
         try:
-            return duckdb.connect(str(path))
+            return duckdb.connect(str(path), config=NO_DOWNLOADS)
         except duckdb.IOException as e:
-            if "lock" not in str(e).lower() or time.monotonic() > deadline:
-                if "lock" in str(e).lower():
+            held = "could not set lock" in str(e).lower()  # not "block": a corrupt file names a block
+            if not held or time.monotonic() > deadline:
+                if held:
                     raise StoreLockedError(
                         f"{path} is held by another process for more than {lock_timeout_s:.0f} s "
                         "(DuckDB allows one writer); wait for it, or give this run its own store.path"
                     ) from None
-                raise
+                raise StoreFileError(f"{path}: cannot open it as a DuckDB database ({first_line(e)}); move it "
+                                     "away or point store.path at another file") from None
             time.sleep(0.5)
+        except duckdb.Error as e:
+            raise StoreFileError(f"{path}: cannot open it as a DuckDB database ({first_line(e)}); move it away "
+                                 "or point store.path at another file") from None
+
+
+def file_head(path: Path) -> bytes:
+    with path.open("rb") as f:
+        return f.read(16)
+
+
+def first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+
+
+def expected_columns() -> dict[str, dict[str, str]]:
+    """table -> column -> DuckDB type, as schema.sql creates them (read from an in-memory database)."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        con.execute(SCHEMA_SQL.read_text(encoding="utf-8"))
+        return table_columns(con)
+
+
+def table_columns(con) -> dict[str, dict[str, str]]:
+    columns: dict[str, dict[str, str]] = {}
+    for table, column, kind in con.execute("SELECT table_name, column_name, data_type FROM duckdb_columns() "
+                                           "WHERE database_name = current_database()").fetchall():
+        columns.setdefault(table, {})[column] = kind
+    return columns
+
+
+def check_schema(path: Path, found: dict[str, dict[str, str]]) -> None:
+    """Refuse a database whose kbench tables differ from schema.sql: a column of another width is a
+    ``StoreDimensionError`` (the vector would be cast or refused mid-write), anything else a ``StoreFileError``."""
+    for table, want in expected_columns().items():
+        if table not in found:
+            continue  # created by schema.sql
+        have = found[table]
+        for column, kind in have.items():
+            width = column.removeprefix("embedding_")
+            if table == "archon_crawled_pages" and width.isdigit() and kind != f"FLOAT[{width}]":
+                raise StoreDimensionError(
+                    f"{path}: column archon_crawled_pages.{column} holds {kind}, not FLOAT[{width}]; this file "
+                    "was written with another schema. Move it away or point store.path at another file")
+        problems = [f"{column} is missing" for column in want if column not in have]
+        problems += [f"{column} is {have[column]}, schema.sql says {kind}"
+                     for column, kind in want.items() if column in have and have[column] != kind]
+        if problems:
+            raise StoreFileError(
+                f"{path}: table {table} has another schema than kbench's ({'; '.join(problems[:3])}). "
+                "Move the file away or point store.path at another file")
+
+
+def check_store_file(path: Path, lock_timeout_s: float = 120.0) -> None:
+    """Open an existing store file and check its schema, before a run spends time embedding."""
+    if path.exists():
+        DuckStore(path, lock_timeout_s).close()
 
 
 class DuckStore(ProductionStore):
     def __init__(self, path: Path | str, lock_timeout_s: float = 120.0):
+        import duckdb
+
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.con = connect_with_retry(self.path, lock_timeout_s)
-        self.con.execute(SCHEMA_SQL.read_text(encoding="utf-8"))
+        try:
+            check_schema(self.path, table_columns(self.con))
+            self.con.execute(SCHEMA_SQL.read_text(encoding="utf-8"))
+        except duckdb.Error as e:
+            self.con.close()
+            raise StoreFileError(f"{self.path}: not a usable kbench store ({first_line(e)}); move it away or "
+                                 "point store.path at another file") from None
+        except BaseException:
+            self.con.close()
+            raise
 
     @classmethod
     @contextmanager

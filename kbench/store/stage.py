@@ -16,6 +16,7 @@ from pathlib import Path
 from kbench.embedding.stage import CachedEmbedder, EmbeddingResult
 from kbench.records import Chunk, Dataset
 from kbench.store.config import StoreConfig
+from kbench.store.duckdb_store import check_store_file
 from kbench.store.faiss_index import recall_at_k
 from kbench.store.outcome import StoreOutcome
 from kbench.store.registry import STORE_BACKENDS
@@ -43,3 +44,9 @@ def index_recall(outcome: StoreOutcome, queries: list, embed_queries, config: St
     query_vectors = embed_queries([q.text for q in sample])
     recall = recall_at_k(outcome.vector_index, outcome.ok_vectors, outcome.ok_ids, query_vectors, config.recall_k)
     return {f"index_recall_at_{config.recall_k}": recall, "index_recall_queries": float(len(sample))}
+
+
+def check_store(config: StoreConfig, workspace: Path) -> None:
+    """Before any work: an existing DuckDB store file that is damaged or of another schema fails here."""
+    if config.backend == "duckdb":
+        check_store_file(config.duckdb_path(workspace))

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from kbench.config import validate_experiment
+from kbench.errors import endpoint_problem
 from kbench.hashing import stable_hash
 from kbench.paths import workspace_dir
 from kbench.runner import run_experiment
@@ -126,6 +127,10 @@ class LocalExecutor:
         pass
 
 
+class SchedulerUnreachableError(ConnectionError):
+    """--scheduler names an address where no Dask scheduler answers."""
+
+
 @dataclass
 class DaskExecutor:
     """Runs configs on a Dask cluster: ``scheduler`` (tcp://host:port) or a LocalCluster on 127.0.0.1."""
@@ -135,6 +140,13 @@ class DaskExecutor:
     _client: Any = field(default=None, init=False, repr=False)
     _cluster: Any = field(default=None, init=False, repr=False)
     name: str = "dask"
+
+    def __post_init__(self):
+        if self.scheduler:  # before the sweep starts: seconds, not the client's 30 s of retries
+            problem = endpoint_problem(self.scheduler)
+            if problem:
+                raise SchedulerUnreachableError(f"Dask scheduler {problem}; start it (dask scheduler) or fix "
+                                                "--scheduler (tcp://host:port), or leave it out for a local cluster")
 
     def _connect(self):
         try:

@@ -35,8 +35,9 @@ from kbench.sweep.expand import SweepConfig, SweepPlan
 from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_run import (MAX_PARAM_CHARS, ensure_experiment, fill_run, mlflow_client,
                                         record_failed_run, run_params)
+from kbench.tracking.guard import mark_abandoned, owner_tags
 from kbench.tracking.read import find_finished_elsewhere, sweep_children
-from kbench.tracking.run_folder import write_complete
+from kbench.tracking.run_folder import check_workspace, write_complete
 
 LIVE_STATUSES = ("RUNNING", "SCHEDULED")
 
@@ -117,7 +118,7 @@ def _create_child(client, experiment_id: str, parent_id: str, name: str, tags: d
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
     run = client.create_run(experiment_id, run_name=name,
-                            tags={MLFLOW_RUN_NAME: name, MLFLOW_PARENT_RUN_ID: parent_id, **tags})
+                            tags={MLFLOW_RUN_NAME: name, MLFLOW_PARENT_RUN_ID: parent_id, **tags, **owner_tags()})
     return run.info.run_id
 
 
@@ -143,6 +144,7 @@ def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = T
     if not baseline.tracking.enabled:
         raise SweepError("tracking.enabled is false: a sweep records its progress in MLflow and cannot resume "
                          "without it; enable tracking (or run configs one by one with `kbench run --no-log`)")
+    check_workspace(workspace)
     with SweepLock(workspace / "sweeps" / f"{plan.sweep_key}.lock"):
         client = mlflow_client(baseline.tracking.tracking_uri, workspace)
         experiment_id = ensure_experiment(client, baseline.tracking.experiment, workspace)
@@ -151,85 +153,100 @@ def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = T
             parent_id = client.create_run(
                 experiment_id, run_name=f"{plan.name} sweep",
                 tags={"mlflow.runName": f"{plan.name} sweep", tag.SWEEP_KEY: plan.sweep_key, tag.SWEEP_ROLE: "parent",
-                      tag.SWEEP_CONFIGS: str(len(plan.configs))}).info.run_id
+                      tag.SWEEP_CONFIGS: str(len(plan.configs)), **owner_tags()}).info.run_id
             say(f"sweep {plan.name}: {len(plan.configs)} configs, new parent run {parent_id}")
         else:
             parent_id = parent.info.run_id
             client.update_run(parent_id, status="RUNNING")
+            client.set_tag(parent_id, tag.OWNER, owner_tags()[tag.OWNER])
             say(f"sweep {plan.name}: {len(plan.configs)} configs, resuming parent run {parent_id}")
-        outcome = SweepOutcome(parent_id, str(client.tracking_uri), experiment_id, plan.sweep_key,
-                               warnings=list(plan.warnings))
-        _log_parent_plan(client, parent_id, plan)
-        if plan.warnings:
-            client.set_tag(parent_id, tag.SWEEP_WARNINGS, "\n".join(plan.warnings)[:5000])
-        for warning in plan.warnings:
-            say(f"  warning: {warning}")
-        for note in plan.notes:
-            say(f"  note: {note}")
-
-        done: dict[str, str] = {}  # config run key -> finished child id
-        for run in sweep_children(client, experiment_id, parent_id):
-            key = run.data.tags.get(tag.SWEEP_CONFIG_KEY)
-            if run.info.status == "FINISHED" and key:
-                done.setdefault(key, run.info.run_id)
-            elif run.info.status in LIVE_STATUSES:  # the lock says no driver is alive: a kill left it
-                client.set_tag(run.info.run_id, tag.SWEEP_NOTE,
-                               "left RUNNING by an interrupted sweep; its config was run again")
-                client.set_terminated(run.info.run_id, "KILLED")
-                outcome.killed_children.append(run.info.run_id)
-
-        todo: list[SweepConfig] = []
-        for config in plan.configs:
-            if config.run_key in done:
-                outcome.status[config.label] = "done"
-                outcome.run_ids[config.label] = done[config.run_key]
-                continue
-            source = find_finished_elsewhere(client, config.run_key, parent_id) if reuse else None
-            if source is not None:
-                outcome.run_ids[config.label] = _link_child(client, experiment_id, parent_id, plan, config, source)
-                outcome.status[config.label] = "reused"
-                say(f"  {config.label}: reused finished run {source.info.run_id} (same run key {config.run_key})")
-                continue
-            todo.append(config)
-        say(f"  {outcome.count('done')} finished before, {outcome.count('reused')} reused, {len(todo)} to run"
-            + (f", {len(outcome.killed_children)} interrupted child runs marked KILLED" if outcome.killed_children else ""))
-
-        by_key = {c.run_key: c for c in todo}
-        jobs = [make_job(c.label, c.experiment) for c in todo]
-        started = time.perf_counter()
         try:
-            for n, (job, result) in enumerate(executor.run(jobs), start=1):
-                config = by_key[job.run_key]
-                progress = _progress(time.perf_counter() - started, n, len(jobs))
-                if isinstance(result, JobFailure):
-                    outcome.run_ids[config.label] = _failed_child(client, experiment_id, parent_id, plan, config, result)
-                    outcome.status[config.label] = "failed"
-                    outcome.errors[config.label] = str(result)
-                    say(f"  [{n}/{len(jobs)}] {config.label}: FAILED after {duration(result.seconds)}: {result} "
-                        f"({progress})")
-                else:
-                    outcome.run_ids[config.label] = _finished_child(
-                        client, experiment_id, parent_id, plan, config, result, workspace, executor.name)
-                    outcome.status[config.label] = "ran"
-                    say(f"  [{n}/{len(jobs)}] {config.label}: {_headline(result.metrics)} in "
-                        f"{duration(result.seconds)} ({progress})")
-        finally:
-            executor.close()
-
-        client.set_tag(parent_id, tag.SWEEP_SUMMARY,
-                       json.dumps({s: outcome.count(s) for s in ("ran", "done", "reused", "failed")}))
-        if any(s != "failed" for s in outcome.status.values()):
+            return _run_under_parent(client, experiment_id, parent_id, plan, executor, workspace, reuse, report, say)
+        except BaseException as e:  # the parent never stays RUNNING after its driver stops (a kill -9 aside)
             try:
-                _pick_winner(client, plan, outcome, workspace, report)
-                if report and outcome.comparison is not None:
-                    outcome.report_dir = write_report(outcome.comparison,
-                                                      workspace / "sweeps" / plan.sweep_key / "report")
-                    client.log_artifacts(parent_id, str(outcome.report_dir), "report")
-            except Exception as e:  # the runs are logged; a ranking or report problem must not hide that
-                outcome.report_error = f"{type(e).__name__}: {e}"
-                say(f"  comparison not finished: {outcome.report_error}")
-        client.set_terminated(parent_id, "FAILED" if outcome.errors else "FINISHED")
-        return outcome
+                client.set_tag(parent_id, tag.ERROR, f"{type(e).__name__}: {e}"[:5000])
+                client.set_terminated(parent_id, "KILLED" if isinstance(e, KeyboardInterrupt) else "FAILED")
+            except Exception:  # the store itself failing: the next start or run marks the parent
+                pass
+            raise
+
+
+def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPlan, executor, workspace: Path,
+                      reuse: bool, report: bool, say: Callable[[str], None]) -> SweepOutcome:
+    outcome = SweepOutcome(parent_id, str(client.tracking_uri), experiment_id, plan.sweep_key,
+                           warnings=list(plan.warnings))
+    _log_parent_plan(client, parent_id, plan)
+    if plan.warnings:
+        client.set_tag(parent_id, tag.SWEEP_WARNINGS, "\n".join(plan.warnings)[:5000])
+    for warning in plan.warnings:
+        say(f"  warning: {warning}")
+    for note in plan.notes:
+        say(f"  note: {note}")
+
+    done: dict[str, str] = {}  # config run key -> finished child id
+    for run in sweep_children(client, experiment_id, parent_id):
+        key = run.data.tags.get(tag.SWEEP_CONFIG_KEY)
+        if run.info.status == "FINISHED" and key:
+            done.setdefault(key, run.info.run_id)
+        elif run.info.status in LIVE_STATUSES:  # the lock says no driver is alive: a kill left it
+            client.set_tag(run.info.run_id, tag.SWEEP_NOTE,
+                           "left RUNNING by an interrupted sweep; its config was run again")
+            client.set_terminated(run.info.run_id, "KILLED")
+            outcome.killed_children.append(run.info.run_id)
+    mark_abandoned(client, experiment_id)  # other runs of the experiment a killed process left RUNNING
+
+    todo: list[SweepConfig] = []
+    for config in plan.configs:
+        if config.run_key in done:
+            outcome.status[config.label] = "done"
+            outcome.run_ids[config.label] = done[config.run_key]
+            continue
+        source = find_finished_elsewhere(client, config.run_key, parent_id) if reuse else None
+        if source is not None:
+            outcome.run_ids[config.label] = _link_child(client, experiment_id, parent_id, plan, config, source)
+            outcome.status[config.label] = "reused"
+            say(f"  {config.label}: reused finished run {source.info.run_id} (same run key {config.run_key})")
+            continue
+        todo.append(config)
+    say(f"  {outcome.count('done')} finished before, {outcome.count('reused')} reused, {len(todo)} to run"
+        + (f", {len(outcome.killed_children)} interrupted child runs marked KILLED" if outcome.killed_children else ""))
+
+    by_key = {c.run_key: c for c in todo}
+    jobs = [make_job(c.label, c.experiment) for c in todo]
+    started = time.perf_counter()
+    try:
+        for n, (job, result) in enumerate(executor.run(jobs), start=1):
+            config = by_key[job.run_key]
+            progress = _progress(time.perf_counter() - started, n, len(jobs))
+            if isinstance(result, JobFailure):
+                outcome.run_ids[config.label] = _failed_child(client, experiment_id, parent_id, plan, config, result)
+                outcome.status[config.label] = "failed"
+                outcome.errors[config.label] = str(result)
+                say(f"  [{n}/{len(jobs)}] {config.label}: FAILED after {duration(result.seconds)}: {result} "
+                    f"({progress})")
+            else:
+                outcome.run_ids[config.label] = _finished_child(
+                    client, experiment_id, parent_id, plan, config, result, workspace, executor.name)
+                outcome.status[config.label] = "ran"
+                say(f"  [{n}/{len(jobs)}] {config.label}: {_headline(result.metrics)} in "
+                    f"{duration(result.seconds)} ({progress})")
+    finally:
+        executor.close()
+
+    client.set_tag(parent_id, tag.SWEEP_SUMMARY,
+                   json.dumps({s: outcome.count(s) for s in ("ran", "done", "reused", "failed")}))
+    if any(s != "failed" for s in outcome.status.values()):
+        try:
+            _pick_winner(client, plan, outcome, workspace, report)
+            if report and outcome.comparison is not None:
+                outcome.report_dir = write_report(outcome.comparison,
+                                                  workspace / "sweeps" / plan.sweep_key / "report")
+                client.log_artifacts(parent_id, str(outcome.report_dir), "report")
+        except Exception as e:  # the runs are logged; a ranking or report problem must not hide that
+            outcome.report_error = f"{type(e).__name__}: {e}"
+            say(f"  comparison not finished: {outcome.report_error}")
+    client.set_terminated(parent_id, "FAILED" if outcome.errors else "FINISHED")
+    return outcome
 
 
 def duration(seconds: float) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from kbench.dotted import flatten_dotted
 from kbench.tracking import tags as tag
+from kbench.tracking.guard import check_reachable, init_store_once, mark_abandoned, owner_tags
 from kbench.tracking.run_folder import RunResult
 
 SECRET_KEY = re.compile(r"(api_key|token|secret|password)(?!_env)", re.IGNORECASE)
@@ -50,8 +51,12 @@ def ensure_experiment(client, name: str, workspace: Path) -> str:
 def mlflow_client(configured_uri: str | None, workspace: Path):
     from mlflow.tracking import MlflowClient
 
+    uri = tracking_uri(configured_uri, workspace)
+    check_reachable(uri)  # seconds, not minutes of MLflow's retries
     workspace.mkdir(parents=True, exist_ok=True)
-    return MlflowClient(tracking_uri=tracking_uri(configured_uri, workspace))
+    client = MlflowClient(tracking_uri=uri)
+    init_store_once(client)  # a new mlflow.db is created by one process at a time
+    return client
 
 
 def metric_key(name: str) -> str:
@@ -108,9 +113,10 @@ def log_to_mlflow(result: RunResult, workspace: Path, parent_run_id: str | None 
     experiment = result.experiment
     client = mlflow_client(experiment.tracking.tracking_uri, workspace)
     experiment_id = ensure_experiment(client, experiment.tracking.experiment, workspace)
+    mark_abandoned(client, experiment_id)  # runs a killed process left RUNNING
     params = run_params(experiment)
     tags = {tag.RUN_KEY: experiment.run_key(), tag.DATASET: result.dataset.name if result.dataset else "",
-            **experiment.tracking.tags, **(extra_tags or {})}
+            **experiment.tracking.tags, **(extra_tags or {}), **owner_tags()}
     result.run_id = log_finished_run(
         client=client, experiment_id=experiment_id, run_name=experiment.tracking.run_name or experiment.name,
         params=params, metrics=result.metrics, tags=tags, run_dir=result.run_dir, parent_run_id=parent_run_id,

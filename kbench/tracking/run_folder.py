@@ -13,6 +13,7 @@ when every file is in place: a folder with the final name is always complete.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import unicodedata
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Callable
 import pandas as pd
 import yaml
 
+from kbench.errors import ConfigError
 from kbench.records import Chunk, Dataset, Run
 
 if TYPE_CHECKING:  # annotations only: tracking sits above config, which composes tracking's own section
@@ -46,6 +48,7 @@ class RunResult:
     chunks: list[Chunk] = field(default_factory=list, repr=False)
     dataset: Dataset | None = field(default=None, repr=False)
     run: Run | None = field(default=None, repr=False)  # the rankings (None for an imported TREC file)
+    tracking_error: str | None = None  # why MLflow could not be reached (the run folder holds the results)
 
 
 MAX_NAME_BYTES = 100  # of the name part; with the stamp and run key the folder name stays far below 255
@@ -59,6 +62,18 @@ def folder_name(name: str) -> str:
     text = _UNSAFE.sub("-", text).strip("-.")
     text = text.encode("utf-8")[:MAX_NAME_BYTES].decode("utf-8", errors="ignore").rstrip("-.")
     return text or "run"
+
+
+def check_workspace(workspace: Path) -> None:
+    """Before any work: the workspace is a folder this process can write, or will be one."""
+    fix = "set workspace (or KBENCH_WORKSPACE) to a writable folder"
+    existing = next(p for p in (workspace, *workspace.parents) if p.exists())
+    if not existing.is_dir():
+        where = "" if existing == workspace else f" (its parent {existing} is a file)"
+        raise ConfigError(f"workspace {workspace} is not a folder{where}; move that file away or {fix}")
+    if not os.access(existing, os.W_OK | os.X_OK):  # EROFS on a read-only mount, even for root
+        what = "is read-only" if os.statvfs(existing).f_flag & os.ST_RDONLY else "is not writable by this user"
+        raise ConfigError(f"workspace {workspace}: {existing} {what}; {fix}")
 
 
 def write_complete(folder: Path, write: Callable[[Path], None]) -> Path:

@@ -11,6 +11,8 @@ FAILED_CELL = "kbench.failed_cell"    # the notebook cell that failed
 FINGERPRINT = "kbench.fingerprint"    # hash of the run's fingerprint.json (tracking/fingerprint.py)
 DATASET_HASH = "kbench.dataset_hash"  # content hash of the dataset's documents, questions and judgements
 WORKER = "kbench.worker"              # host:pid that computed a sweep config
+OWNER = "kbench.owner"                # host:pid:process start of the process writing a run (tracking/guard.py)
+ABANDONED = "kbench.abandoned"        # why a later run marked this one KILLED (its process died mid-logging)
 
 SWEEP_KEY = "kbench.sweep.key"        # identifies a sweep (its baseline and configs)
 SWEEP_ROLE = "kbench.sweep.role"      # parent | child
