@@ -116,7 +116,8 @@ class Experiment(StrictModel):
         data = self.resolved()
         for key in ("name", "description", "tracking", "sweep", "variants", "workspace", "llm"):  # llm: retries, prices
             data.pop(key, None)
-        data["dataset"].pop("strict", None)  # it refuses data or lets the same data through: results never differ
+        for guard in ("strict", "max_document_chars"):  # they refuse data or let the same data through: results
+            data["dataset"].pop(guard, None)            # never differ
         data["dataset_content"] = self.dataset_content_hash()
         return stable_hash(data, length=16)
 

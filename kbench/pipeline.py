@@ -28,6 +28,7 @@ from kbench.chunking.fixed_tokens import load_tokenizer
 from kbench.config import Experiment
 from kbench.datasets import load_dataset
 from kbench.datasets.config import DatasetConfig
+from kbench.embedding.models import resolve_model_path
 from kbench.embedding.registry import ReportingEncoder
 from kbench.embedding.stage import CachedEmbedder, EmbeddingResult
 from kbench.enrichment import check_enrichment, enrich_chunks
@@ -166,12 +167,15 @@ def texts_to_embed(experiment: Experiment, corpus: Corpus) -> list[str]:
 
 
 def preflight(experiment: Experiment) -> None:
-    """A missing endpoint, key or reranker model, or a damaged store file, fails here, before any work."""
+    """A missing endpoint, key or model, a broken model folder, a damaged store file or a workspace that cannot be
+    written fails here, before any work."""
     check_workspace(workspace_dir(experiment.workspace))
     check_enrichment(experiment.enrichment)
     check_reranker(experiment.rerank)
     if legs_need_query_vectors(experiment.retrieval):
         check_store(experiment.store, workspace_dir(experiment.workspace))
+        if experiment.embedding.provider == "sentence_transformers":  # a local folder: missing or broken
+            resolve_model_path(experiment.embedding.model)
 
 
 def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool = True) -> Corpus:

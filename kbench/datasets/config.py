@@ -27,6 +27,9 @@ class DatasetConfig(StrictModel):
     judged_qrels_use: Literal["beside", "instead"] = Field(
         "beside", description="beside: the judge fills what the dataset leaves unlabeled (the dataset's labels "
         "win); instead: the judged qrels replace the dataset's document qrels")
+    max_document_chars: int = Field(
+        5_000_000, ge=1, description="a longer document is refused, naming it: one document must not cost minutes and "
+        "gigabytes (a 50 MB line with chunking none did); embedding models read its first few hundred tokens anyway")
     strict: bool = Field(False, description="refuse the dataset when a loader would drop data (judgements naming "
                          "unknown documents or queries, scores <= 0, empty questions, links out of the folder); "
                          "by default these are left out and counted in the run")

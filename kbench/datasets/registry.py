@@ -73,6 +73,13 @@ def load_dataset(config: DatasetConfig) -> Dataset:
             f"{path}: not a dataset folder. Expected BEIR (corpus.jsonl, queries.jsonl, qrels/<split>.tsv), "
             "Chroma spans (corpora/*.md, questions_df.csv) or kbench spans (docs/, questions.jsonl)"
         )
+    too_long = [d for d in dataset.documents if len(d.text) > config.max_document_chars]
+    if too_long:
+        biggest = max(too_long, key=lambda d: len(d.text))
+        raise DatasetError(
+            f"{path}: {len(too_long)} document(s) longer than dataset.max_document_chars ({config.max_document_chars:,} "
+            f"characters), e.g. {biggest.doc_id!r} with {len(biggest.text):,}; split them, leave them out, or raise "
+            "dataset.max_document_chars")
     if dataset.spans and not dataset.qrels:
         dataset.qrels = doc_qrels_from_spans(dataset.spans)
     if config.judged_qrels:

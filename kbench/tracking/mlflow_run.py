@@ -14,7 +14,7 @@ from typing import Any
 
 from kbench.dotted import flatten_dotted
 from kbench.tracking import tags as tag
-from kbench.tracking.guard import check_reachable, init_store_once, mark_abandoned, owner_tags
+from kbench.tracking.guard import check_reachable, mark_abandoned, open_store_once, owner_tags
 from kbench.tracking.run_folder import RunResult
 
 SECRET_KEY = re.compile(r"(api_key|token|secret|password)(?!_env)", re.IGNORECASE)
@@ -45,18 +45,20 @@ def ensure_experiment(client, name: str, workspace: Path) -> str:
         return found.experiment_id
     uri = str(client.tracking_uri)
     location = (workspace / "mlruns").resolve().as_uri() if uri.startswith("sqlite:") else None
-    return client.create_experiment(name, artifact_location=location)
+    try:
+        return client.create_experiment(name, artifact_location=location)
+    except Exception:  # a run started at the same time created it between the lookup and here
+        found = client.get_experiment_by_name(name)
+        if found is None:
+            raise
+        return found.experiment_id
 
 
 def mlflow_client(configured_uri: str | None, workspace: Path):
-    from mlflow.tracking import MlflowClient
-
     uri = tracking_uri(configured_uri, workspace)
     check_reachable(uri)  # seconds, not minutes of MLflow's retries
     workspace.mkdir(parents=True, exist_ok=True)
-    client = MlflowClient(tracking_uri=uri)
-    init_store_once(client)  # a new mlflow.db is created by one process at a time
-    return client
+    return open_store_once(uri)  # a new mlflow.db is created by one process at a time
 
 
 def metric_key(name: str) -> str:

@@ -76,11 +76,36 @@ def check_workspace(workspace: Path) -> None:
         raise ConfigError(f"workspace {workspace}: {existing} {what}; {fix}")
 
 
+PARTIAL = ".partial-"  # + the writing process's pid + "-" + the folder's final name
+
+
+def remove_abandoned_partials(runs: Path) -> list[Path]:
+    """Delete the ``.partial-<pid>-*`` folders whose writer is gone (a kill -9 mid-write); those removed."""
+    removed = []
+    for partial in runs.glob(f"{PARTIAL}*"):
+        pid = partial.name[len(PARTIAL):].split("-", 1)[0]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            shutil.rmtree(partial, ignore_errors=True)
+            removed.append(partial)
+    return removed
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def write_complete(folder: Path, write: Callable[[Path], None]) -> Path:
     """Fill ``folder`` through ``write(partial)`` under a hidden ``.partial-`` name, then rename it into place:
     a crash or Ctrl-C never leaves a folder that looks complete and is not."""
-    partial = folder.parent / f".partial-{folder.name}"
+    partial = folder.parent / f"{PARTIAL}{os.getpid()}-{folder.name}"
     folder.parent.mkdir(parents=True, exist_ok=True)
+    remove_abandoned_partials(folder.parent)
     partial.mkdir()
     try:
         write(partial)

@@ -1,6 +1,7 @@
 """Helpers shared by fusion methods: two-leg params, per-leg evidence, match types, tie-stable sorting."""
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 from kbench.records import Hit
@@ -28,8 +29,19 @@ def two_legs(leg_results: dict[str, LegResult], method: str) -> tuple[tuple[str,
     return first, second
 
 
+def check_finite(leg_results: dict[str, LegResult]) -> None:
+    """Refuse a leg score that is NaN or infinite: fused, it would put NaN in a ranking and every metric after it."""
+    for leg, ranked in leg_results.items():
+        for rank, (chunk, score) in enumerate(ranked, start=1):
+            if not math.isfinite(score):
+                raise ValueError(f"leg {leg} returned a score that is not a finite number ({score}) for chunk row "
+                                 f"{chunk} at rank {rank}; a leg must score every hit with a finite number")
+
+
 def evidence(leg_results: dict[str, LegResult]) -> tuple[dict[int, dict[str, float]], dict[int, dict[str, int]]]:
-    """chunk -> {leg: raw score} and chunk -> {leg: 1-based rank}, for every chunk any leg returned."""
+    """chunk -> {leg: raw score} and chunk -> {leg: 1-based rank}, for every chunk any leg returned (finite
+    scores only: see ``check_finite``)."""
+    check_finite(leg_results)
     scores: dict[int, dict[str, float]] = {}
     ranks: dict[int, dict[str, int]] = {}
     for leg, ranked in leg_results.items():

@@ -33,7 +33,23 @@ def normalize(scores, method: str) -> np.ndarray:
         fn = NORMALIZATIONS[method]
     except KeyError:
         raise ValueError(f"unknown normalization {method!r}; allowed: {', '.join(NORMALIZATIONS)}") from None
-    return fn(np.asarray(scores, dtype=np.float64))
+    values = np.asarray(scores, dtype=np.float64)
+    if method != "none" and len(values):
+        values = tame_range(values)
+    return fn(values)
+
+
+HUGE = 2.0 ** 300  # about 2e90: far below where a square (1e154) or a difference (9e307) overflows float64
+
+
+def tame_range(values: np.ndarray) -> np.ndarray:
+    """Scores of extreme magnitude, scaled by a power of two (exact: only the exponent changes) so that the
+    differences and squares inside a normalization stay finite. Every method but ``none`` gives the same
+    result for ``c * scores`` as for ``scores`` (c > 0), so nothing else changes; ordinary scores pass as they are."""
+    peak = float(np.max(np.abs(values)))
+    if not HUGE < peak < np.inf:
+        return values
+    return np.ldexp(values, -np.frexp(peak)[1])
 
 
 __all__ = ["NORMALIZATIONS", "Normalization", "normalize"]
