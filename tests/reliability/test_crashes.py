@@ -136,3 +136,30 @@ def test_a_run_folder_a_killed_process_left_half_written_is_removed_by_the_next_
         child.kill()
         child.wait()
 
+
+
+def test_a_tracking_store_left_half_migrated_is_migrated_by_the_next_run(tmp_path):
+    """What a kill during MLflow's first migration left (before kbench created stores under a temporary name):
+    mlflow.db at an intermediate schema version, which MLflow refuses as "out-of-date". The next run migrates it."""
+    import sqlalchemy
+    from alembic import command
+    from mlflow.store.tracking.dbmodels.initial_models import Base as InitialBase
+    from mlflow.store.db.utils import _get_alembic_config
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    db = workspace / "mlflow.db"
+    engine = sqlalchemy.create_engine(f"sqlite:///{db}")
+    InitialBase.metadata.create_all(engine)  # what MLflow's first use does, then the migrations
+    with engine.begin() as connection:
+        alembic = _get_alembic_config(str(engine.url))
+        alembic.attributes["connection"] = connection
+        command.upgrade(alembic, "75868b020152")  # the version the kill test's SIGKILL left behind
+    engine.dispose()
+    cfg = write_yaml(tmp_path / "c.yaml", config(workspace, {"path": str(DEMO)}))
+    done = subprocess.run([str(KBENCH), "run", str(cfg), "--quiet"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run,) = all_runs(workspace)
+    assert run.info.status == "FINISHED"
+
