@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -39,7 +39,10 @@ from kbench.paths import workspace_dir
 from kbench.records import Chunk, Dataset, Run
 from kbench.retrieval.contracts import SearchContext
 from kbench.retrieval.rerank import check_reranker
-from kbench.retrieval.stage import legs_need_query_vectors, search
+from kbench.retrieval.stage import (chunk_legs_need_query_vectors, leg_needs_query_vectors, legs_need_query_vectors,
+                                   search)
+from kbench.retrieval.units import unit_chunking, unit_key, unit_label
+from kbench.store.faiss_index import VectorIndex
 from kbench.store.outcome import StoreOutcome
 from kbench.store.registry import STORED_CORPORA
 from kbench.store.stage import check_store, index_recall, needs_recall_check, prepare_store
@@ -83,6 +86,8 @@ class Corpus:
     embedded: EmbeddingResult | None = None
     store: StoreOutcome | None = None
     llm_usage: UsageMeter = field(default_factory=UsageMeter)  # every LLM/API request of the run, per stage
+    leg_contexts: dict[str, SearchContext] = field(default_factory=dict)  # legs on units of their own
+    units: list[Chunk] | None = None  # set by a search whose legs return other units than the run's chunks
 
     def llm_metrics(self, prices) -> dict[str, float]:
         """``llm_<stage>_<counter>`` for MLflow: the run's meter plus an API encoder's own."""
@@ -91,6 +96,11 @@ class Corpus:
         if isinstance(self.embedder and self.embedder.encoder, ReportingEncoder):
             usage.merge(self.embedder.encoder.usage)
         return usage.metrics(prices)
+
+    @property
+    def ranked_units(self) -> list[Chunk]:
+        """What a run's hits point at: the run's chunks, or every leg's units end to end (a multi-unit run)."""
+        return self.units if self.units is not None else self.chunks
 
     def close(self) -> None:
         if self.store is not None:
@@ -179,7 +189,8 @@ def preflight(experiment: Experiment) -> None:
 
 
 def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool = True) -> Corpus:
-    """Load, chunk and, when a leg needs vectors, embed and store: everything a search needs.
+    """Load, chunk and, when a leg needs vectors, embed and store: everything a search needs; then the
+    units of legs that do not search the run's chunks (``prepare_leg_units``).
 
     ``index=False`` stops after embedding (a benchmark that builds its own indexes)."""
     preflight(experiment)
@@ -189,21 +200,34 @@ def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool
         return prepare_stored_corpus(experiment, workspace, timer, counts)
     dataset, chunks = chunked_corpus(experiment.dataset, experiment.chunking, cache_dir=workspace / "cache",
                                      timer=timer, counts=counts)
-    corpus = Corpus(dataset, chunks, SearchContext(chunks=chunks, workspace=workspace), workspace, timer, counts)
+    doc_types = {d.doc_id: d.doc_type for d in dataset.documents}
+    corpus = Corpus(dataset, chunks, SearchContext(chunks=chunks, workspace=workspace, doc_types=doc_types),
+                    workspace, timer, counts)
     corpus.context.llm_policy, corpus.context.llm_meter = experiment.llm.policy, corpus.llm_usage
-    if not legs_need_query_vectors(experiment.retrieval):
-        return corpus
+    if legs_need_query_vectors(experiment.retrieval):
+        embed_and_store(experiment, corpus, progress=progress, index=index)
+    if index:
+        prepare_leg_units(experiment, corpus, progress=progress)
+    return corpus
+
+
+def embed_and_store(experiment: Experiment, corpus: Corpus, *, progress: bool = True, index: bool = True) -> None:
+    """Embed the run's chunks (through the vector cache) and put them in the configured store."""
+    timer, counts, workspace, dataset, chunks = (corpus.timer, corpus.counts, corpus.workspace, corpus.dataset,
+                                                 corpus.chunks)
     with timer.stage("load_model"):
         corpus.embedder = CachedEmbedder(experiment.embedding, workspace / "cache")
+    corpus.context.embed_queries = corpus.embedder.embed_queries
+    if not chunk_legs_need_query_vectors(experiment.retrieval):
+        return  # only legs on their own units read vectors (prepare_leg_units embeds those)
     texts = texts_to_embed(experiment, corpus)
     with timer.stage("embed"):
         corpus.embedded = embedded = corpus.embedder.embed(texts, progress=progress)
     counts.update(embeddings_computed=embedded.cache_misses, embeddings_cached=embedded.cache_hits,
                   embeddings_failed=len(embedded.failed), embedding_dimension=int(embedded.vectors.shape[1]))
     corpus.context.chunk_vectors = embedded.vectors
-    corpus.context.embed_queries = corpus.embedder.embed_queries
     if not index:
-        return corpus
+        return
     with timer.stage("store"):  # kbench.store.stage: faiss in memory, duckdb + saved FAISS, or pgvector
         corpus.store = stored = prepare_store(experiment, dataset, chunks, embedded, corpus.embedder, workspace)
         corpus.context.vector_index = stored.vector_index
@@ -213,7 +237,42 @@ def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool
         with timer.stage("index_recall"):
             corpus.metrics.update(index_recall(stored, dataset.queries, corpus.embedder.embed_queries,
                                                experiment.store))
-    return corpus
+
+
+def prepare_leg_units(experiment: Experiment, corpus: Corpus, *, progress: bool = True) -> None:
+    """Each leg whose unit is not ``chunk`` gets its own context: its units, built once per distinct unit
+    through the chunk cache, and (when a leg on them needs vectors) their vectors, through the embedding
+    cache, in an in-memory FAISS index of the run's index kind. Counts: ``units_<label>_*``.
+    Enrichment, when on, applies to the run's chunks only."""
+    retrieval = experiment.retrieval
+    built: dict[str, SearchContext] = {}  # unit key -> the context of that unit list
+    for name in retrieval.legs:
+        unit = retrieval.leg_unit(name)
+        if unit.unit == "chunk":
+            continue
+        key, label = unit_key(unit.unit), unit_label(name, unit)
+        if key not in built:
+            unit_counts: dict[str, int] = {}
+            with corpus.timer.stage("units"):
+                units = chunk_dataset(corpus.dataset, unit_chunking(unit.unit), cache_dir=corpus.workspace / "cache",
+                                      counts=unit_counts)
+            units = [replace(c, unit=label) for c in units]
+            corpus.counts.update({f"units_{label}_{k}": v for k, v in unit_counts.items()})
+            built[key] = SearchContext(chunks=units, workspace=corpus.workspace,
+                                       embed_queries=corpus.context.embed_queries,
+                                       doc_types=corpus.context.doc_types)
+        context = built[key]
+        if leg_needs_query_vectors(name) and context.vector_index is None:
+            with corpus.timer.stage("embed_units"):
+                embedded = corpus.embedder.embed([c.text for c in context.chunks], progress=progress)
+            label = context.chunks[0].unit
+            corpus.counts.update({f"units_{label}_embeddings_computed": embedded.cache_misses,
+                                  f"units_{label}_embeddings_cached": embedded.cache_hits,
+                                  f"units_{label}_embeddings_failed": len(embedded.failed)})
+            ok = np.flatnonzero(embedded.ok_mask)
+            context.chunk_vectors = embedded.vectors
+            context.vector_index = VectorIndex.build(embedded.vectors[ok], experiment.store, ids=ok)
+        corpus.leg_contexts[name] = context
 
 
 def prepare_stored_corpus(experiment: Experiment, workspace: Path, timer: StageTimer,
@@ -257,8 +316,10 @@ def search_corpus(corpus: Corpus, experiment: Experiment, *, progress: bool = Fa
     """Every query of the corpus's dataset through the retrieval stage (legs, fusion, rerank, grouping)."""
     with corpus.timer.stage("search"):
         output = search(corpus.dataset.queries, corpus.context, experiment.retrieval, experiment.rerank,
-                        progress=progress, documents=corpus.dataset.documents)
-    return SearchResult(Run.from_hits(output.rankings, corpus.chunks, name=name or experiment.name,
+                        progress=progress, documents=corpus.dataset.documents, leg_contexts=corpus.leg_contexts)
+    if output.units is not None:  # legs on their own units: hits point at those units (kbench.retrieval.units)
+        corpus.units = output.units
+    return SearchResult(Run.from_hits(output.rankings, corpus.ranked_units, name=name or experiment.name,
                                       stages=output.stages),
                         output.latency_ms)
 
@@ -325,12 +386,12 @@ def run_pipeline(experiment: Experiment, *, progress: bool = True,
     finally:
         corpus.close()  # pgvector: closes the connection and stops a server kbench started
     with corpus.timer.stage("evaluate"):
-        per_query, metrics = evaluate_run(corpus.dataset, corpus.chunks, found.run, experiment.evaluation,
+        per_query, metrics = evaluate_run(corpus.dataset, corpus.ranked_units, found.run, experiment.evaluation,
                                           found.latency_ms, budget_model=experiment.embedding.model)
     metrics.update(corpus.metrics)
     metrics.update(corpus.llm_metrics(experiment.llm.prices))
     metrics.update(run_costs(corpus))
     metrics.update({f"count_{k}": float(v) for k, v in corpus.counts.items()})
     metrics.update({f"time_s_{k}": v for k, v in corpus.timer.seconds.items()})
-    return PipelineResult(corpus.dataset, corpus.chunks, found.run, per_query, metrics, dict(corpus.counts),
+    return PipelineResult(corpus.dataset, corpus.ranked_units, found.run, per_query, metrics, dict(corpus.counts),
                           dict(corpus.timer.seconds))

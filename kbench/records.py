@@ -43,9 +43,12 @@ class Chunk:
     end: int
     text: str
     metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    unit: str = ""  # "" for the run's chunking; a leg's own unit list otherwise (retrieval/units.py)
 
     @property
     def chunk_id(self) -> str:
+        if self.unit:  # e.g. "doc7#document:0", "doc7#bm25:3": never the id of one of the run's chunks
+            return f"{self.doc_id}#{self.unit}:{self.chunk_number}"
         return f"{self.doc_id}#{self.chunk_number}"
 
 
@@ -101,6 +104,16 @@ class Hit:
     leg_scores: dict[str, float] = field(default_factory=dict)
     leg_ranks: dict[str, int] = field(default_factory=dict)  # 1-based rank in each leg that found it
     match_type: str = ""  # hybrid | vector | keyword | ... (which legs found it)
+    passages: dict[str, int] = field(default_factory=dict)  # multi-unit runs: leg -> row of its best unit
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A leg's best unit in a document (multi-unit runs): its id and character range in the document."""
+
+    unit_id: str
+    start: int
+    end: int
 
 
 @dataclass(frozen=True)
@@ -115,6 +128,7 @@ class RankedHit:
     leg_scores: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
     leg_ranks: dict[str, int] = field(default_factory=dict, compare=False, hash=False)  # 1-based, per leg
     match_type: str = ""
+    passages: dict[str, Passage] = field(default_factory=dict, compare=False, hash=False)  # leg -> best unit
 
 
 @dataclass
@@ -145,8 +159,10 @@ class Run:
             ranked = []
             for h in hits:
                 c = chunks[h.chunk_index]
+                passages = {leg: Passage(chunks[row].chunk_id, chunks[row].start, chunks[row].end)
+                            for leg, row in h.passages.items()}
                 ranked.append(RankedHit(c.chunk_id, c.doc_id, float(h.score), c.start, c.end,
-                                        dict(h.leg_scores), dict(h.leg_ranks), h.match_type))
+                                        dict(h.leg_scores), dict(h.leg_ranks), h.match_type, passages))
             out[qid] = ranked
         traced = {qid: {stage: [chunks[i].chunk_id for i in rows] for stage, rows in per_stage.items()}
                   for qid, per_stage in (stages or {}).items()}

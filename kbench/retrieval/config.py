@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from kbench.errors import format_error
 from kbench.registry import StrategySection, StrictModel, UnknownNameError
 from kbench.retrieval.presets import expand_preset
 from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS
+from kbench.retrieval.units import LegUnit, split_leg_params, unit_key
 
 
 class FusionConfig(StrategySection):
@@ -54,7 +55,8 @@ class GroupingConfig(StrictModel):
 
 class RetrievalConfig(StrictModel):
     legs: list[str] = Field(default_factory=lambda: ["vector"], min_length=1)
-    leg_params: dict[str, dict[str, Any]] = Field(default_factory=dict, description="knobs per leg name")
+    leg_params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="knobs per leg name, plus its unit (kbench/retrieval/units.py)")
     fusion: FusionConfig = Field(default_factory=FusionConfig)
     top_k: int = Field(100, ge=1, description="results kept per query after fusion (and rerank)")
     candidates_per_leg: int | None = Field(None, ge=1, description="default: top_k")
@@ -65,6 +67,7 @@ class RetrievalConfig(StrictModel):
     latency: Literal["per_query", "batch"] = Field(
         "per_query", description="per_query: each query runs alone through every stage (real latency); "
                                  "batch: stages run batched, latency is the batch time / queries")
+    _units: dict[str, LegUnit] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -80,11 +83,11 @@ class RetrievalConfig(StrictModel):
                 LEGS.get(name)
             except UnknownNameError as e:
                 raise ValueError(str(e).replace(LEGS.field, "retrieval.legs")) from None
-        resolved = {}
+        resolved, units = {}, {}
         for name in self.legs:
-            values = self.leg_params.get(name, {})
+            values, units[name] = split_leg_params(name, self.leg_params.get(name, {}))
             try:
-                resolved[name] = LEGS.params(name, values).model_dump()
+                resolved[name] = LEGS.params(name, values).model_dump() | units[name].resolved()
             except ValidationError as e:
                 raise ValueError(
                     "; ".join(format_error(err, f"retrieval.leg_params.{name}", LEGS.get(name).params)
@@ -94,6 +97,7 @@ class RetrievalConfig(StrictModel):
         if unused:
             raise ValueError(f"retrieval.leg_params: {sorted(unused)} are not in retrieval.legs {self.legs}")
         self.__dict__["leg_params"] = resolved
+        self._units = units
         if len(self.legs) > 1 and self.fusion.method == "none":
             raise ValueError(
                 f"retrieval.fusion.method: 'none' cannot combine {len(self.legs)} legs {self.legs}; "
@@ -102,3 +106,14 @@ class RetrievalConfig(StrictModel):
         self.fusion.params.check_legs(self.legs)  # e.g. weighted fuses exactly two
         return self
 
+    def leg_knobs(self, name: str) -> dict[str, Any]:
+        """The leg's own params (its unit keys taken out)."""
+        return split_leg_params(name, self.leg_params.get(name, {}))[0]
+
+    def leg_unit(self, name: str) -> LegUnit:
+        return self._units.get(name) or split_leg_params(name, self.leg_params.get(name, {}))[1]
+
+    @property
+    def multi_unit(self) -> bool:
+        """Whether the legs search different units (then fusion happens at document level)."""
+        return len({unit_key(self.leg_unit(name).unit) for name in self.legs}) > 1

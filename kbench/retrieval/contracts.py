@@ -41,6 +41,7 @@ class SearchContext:
     store: StoreHandle | None = None  # the production-shaped store (duckdb, pgvector); None for in-memory faiss
     llm_policy: LLMPolicy = field(default_factory=LLMPolicy)  # retries/concurrency of LLM stages (config llm.policy)
     llm_meter: UsageMeter = field(default_factory=UsageMeter)  # the run's LLM token/request counts
+    doc_types: dict[str, str] = field(default_factory=dict)  # doc_id -> Document.doc_type (per-type analyzers)
 
 
 class Leg(ABC):

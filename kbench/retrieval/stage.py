@@ -9,21 +9,26 @@ Latency (``retrieval.latency``):
   rerank and grouping are per query in both modes.
 Stages: ``embed_query`` (when a leg needs vectors), ``leg_<name>`` per leg, ``fusion``, ``rerank`` (when
 on), ``grouping`` (when on) and ``total`` (their sum), in milliseconds per query.
+
+Units (kbench/retrieval/units.py): a leg whose unit is not the run's chunks searches its own context
+(``leg_contexts``). Legs sharing one unit list fuse on its rows as always; legs on different units are
+lifted to documents (timed within ``fusion``) and the output's ``units`` are the catalog rows hits point at.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from kbench.errors import ConfigError
-from kbench.records import Document, Hit, Query
+from kbench.records import Chunk, Document, Hit, Query
 from kbench.retrieval.config import RerankConfig, RetrievalConfig
 from kbench.retrieval.contracts import FusionParams, Leg, SearchContext
 from kbench.retrieval.filters import describe, drop_query_document, filter_mask
 from kbench.retrieval.grouping import group_by_page
 from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS
+from kbench.retrieval.units import UnitCatalog, attach_passages, lift_to_documents
 
 
 class SearchError(ConfigError):
@@ -35,6 +40,7 @@ class SearchOutput:
     rankings: dict[str, list[Hit]]
     latency_ms: dict[str, np.ndarray] = field(default_factory=dict)  # stage -> per-query milliseconds
     stages: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # query -> stage -> rows (trace_stages)
+    units: list[Chunk] | None = None  # what hits' rows index when not the context's chunks (leg units)
 
 
 def trace_stages(leg_results: dict[str, list[tuple[int, float]]], fused: list[Hit],
@@ -54,9 +60,34 @@ def legs_need_query_vectors(config: RetrievalConfig) -> bool:
     return any(LEGS.get(name).impl.needs_query_vectors for name in config.legs)
 
 
-def build_legs(context: SearchContext, config: RetrievalConfig) -> dict[str, Leg]:
-    return {name: LEGS.get(name).impl(context, LEGS.params(name, config.leg_params.get(name, {})))
+def leg_needs_query_vectors(name: str) -> bool:
+    return LEGS.get(name).impl.needs_query_vectors
+
+
+def chunk_legs_need_query_vectors(config: RetrievalConfig) -> bool:
+    """Whether a leg searching the run's chunks (unit ``chunk``) needs them embedded."""
+    return any(leg_needs_query_vectors(name) for name in config.legs if config.leg_unit(name).unit == "chunk")
+
+
+def build_legs(context: SearchContext, config: RetrievalConfig,
+               leg_contexts: dict[str, SearchContext] | None = None) -> dict[str, Leg]:
+    """Each leg over its own context (its units) when ``leg_contexts`` names one, else the run's."""
+    leg_contexts = leg_contexts or {}
+    return {name: LEGS.get(name).impl(leg_contexts.get(name, context), LEGS.params(name, config.leg_knobs(name)))
             for name in config.legs}
+
+
+def leg_unit_lists(context: SearchContext, config: RetrievalConfig,
+                   leg_contexts: dict[str, SearchContext] | None) -> dict[str, list[Chunk]]:
+    """Each leg's unit list; a leg whose unit is not ``chunk`` must come with its own context."""
+    leg_contexts = leg_contexts or {}
+    lists = {}
+    for name in config.legs:
+        if name not in leg_contexts and config.leg_unit(name).unit != "chunk":
+            raise SearchError(f"retrieval.leg_params.{name}.unit: {config.leg_unit(name).unit!r} needs the leg's "
+                              "own units; build them with kbench.pipeline.prepare_corpus")
+        lists[name] = leg_contexts.get(name, context).chunks
+    return lists
 
 
 def leg_depth(config: RetrievalConfig, fusion_params: FusionParams, keep: int) -> int:
@@ -67,15 +98,30 @@ def leg_depth(config: RetrievalConfig, fusion_params: FusionParams, keep: int) -
 
 def search(queries: list[Query], context: SearchContext, config: RetrievalConfig,
            rerank: RerankConfig | None = None, legs: dict[str, Leg] | None = None,
-           progress: bool = False, documents: list[Document] | None = None) -> SearchOutput:
-    """Rank chunks for every query; ``documents`` (the dataset's) give filters their fields."""
-    mask = filter_mask(context.chunks, {d.doc_id: d for d in documents or []}, config.filters)
-    if mask is not None and not mask.any():
-        raise SearchError(
-            f"retrieval.filters ({describe(config.filters)}) keep none of the {len(context.chunks)} chunks, "
-            "so every query would return nothing; loosen the filters or check the dataset's source ids, "
-            "doc types and metadata")
-    legs = legs or build_legs(context, config)
+           progress: bool = False, documents: list[Document] | None = None,
+           leg_contexts: dict[str, SearchContext] | None = None) -> SearchOutput:
+    """Rank chunks for every query; ``documents`` (the dataset's) give filters their fields;
+    ``leg_contexts`` the units of legs that do not search the run's chunks."""
+    unit_lists = leg_unit_lists(context, config, leg_contexts)
+    context_chunks = context.chunks
+    by_id = {d.doc_id: d for d in documents or []}
+    masks: dict[int, np.ndarray | None] = {}  # id(unit list) -> its filter mask
+    for units in unit_lists.values():
+        if id(units) in masks:
+            continue
+        masks[id(units)] = mask = filter_mask(units, by_id, config.filters)
+        if mask is not None and not mask.any():
+            raise SearchError(
+                f"retrieval.filters ({describe(config.filters)}) keep none of the {len(units)} chunks, "
+                "so every query would return nothing; loosen the filters or check the dataset's source ids, "
+                "doc types and metadata")
+    leg_masks = {name: masks[id(units)] for name, units in unit_lists.items()}
+    shared = len({id(units) for units in unit_lists.values()}) == 1
+    catalog = None if shared else UnitCatalog.build(unit_lists)
+    rows = next(iter(unit_lists.values())) if shared else catalog.rows  # what hits' chunk_index point at
+    legs = legs or build_legs(context, config, leg_contexts)
+    if rows is not context.chunks:
+        context = replace(context, chunks=rows)  # the reranker reads hits' passages from here
     fuse, fusion_params = FUSIONS.get(config.fusion.method).impl, config.fusion.params
     reranker, keep = None, config.top_k
     if rerank is not None and rerank.enabled:
@@ -103,7 +149,7 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
         results = {}
         for name, leg in legs.items():
             t = time.perf_counter()
-            results[name] = leg.search(batch, vectors, depth, mask)
+            results[name] = leg.search(batch, vectors, depth, leg_masks[name])
             seconds[f"leg_{name}"] = time.perf_counter() - t
         return vectors, results, seconds
 
@@ -131,7 +177,15 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
             for stage, s in seconds.items():
                 latency[stage][qi] = s * 1000
         t = time.perf_counter()
-        hits = fuse(leg_results, fusion_params, keep)
+        if catalog is None:
+            hits = fuse(leg_results, fusion_params, keep)
+        else:  # legs on different units: fuse document rankings, keep each leg's best unit
+            lifted, best = {}, {}
+            for name, ranked in leg_results.items():
+                unit = config.leg_unit(name)
+                lifted[name], best[name] = lift_to_documents(ranked, catalog.doc_of, catalog.offset[name],
+                                                             unit.aggregation, unit.aggregation_n)
+            hits = attach_passages(fuse(lifted, fusion_params, keep), best, catalog, list(legs))
         if config.filters.exclude_query_document:
             hits = drop_query_document(hits, query, context.chunks)
         latency["fusion"][qi] = (time.perf_counter() - t) * 1000
@@ -141,6 +195,9 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
             hits = reranker.rerank(query.text, hits, config.top_k)
             latency["rerank"][qi] = (time.perf_counter() - t) * 1000
         hits = hits[: config.top_k]
+        if catalog is not None:  # each leg's rows are rows of its own units: trace them as catalog rows
+            leg_results = {name: [(catalog.offset[name] + i, s) for i, s in ranked]
+                           for name, ranked in leg_results.items()}
         traces[query.query_id] = trace_stages(leg_results, fused, hits if reranker is not None else None)
         if config.grouping.enabled:
             t = time.perf_counter()
@@ -148,4 +205,4 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
             latency["grouping"][qi] = (time.perf_counter() - t) * 1000
         rankings[query.query_id] = hits
     latency["total"] = sum(latency.values()) if latency else np.zeros(n)
-    return SearchOutput(rankings, latency, traces)
+    return SearchOutput(rankings, latency, traces, units=None if rows is context_chunks else rows)

@@ -76,3 +76,23 @@ def test_config_rejects_weight_out_of_range_and_unknown_normalization(tmp_path):
     with pytest.raises(ConfigError, match="normalization"):
         load_experiment({**base, "retrieval": {"legs": ["vector", "vector"],
                                                "fusion": {"method": "weighted", "normalization": "softmax"}}})
+
+
+def test_per_leg_normalization_against_a_hand_computation():
+    """{vector: none, bm25: min-max}: raw cosine + min-max BM25 over the leg's list, 0.7 / 0.3."""
+    got = scores(fuse(VEC, BM25, weight=0.7, normalization={"vector": "none", "bm25": "min-max"}))
+    # vector raw: 1 -> .9, 2 -> .5, 3 -> .1, floor .1; bm25 (12, 8, 2) -> (1, .6, 0), floor 0
+    hand = {1: 0.7 * 0.9 + 0.3 * 0.0, 2: 0.7 * 0.5 + 0.3 * 0.0, 3: 0.7 * 0.1 + 0.3 * 1.0,
+            4: 0.7 * 0.1 + 0.3 * 0.6, 5: 0.7 * 0.1 + 0.3 * 0.0}
+    assert got == pytest.approx(hand)
+    same = fuse(VEC, BM25, weight=0.7, normalization={"vector": "min-max", "bm25": "min-max"})
+    assert scores(same) == pytest.approx(scores(fuse(VEC, BM25, weight=0.7)))  # one name = that name per leg
+
+
+def test_per_leg_normalization_must_name_every_leg(workspace):
+    from tests.conftest import make_config
+
+    config = make_config(workspace, retrieval={"legs": ["vector", "bm25"], "fusion": {
+        "method": "weighted", "normalization": {"vector": "none", "bm52": "min-max"}}})
+    with pytest.raises(ConfigError, match=r"retrieval.fusion.normalization: name one normalization per leg"):
+        load_experiment(config)

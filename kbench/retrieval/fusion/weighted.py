@@ -2,7 +2,8 @@
 
 score = weight * norm(first leg) + (1 - weight) * norm(second leg), over the union of both legs' lists.
 Normalizations (kbench/retrieval/fusion/normalization): none, min-max, z-score, rank, dbsf, each computed
-over the list the leg returned (its top ``candidates_per_leg``).
+over the list the leg returned (its top ``candidates_per_leg``). One name applies to both legs; a mapping
+names one per leg (``{vector: none, bm25: min-max}``: cosine is already on a fixed scale, BM25 is not).
 
 A chunk missing from one leg gets that leg's *floor*: ``missing: min`` (default) the lowest normalized
 score the leg returned for this query (0 for min-max, 1/n for rank, the most negative z for z-score),
@@ -28,9 +29,20 @@ class WeightedParams(TwoLegParams):
     leg_order = "[leg weighted by weight, leg weighted by 1 - weight] (e.g. [vector, bm25])"
     weight: float = Field(0.5, ge=0, le=1, description="weight of the first leg in retrieval.legs; "
                                                         "the second gets 1 - weight")
-    normalization: Normalization = Field("min-max", description="none | min-max | z-score | rank | dbsf")
+    normalization: Normalization | dict[str, Normalization] = Field(
+        "min-max", description="none | min-max | z-score | rank | dbsf, or one per leg: {vector: none, bm25: min-max}")
     missing: Literal["min", "zero"] = Field("min", description="score for a chunk a leg did not return: the "
                                                                "leg's lowest normalized score, or 0")
+
+
+    def check_legs(self, legs: list[str]) -> None:
+        super().check_legs(legs)
+        if isinstance(self.normalization, dict) and set(self.normalization) != set(legs):
+            raise ValueError(f"retrieval.fusion.normalization: name one normalization per leg of retrieval.legs "
+                             f"{legs}; got {sorted(self.normalization)}")
+
+    def leg_normalization(self, leg: str) -> str:
+        return self.normalization[leg] if isinstance(self.normalization, dict) else self.normalization
 
 
 @FUSIONS.register("weighted", WeightedParams)
@@ -42,7 +54,7 @@ def weighted_fuse(leg_results: dict[str, LegResult], params: WeightedParams, top
     norm: dict[str, dict[int, float]] = {}
     floor: dict[str, float] = {}
     for leg, ranked in ((first, a), (second, b)):
-        values = normalize([s for _, s in ranked], params.normalization)
+        values = normalize([s for _, s in ranked], params.leg_normalization(leg))
         norm[leg] = {}
         for (c, _), v in zip(ranked, values):
             norm[leg].setdefault(c, float(v))

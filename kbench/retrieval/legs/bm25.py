@@ -13,6 +13,11 @@ documents of which n contain t:
 
 The term weights tf*(k1+1)/(...) are computed once per corpus into a CSC matrix, so scoring a batch of
 queries is one sparse product; documents sharing no term with the query score 0 and are not returned.
+
+``tokenizer`` may map document types to tokenizers (``{code: code, default: regex}``; ``default``, else
+``regex``, serves the other types): each chunk is analyzed by its document's tokenizer, all of them share
+one index (one vocabulary, idf and average length), and a query is analyzed once per tokenizer, each
+chunk scored with the query terms of its own tokenizer.
 """
 from __future__ import annotations
 
@@ -28,6 +33,8 @@ from kbench.retrieval.contracts import Leg, LegResult, SearchContext
 from kbench.retrieval.registry import LEGS
 from kbench.retrieval.text.tokenizers import Analyzer
 
+TokenizerName = Literal["regex", "word", "postgres", "code"]
+
 
 class BM25Params(StrictModel):
     k1: float = Field(1.2, ge=0, description="term-frequency saturation (Lucene 1.2, rank_bm25 and bm25s 1.5)")
@@ -36,8 +43,10 @@ class BM25Params(StrictModel):
         "lucene", description="lucene: log(1 + (N-n+0.5)/(n+0.5)); okapi_epsilon = rank_bm25: "
         "log((N-n+0.5)/(n+0.5)) with negative values replaced by epsilon * mean idf")
     epsilon: float = Field(0.25, ge=0, description="okapi_epsilon: floor for negative idfs, times the mean idf")
-    tokenizer: Literal["regex", "word", "postgres"] = Field(
-        "regex", description="regex: matches of token_pattern; word: whitespace split; postgres: PostgreSQL's parser")
+    tokenizer: TokenizerName | dict[str, TokenizerName] = Field(
+        "regex", description="regex: matches of token_pattern; word: whitespace split; postgres: PostgreSQL's "
+        "parser; code: identifiers kept and split (snake_case, camelCase, digits); or per document type: "
+        "{code: code, default: regex}")
     token_pattern: str = Field(r"\w+", description="regex tokenizer: what one token matches")
     lowercase: bool = True
     stemmer: Literal["none", "snowball_english", "postgres_english"] = Field(
@@ -45,8 +54,16 @@ class BM25Params(StrictModel):
         "the Snowball English PostgreSQL compiles in")
     stopwords: Literal["none", "english"] = Field("english", description="english: PostgreSQL's english.stop (127 words)")
 
-    def analyzer(self) -> Analyzer:
-        return Analyzer(self.tokenizer, self.token_pattern, self.lowercase, self.stopwords, self.stemmer)
+    def analyzer(self, tokenizer: str | None = None) -> Analyzer:
+        """The analyzer of ``tokenizer`` (default: the one tokenizer this leg names) with this leg's knobs."""
+        if tokenizer is None and isinstance(self.tokenizer, dict):
+            raise ValueError("tokenizer names one per document type; ask for one of them")
+        return Analyzer(tokenizer or self.tokenizer, self.token_pattern, self.lowercase, self.stopwords, self.stemmer)
+
+    def tokenizer_of(self, doc_type: str) -> str:
+        if isinstance(self.tokenizer, str):
+            return self.tokenizer
+        return self.tokenizer.get(doc_type, self.tokenizer.get("default", "regex"))
 
 
 def bm25_idf(document_frequency: np.ndarray, n_documents: int, variant: str, epsilon: float = 0.25) -> np.ndarray:
@@ -106,17 +123,21 @@ class BM25Index:
 
     def top_k(self, queries: list[list[str]], k: int, mask: np.ndarray | None = None) -> list[LegResult]:
         """Per query, the k best (document, score) pairs, best first; ties go to the lower index."""
-        scores = self.scores(queries)
-        results = []
-        for q in range(len(queries)):
-            start, end = scores.indptr[q], scores.indptr[q + 1]
-            docs, values = scores.indices[start:end], scores.data[start:end]
-            keep = values > 0
-            if mask is not None:
-                keep &= mask[docs]
-            docs, values = docs[keep], values[keep]
-            results.append(top_k_pairs(docs, values, k))
-        return results
+        return top_k_per_query(self.scores(queries), k, mask)
+
+
+def top_k_per_query(scores: sp.csc_matrix, k: int, mask: np.ndarray | None = None) -> list[LegResult]:
+    """Per column of a docs x queries score matrix, the k best positive (document, score) pairs."""
+    results = []
+    for q in range(scores.shape[1]):
+        start, end = scores.indptr[q], scores.indptr[q + 1]
+        docs, values = scores.indices[start:end], scores.data[start:end]
+        keep = values > 0
+        if mask is not None:
+            keep &= mask[docs]
+        docs, values = docs[keep], values[keep]
+        results.append(top_k_pairs(docs, values, k))
+    return results
 
 
 def top_k_pairs(ids: np.ndarray, scores: np.ndarray, k: int) -> LegResult:
@@ -137,10 +158,31 @@ class BM25Leg(Leg):
 
     def __init__(self, context: SearchContext, params: BM25Params):
         self.params = params
-        self.analyzer = params.analyzer()
-        self.index = BM25Index(self.analyzer.analyze_many([c.text for c in context.chunks]),
-                               params.k1, params.b, params.idf, params.epsilon)
+        if isinstance(params.tokenizer, str):
+            self.analyzer = params.analyzer()
+            self.index = BM25Index(self.analyzer.analyze_many([c.text for c in context.chunks]),
+                                   params.k1, params.b, params.idf, params.epsilon)
+            return
+        # one tokenizer per document type: analyze each chunk with its own, remember whose rows are whose
+        names = [params.tokenizer_of(context.doc_types.get(c.doc_id, "text")) for c in context.chunks]
+        self.analyzers = {name: params.analyzer(name) for name in dict.fromkeys(names)}
+        self.rows = {name: np.array([t == name for t in names]) for name in self.analyzers}
+        terms: list[list[str]] = [[] for _ in context.chunks]
+        for name, analyzer in self.analyzers.items():
+            rows = np.flatnonzero(self.rows[name])
+            for row, analyzed in zip(rows, analyzer.analyze_many([context.chunks[i].text for i in rows])):
+                terms[row] = analyzed
+        self.index = BM25Index(terms, params.k1, params.b, params.idf, params.epsilon)
 
     def search(self, queries: list[Query], query_vectors: np.ndarray | None, k: int,
                mask: np.ndarray | None = None) -> list[LegResult]:
-        return self.index.top_k(self.analyzer.analyze_many([q.text for q in queries]), k, mask)
+        texts = [q.text for q in queries]
+        if isinstance(self.params.tokenizer, str):
+            return self.index.top_k(self.analyzer.analyze_many(texts), k, mask)
+        scores = None
+        for name, analyzer in self.analyzers.items():  # each chunk scored with its own tokenizer's query terms
+            part = sp.diags(self.rows[name].astype(np.float64)) @ self.index.scores(analyzer.analyze_many(texts))
+            scores = part if scores is None else scores + part
+        scores = sp.csc_matrix(scores)
+        scores.eliminate_zeros()
+        return top_k_per_query(scores, k, mask)

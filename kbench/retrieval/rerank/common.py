@@ -1,6 +1,7 @@
 """What every reranker shares: which candidates to rescore and how the new order keeps its evidence."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 from pydantic import Field
@@ -50,4 +51,4 @@ def _rescored(hit: Hit, score: float, first_rank: int, rescored: bool = True) ->
     leg_ranks = {**hit.leg_ranks, "first_stage": first_rank}
     if rescored:
         leg_scores["rerank"] = score
-    return Hit(hit.chunk_index, score, leg_scores=leg_scores, leg_ranks=leg_ranks, match_type=hit.match_type)
+    return replace(hit, score=score, leg_scores=leg_scores, leg_ranks=leg_ranks)  # keeps match_type, passages

@@ -5,6 +5,10 @@ Tokenizers:
 - ``word``: whitespace-separated words, punctuation kept (``str.split``), as rank_bm25's README does.
 - ``postgres``: PostgreSQL's default parser (``to_tsvector``'s tokens, compounds plus their parts, numbers,
   hosts...), so BM25 can score exactly the tokens PostgreSQL indexes.
+- ``code``: identifiers (runs of letters, digits and ``_``; anything else separates them), each kept whole
+  and, when it has several, split into its parts at ``_``, camelCase (``parseHTTPResponse`` -> parse, HTTP,
+  Response) and letter-digit boundaries (``utf8`` -> utf, 8). The split happens before lowercasing, so it
+  sees the case; ``lowercase`` then applies to every token.
 
 Stop words are removed before stemming (they are listed as surface forms).
 """
@@ -18,7 +22,41 @@ from kbench.retrieval.text.pg_parser import PgParser
 from kbench.retrieval.text.stemmers import make_stemmer
 from kbench.retrieval.text.stopwords import stop_words
 
-TOKENIZER_NAMES = ("regex", "word", "postgres")
+TOKENIZER_NAMES = ("regex", "word", "postgres", "code")
+IDENTIFIER = re.compile(r"\w+")
+
+
+def _kind(char: str) -> str:
+    return "digit" if char.isdigit() else "upper" if char.isupper() else "lower"  # caseless letters: lower
+
+
+def identifier_parts(identifier: str) -> list[str]:
+    """``parseHTTPResponse2_x`` -> parse, HTTP, Response, 2, x: split at ``_``, a lower-to-upper change, the
+    last capital of a run followed by a lowercase letter (HTTP|Response), and letter-digit changes."""
+    parts = []
+    for piece in identifier.split("_"):
+        start = 0
+        for i in range(1, len(piece)):
+            before, here = _kind(piece[i - 1]), _kind(piece[i])
+            after = _kind(piece[i + 1]) if i + 1 < len(piece) else ""
+            if (before != here and not (before == "upper" and here == "lower")) or (
+                    before == here == "upper" and after == "lower"):
+                parts.append(piece[start:i])
+                start = i
+        if piece:
+            parts.append(piece[start:])
+    return parts
+
+
+def code_tokens(text: str) -> list[str]:
+    """Each identifier, then its parts when it has more than one (see the module doc)."""
+    tokens = []
+    for identifier in IDENTIFIER.findall(text):
+        tokens.append(identifier)
+        parts = identifier_parts(identifier)
+        if parts != [identifier]:
+            tokens.extend(parts)
+    return tokens
 
 
 def make_tokenizer(name: str, pattern: str = r"\w+") -> Callable[[str], list[str]]:
@@ -33,6 +71,8 @@ def make_tokenizer(name: str, pattern: str = r"\w+") -> Callable[[str], list[str
     if name == "postgres":
         parser = PgParser()
         return lambda text: [token for _, token in parser.words(text)]
+    if name == "code":
+        return code_tokens
     raise ValueError(f"tokenizer: unknown {name!r}; allowed: {', '.join(TOKENIZER_NAMES)}")
 
 
@@ -55,7 +95,10 @@ class Analyzer:
         self._stem = make_stemmer(self.stemmer)
 
     def words(self, text: str) -> list[str]:
-        words = self._tokenize(text.lower() if self.lowercase else text)
+        if self.tokenizer == "code":  # splits at case changes, so it must see the case
+            words = [w.lower() for w in self._tokenize(text)] if self.lowercase else self._tokenize(text)
+        else:
+            words = self._tokenize(text.lower() if self.lowercase else text)
         return [w for w in words if w not in self._stop] if self._stop else words
 
     def analyze(self, text: str) -> list[str]:
