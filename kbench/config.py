@@ -119,6 +119,8 @@ class Experiment(StrictModel):
         for guard in ("strict", "max_document_chars"):  # they refuse data or let the same data through: results
             data["dataset"].pop(guard, None)            # never differ
         data["dataset_content"] = self.dataset_content_hash()
+        if not data["evaluation"].get("metrics"):  # added later: an empty list keeps the keys runs had before
+            data["evaluation"].pop("metrics", None)
         return stable_hash(data, length=16)
 
 

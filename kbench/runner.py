@@ -6,6 +6,7 @@ config's dataset (``import_trec_run``) and exporting a logged run as TREC files 
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from kbench.config import Experiment, validate_experiment
@@ -31,10 +32,12 @@ def run_experiment(experiment: Experiment, *, progress: bool = True, log: bool =
     """Prepare, search and evaluate ``experiment``; write its run folder; log it to MLflow (unless ``log`` is
     off or ``tracking.enabled`` is false)."""
     workspace = workspace_dir(experiment.workspace)
+    started_ms = int(time.time() * 1000)
     done = run_pipeline(experiment, progress=progress)
     fingerprint = run_fingerprint(experiment, done.dataset.content_hash)
     run_dir = write_run_folder(experiment, workspace, done.metrics, done.per_query, done.stage_seconds,
-                               done.counts, done.run, fingerprint)
+                               done.counts, done.run, fingerprint, dataset=done.dataset, chunks=done.chunks,
+                               started_ms=started_ms)
     result = RunResult(experiment, done.metrics, done.per_query, done.stage_seconds, done.counts, run_dir,
                        chunks=done.chunks, dataset=done.dataset, run=done.run)
     if log and experiment.tracking.enabled:
@@ -54,6 +57,7 @@ def import_trec_run(path: str | Path, experiment: Experiment, name: str | None =
     The run gets its own run key (a hash of the file), never the config's, so a sweep never mistakes it
     for a kbench computation of that config.
     """
+    started_ms = int(time.time() * 1000)
     trec, trec_tag = read_trec_run(path)
     dataset = load_dataset(experiment.dataset)
     known = {q.query_id for q in dataset.queries}
@@ -69,7 +73,8 @@ def import_trec_run(path: str | Path, experiment: Experiment, name: str | None =
               "run_queries_not_in_dataset": len(set(trec) - known)}
     metrics.update({f"count_{k}": float(v) for k, v in counts.items()})
     workspace = workspace_dir(experiment.workspace)
-    run_dir = write_run_folder(experiment, workspace, metrics, per_query, {}, counts, run)
+    run_dir = write_run_folder(experiment, workspace, metrics, per_query, {}, counts, run, dataset=dataset,
+                               started_ms=started_ms)
     result = RunResult(experiment, metrics, per_query, {}, counts, run_dir, dataset=dataset, run=run)
     if log and experiment.tracking.enabled:
         digest = sha256_bytes(Path(path).read_bytes(), 16)

@@ -27,11 +27,11 @@ from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parents[1]
 LOCK = REPO / "requirements.lock"
-NEVER = re.compile(r"^(torch|nvidia-.*|triton|kbench)$")  # installed apart, or never at all
+NEVER = re.compile(r"^(torch|nvidia-.*|triton|kbench|pip)$")  # installed apart, or never at all
 HEADER = """\
 # requirements.lock: written by `make lock` (tools/lock.py) from a venv whose tests passed. Do not edit.
 # `make install` installs exactly these with --no-deps, after torch==2.13.0 (CPU) and before kbench itself.
-# Left out: torch, nvidia-*/triton (never), kbench, and the Makefile's --no-deps packages.
+# Left out: torch, nvidia-*/triton (never), kbench, pip, and the Makefile's --no-deps packages.
 # Python 3.11, Linux x86_64.
 """
 
@@ -48,7 +48,8 @@ def lock_pins(path: Path = LOCK) -> dict[str, str]:
 
 def write(skip: list[str]) -> int:
     skipped = {canonicalize_name(s) for s in skip}
-    freeze = subprocess.run([sys.executable, "-m", "pip", "freeze", "--exclude-editable"], check=True,
+    # --all: setuptools too (torch asks for a newer one than a fresh venv has)
+    freeze = subprocess.run([sys.executable, "-m", "pip", "freeze", "--all", "--exclude-editable"], check=True,
                             capture_output=True, text=True).stdout.splitlines()
     lines = []
     for line in freeze:
@@ -66,10 +67,10 @@ def write(skip: list[str]) -> int:
     return 0
 
 
-def check() -> int:
+def check(lock: Path = LOCK, pyproject: Path = REPO / "pyproject.toml") -> int:
     """The lock holds no CUDA package and pins every dependency pyproject.toml names (before installing)."""
-    pins = lock_pins()
-    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    pins = lock_pins(lock)
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
     wanted = project["dependencies"] + [r for extra in project.get("optional-dependencies", {}).values() for r in extra]
     problems = [f"{name}=={v} must not be in the lock" for name, v in pins.items() if NEVER.match(name)]
     for text in wanted:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 
+from kbench.cli.console import quiet_libraries
 from kbench.cli.tables import print_metrics
 from kbench.config import load_experiment
 from kbench.runner import run_experiment
@@ -14,12 +15,12 @@ def add_parser(sub) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value by dotted path, e.g. --set chunking.chunk_size=400")
     p.add_argument("--no-log", action="store_true", help="do not log to MLflow (results still land in the workspace)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", action="store_true", help="no progress bars (only the results are printed)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-
+    quiet_libraries(progress_bars=not args.quiet)
     experiment = load_experiment(args.config, args.overrides)
     result = run_experiment(experiment, progress=not args.quiet, log=not args.no_log)
     print_metrics(result)

@@ -1,9 +1,9 @@
 """kbench sweep CONFIG [--executor local|dask] [--scheduler tcp://HOST:PORT] [--workers N]"""
 from __future__ import annotations
 
-import os
 import sys
 
+from kbench.cli.console import quiet_libraries
 from kbench.cli.tables import format_table
 from kbench.compare import ranking_lines
 from kbench.sweep.executors import make_executor
@@ -25,6 +25,7 @@ def add_parser(sub) -> None:
     p.add_argument("--no-reuse", action="store_true",
                    help="run configs again even when an equal config (same run key) finished outside this sweep")
     p.add_argument("--no-report", action="store_true", help="skip the comparison report at the end")
+    p.add_argument("--quiet", action="store_true", help="no progress bars inside a config (one line per config)")
     p.add_argument("--dry-run", action="store_true", help="list the configs, their run keys and knobs; run nothing")
     p.add_argument("--confirm-half", action="store_true",
                    help="choose the winner on a seeded half of the queries and report its gain on the other half")
@@ -36,10 +37,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    # keep the sweep log readable: one line per config, no download or model-loading bars, no MLflow INFO lines
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+    # keep the sweep log readable: a line per config and its stages' bars, no model-loading bars, no MLflow INFO
+    quiet_libraries(progress_bars=not args.quiet)
 
     if bool(args.select_on) != bool(args.confirm_on) or (args.confirm_on and args.confirm_half):
         print("kbench: error: give --select-on SPLIT and --confirm-on SPLIT together, or --confirm-half, not both",
@@ -66,7 +65,7 @@ def run(args) -> int:
         return 2
 
     try:
-        executor = make_executor(args.executor, args.scheduler, args.workers)
+        executor = make_executor(args.executor, args.scheduler, args.workers, progress=not args.quiet)
         outcome = run_sweep(plan, executor, reuse=not args.no_reuse, report=not args.no_report,
                             say=lambda line: print(line, flush=True))
     except (SweepError, ValueError) as e:

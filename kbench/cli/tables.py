@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 import re
 
+from kbench.cli.ui_cmd import browse_hint
+
 
 def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -73,4 +75,4 @@ def print_metrics(result) -> None:
     print(f"results: {result.run_dir}")
     if result.run_id:
         print(f"MLflow run {result.run_id} in {result.tracking_uri} (experiment {result.experiment.tracking.experiment!r})")
-        print(f"  browse: mlflow ui --backend-store-uri {result.tracking_uri}")
+        print(f"  browse: {browse_hint(result.tracking_uri)}   (MLflow's UI on http://127.0.0.1:5000)")

@@ -21,7 +21,7 @@ from kbench.datasets.reading import (EMPTY_QUERY, NO_RELEVANT_JUDGEMENT, QRELS_D
 from kbench.errors import shorten
 from kbench.records import Dataset, Document, Query
 
-__all__ = ["DatasetError", "is_beir_folder", "load_beir", "read_qrels"]
+__all__ = ["DatasetError", "is_beir_folder", "judged_dataset", "load_beir", "read_qrels"]
 
 CORPUS_EXAMPLE = '{"_id": "d1", "title": "...", "text": "..."}'
 QUERY_EXAMPLE = '{"_id": "q1", "text": "..."}'
@@ -99,14 +99,23 @@ def load_beir(path: Path, split: str = "test", name: str | None = None) -> Datas
     qrels_file = dataset_file(path, f"qrels/{split}.tsv")
     documents = _load_documents(dataset_file(path, "corpus.jsonl"))
     all_queries = _load_queries(dataset_file(path, "queries.jsonl"))
+    return judged_dataset(name or path.name, documents, all_queries, read_qrels(qrels_file), qrels_file,
+                          f"qrels/{split}.tsv", "queries.jsonl")
+
+
+def judged_dataset(name: str, documents: list[Document], all_queries: dict[str, tuple[int, Query]],
+                   judgements: list[tuple[int, str, str, int]], qrels_file: Path | str, qrels_label: str,
+                   queries_label: str) -> Dataset:
+    """The dataset of the judged queries, judgements checked and dropped as the module docstring says (shared by
+    the BEIR files and the parquet/Arrow tables of ``kbench.datasets.tables``)."""
     doc_ids = {d.doc_id for d in documents}
 
     problems: Problems = {}
     qrels: dict[str, dict[str, int]] = {}
     judged: dict[tuple[str, str], tuple[int, int]] = {}  # (query, document) -> (score, line)
     judged_queries: set[str] = set()
-    for n, qid, did, grade in read_qrels(qrels_file):
-        where = f"qrels/{split}.tsv:{n}"
+    for n, qid, did, grade in judgements:
+        where = f"{qrels_label}:{n}"
         if (qid, did) in judged:
             before, line = judged[(qid, did)]
             if before != grade:
@@ -132,10 +141,10 @@ def load_beir(path: Path, split: str = "test", name: str | None = None) -> Datas
         if qid not in judged_queries:
             continue  # a query of another split
         if not query.text.strip():
-            note(problems, EMPTY_QUERY, f"queries.jsonl:{n} (query {qid})")
+            note(problems, EMPTY_QUERY, f"{queries_label}:{n} (query {qid})")
             qrels.pop(qid, None)
         elif qid not in qrels:
-            note(problems, NO_RELEVANT_JUDGEMENT, f"queries.jsonl:{n} (query {qid})")
+            note(problems, NO_RELEVANT_JUDGEMENT, f"{queries_label}:{n} (query {qid})")
         else:
             queries.append(query)
-    return Dataset(name or path.name, documents, queries, qrels=qrels, skipped=problems)
+    return Dataset(name, documents, queries, qrels=qrels, skipped=problems)

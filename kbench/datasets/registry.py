@@ -13,6 +13,7 @@ from kbench.datasets.beir import is_beir_folder, load_beir
 from kbench.datasets.reading import DatasetError, problems_summary
 from kbench.datasets.spans import (doc_qrels_from_spans, is_chroma_folder, is_kbench_span_folder,
                                    load_chroma, load_kbench_spans)
+from kbench.datasets.tables import is_autorag_folder, is_table_beir_folder, load_autorag, load_table_beir
 from kbench.paths import REPO_ROOT, shared_datasets_dir
 from kbench.sources.folder import FolderSource
 from kbench.records import Dataset
@@ -64,6 +65,10 @@ def load_dataset(config: DatasetConfig) -> Dataset:
     path, name = resolve_dataset_path(config)
     if is_beir_folder(path):
         dataset = load_beir(path, config.split, name)
+    elif is_autorag_folder(path):
+        dataset = load_autorag(path, name)
+    elif is_table_beir_folder(path):
+        dataset = load_table_beir(path, config.split, name)
     elif is_chroma_folder(path):
         dataset = load_chroma(path, name, corpora=config.subset)
     elif is_kbench_span_folder(path):
@@ -71,7 +76,9 @@ def load_dataset(config: DatasetConfig) -> Dataset:
     else:
         raise DatasetError(
             f"{path}: not a dataset folder. Expected BEIR (corpus.jsonl, queries.jsonl, qrels/<split>.tsv), "
-            "Chroma spans (corpora/*.md, questions_df.csv) or kbench spans (docs/, questions.jsonl)"
+            "BEIR tables (corpus, queries, qrels/<split> as parquet or Hugging Face Arrow files), AutoRAG "
+            "(corpus.parquet, qa.parquet), Chroma spans (corpora/*.md, questions_df.csv) or kbench spans "
+            "(docs/, questions.jsonl)"
         )
     too_long = [d for d in dataset.documents if len(d.text) > config.max_document_chars]
     if too_long:

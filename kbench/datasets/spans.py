@@ -5,6 +5,9 @@ Two on-disk forms are read:
   ``question``, ``references`` (JSON list of ``{content, start_index, end_index}``) and ``corpus_id``.
 - kbench's form (``datasets/demo``, the code-QA builder): ``docs/**`` (doc_id = path relative to docs/)
   and ``questions.jsonl`` with ``{query_id, question, references: [{doc_id, start_index, end_index, content}]}``.
+A reference with a ``doc_id`` and no offsets (``{"doc_id": "guide.md"}``) is a document label: the document is
+relevant to the question (document-level metrics), with no span to score chunks against; a question whose
+references are all of that kind is scored at document level only.
 Offsets are Python string indices into the file read as UTF-8; every reference is checked at load time: whole
 numbers, ``0 <= start_index < end_index <= len(document)``, and the text there equal to its ``content``, so a
 dataset whose offsets drift is refused, not silently mis-scored. A question id used twice, a malformed line
@@ -171,7 +174,7 @@ def load_kbench_spans(path: Path, name: str | None = None, source: FolderSource 
     documents = {d.doc_id: d for d in loaded}
     skipped_docs = {relative: reason for reason, paths in skipped.items() for relative in paths}
     problems: Problems = dict(skipped)
-    queries, spans, first = [], {}, {}
+    queries, spans, labels, first = [], {}, {}, {}
     for n, row in iter_jsonl(dataset_file(path, "questions.jsonl"), QUESTION_EXAMPLE):
         where = f"questions.jsonl:{n}"
         qid = get_id(row, "query_id", where)
@@ -180,19 +183,42 @@ def load_kbench_spans(path: Path, name: str | None = None, source: FolderSource 
                                "query_id")
         first[qid] = n
         question = get_text(row, "question", where, required=True)
-        checked = []
+        checked, documents_only = [], {}
         for i, ref in enumerate(_references(row, where)):
             at = f"{where} references[{i}]"
             doc_id = get_id(ref, "doc_id", at) if isinstance(ref, dict) else ""
-            checked.append(check_reference(documents, doc_id, ref, at, skipped_docs))
+            if is_document_label(ref):
+                documents_only[check_document(documents, doc_id, at, skipped_docs)] = 1
+            else:
+                checked.append(check_reference(documents, doc_id, ref, at, skipped_docs))
         if not question.strip():
             note(problems, EMPTY_QUERY, where)
-        elif not checked:
+        elif not checked and not documents_only:
             note(problems, NO_REFERENCES, where)
         else:
-            spans[qid] = checked
+            if checked:
+                spans[qid] = checked
+            if documents_only:
+                labels[qid] = documents_only
             queries.append(Query(qid, question))
-    return Dataset(name or path.name, list(documents.values()), queries, spans=spans, skipped=problems)
+    qrels = {} if not labels else {q.query_id: {**doc_qrels_from_spans({q.query_id: spans.get(q.query_id, [])})
+                                                 .get(q.query_id, {}), **labels.get(q.query_id, {})}
+                                    for q in queries}
+    return Dataset(name or path.name, list(documents.values()), queries, qrels=qrels, spans=spans, skipped=problems)
+
+
+def is_document_label(ref: Any) -> bool:
+    """A reference naming a document and no range: ``{"doc_id": ...}`` (content, if given, is not checked)."""
+    return isinstance(ref, dict) and "start_index" not in ref and "end_index" not in ref
+
+
+def check_document(documents: dict[str, Document], doc_id: str, where: str, skipped: dict[str, str] | None) -> str:
+    if doc_id not in documents:
+        reason = (skipped or {}).get(doc_id)
+        why = (f"{SKIP_HINT.get(reason, f'it was skipped as {reason}')}" if reason else
+               "a file left out by dataset.include/exclude, or skipped as empty/binary/oversized?")
+        raise DatasetError(f"{where}: reference names document {doc_id!r}, which is not in the corpus ({why})")
+    return doc_id
 
 
 def doc_qrels_from_spans(spans: dict[str, list[Span]]) -> dict[str, dict[str, int]]:

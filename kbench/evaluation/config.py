@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from kbench.evaluation.measures import Measure, parse_measure
 from kbench.registry import StrictModel
 
 
@@ -42,6 +43,27 @@ class EvaluationConfig(StrictModel):
     slices: list[str] = Field(
         default_factory=list, description="per-query slice columns: doc_type, corpus, query_length, "
                                           "query.<metadata field>, doc.<metadata field> (kbench.evaluation.slices)")
+    metrics: list[str] = Field(
+        default_factory=list,
+        description="ir_measures names (nDCG@10, R@100, RR@10, P(rel=2)@5, AP@100, Success@10) scored at document "
+                    "and chunk level instead of every metric at every k; k still sets the span metrics' cutoffs")
+
+    @field_validator("metrics")
+    @classmethod
+    def _measure_names(cls, v: list[str]) -> list[str]:
+        problems = []
+        for name in v:
+            try:
+                parse_measure(name)
+            except ValueError as e:
+                problems.append(str(e))
+        if problems:
+            raise ValueError("; ".join(problems))
+        return v
+
+    @property
+    def measures(self) -> list[Measure]:
+        return [parse_measure(name) for name in self.metrics]
 
     @field_validator("k")
     @classmethod

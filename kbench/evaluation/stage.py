@@ -9,6 +9,7 @@ import pandas as pd
 from kbench.evaluation.budgets import budget_metric_row
 from kbench.evaluation.ceilings import ceiling_row
 from kbench.evaluation.config import EvaluationConfig
+from kbench.evaluation.measures import Measure
 from kbench.evaluation.metrics import METRICS
 from kbench.evaluation.miss_stages import doc_miss_stages, miss_shares, span_miss_stages
 from kbench.evaluation.relevance import chunk_matches_span, relevant_chunks
@@ -17,7 +18,11 @@ from kbench.evaluation.spans import span_metric_row
 from kbench.records import Chunk, Dataset, Query, Run, chunks_by_doc
 
 
-def metric_row(ranked: list[int], relevant: list[int], ks: list[int], prefix: str) -> dict[str, float]:
+def metric_row(ranked: list[int], relevant: list[int], ks: list[int], prefix: str,
+               measures: list[Measure] | None = None) -> dict[str, float]:
+    """Every metric at every k, or only ``measures`` (evaluation.metrics, ir_measures-style names)."""
+    if measures:
+        return {f"{prefix}{m.column}": m.score(ranked, relevant) for m in measures}
     return {f"{prefix}{name}_at_{k}": fn(ranked, relevant, k) for name, fn in METRICS.items() for k in ks}
 
 
@@ -33,8 +38,9 @@ def evaluate_rankings(dataset: Dataset, chunks: list[Chunk] | None, run: Run,
     run carries the retrieval trace (``Run.stages``); ``slice_<key>`` per ``evaluation.slices``.
 
     ``chunks=None`` scores documents only (a run from another system, e.g. an imported TREC file); a query
-    missing from the run scores 0."""
-    ks = config.k
+    missing from the run scores 0. A query of a span dataset whose references are document labels only (no
+    spans) has document columns and no chunk or span columns (NaN, left out of the means)."""
+    ks, measures = config.k, config.measures
     with_chunks = chunks is not None
     chunk_level = with_chunks and (config.level == "chunk" or (config.level == "auto" and dataset.has_spans))
     if config.level == "chunk" and not dataset.has_spans:
@@ -47,22 +53,24 @@ def evaluate_rankings(dataset: Dataset, chunks: list[Chunk] | None, run: Run,
         qrels = dataset.qrels.get(query.query_id, {})
         docs = run.doc_ids(query.query_id)
         row = {"query_id": query.query_id, "n_results": len(hits)}
-        row.update(metric_row([qrels.get(d, 0) for d in docs], [g for g in qrels.values() if g > 0], ks, "doc_"))
+        row.update(metric_row([qrels.get(d, 0) for d in docs], [g for g in qrels.values() if g > 0], ks, "doc_",
+                              measures))
         for k in ks:  # how much of the top k carries a label at all (a thin pool shows as such; kbench judge)
             row[f"judged_at_{k}"] = sum(d in qrels for d in docs[:k]) / len(docs[:k]) if docs[:k] else float("nan")
         if with_chunks:
             rows_hit = [row_of[h.chunk_id] for h in hits]  # the chunks the run ranked, as rows of ``chunks``
-        if chunk_level:
+        has_spans = query.query_id in dataset.spans
+        if chunk_level and has_spans:
             spans = dataset.spans.get(query.query_id, [])
             relevant = relevant_chunks(chunks, spans, config.overlap, by_doc)
             ranked = [1 if i in relevant else 0 for i in rows_hit]
-            row.update(metric_row(ranked, [1] * len(relevant), ks, "chunk_"))
+            row.update(metric_row(ranked, [1] * len(relevant), ks, "chunk_", measures))
             top = [chunks[i] for i in rows_hit[: max(ks)]]
             row["spans_hit"] = [
                 next((r for r, c in enumerate(top, 1) if chunk_matches_span(c, s, config.overlap)), 0)
                 for s in spans
             ]  # per reference span: the rank of the first chunk that hits it, 0 = missed
-        if with_chunks and dataset.has_spans:
+        if with_chunks and has_spans:
             spans = dataset.spans.get(query.query_id, [])
             candidates = [chunks[i] for d in {s.doc_id for s in spans} for i in by_doc.get(d, ())]
             row.update(span_metric_row(spans, [chunks[i] for i in rows_hit], candidates, ks))

@@ -20,7 +20,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from kbench.config import validate_experiment
 from kbench.errors import endpoint_problem
@@ -84,24 +84,25 @@ def make_job(label: str, experiment) -> Job:
     return Job(label, experiment.run_key(), data, warm_key(data), serial_key(data))
 
 
-def compute_config(experiment_data: dict[str, Any], expected_run_key: str) -> ComputedRun:
+def compute_config(experiment_data: dict[str, Any], expected_run_key: str, progress: bool = False) -> ComputedRun:
     """Run one config without MLflow and return what the driver needs to log it. Runs on a worker."""
     experiment = validate_experiment(experiment_data, f"sweep config {experiment_data.get('name')!r}")
     if experiment.run_key() != expected_run_key:
         raise RuntimeError(
             f"run key {experiment.run_key()} on this worker differs from the driver's {expected_run_key}: the worker "
             "runs another kbench version or sees other registered strategies; install the same kbench everywhere")
-    result = run_experiment(experiment, progress=False, log=False)
+    result = run_experiment(experiment, progress=progress, log=False)
     files = {p.relative_to(result.run_dir).as_posix(): p.read_bytes()
              for p in sorted(result.run_dir.rglob("*")) if p.is_file()}
     return ComputedRun(expected_run_key, result.metrics, result.counts, result.stage_seconds, str(result.run_dir),
                        files, result.dataset.name if result.dataset else "", socket.gethostname(), os.getpid())
 
 
-def _safe_compute(experiment_data: dict[str, Any], expected_run_key: str) -> ComputedRun | JobFailure:
+def _safe_compute(experiment_data: dict[str, Any], expected_run_key: str,
+                  progress: bool = False) -> ComputedRun | JobFailure:
     started = time.perf_counter()
     try:
-        outcome = compute_config(experiment_data, expected_run_key)
+        outcome = compute_config(experiment_data, expected_run_key, progress)
     except Exception as e:  # a failed config is a result to record, not a reason to stop the sweep
         outcome = JobFailure(type(e).__name__, str(e), traceback.format_exc())
     outcome.seconds = time.perf_counter() - started
@@ -116,12 +117,20 @@ def order_for_cache(jobs: list[Job]) -> list[Job]:
     return [job for group in groups.values() for job in group]
 
 
+@dataclass
 class LocalExecutor:
-    name = "local"
+    """Runs configs one after the other in this process; with ``progress`` each stage shows its bar (items
+    done, rate, time left), after ``on_start`` has said which config of how many begins."""
+
+    progress: bool = False
+    on_start: Callable[[Job], None] | None = None
+    name: str = "local"
 
     def run(self, jobs: list[Job]) -> Iterator[tuple[Job, ComputedRun | JobFailure]]:
         for job in order_for_cache(jobs):
-            yield job, _safe_compute(job.experiment_data, job.run_key)
+            if self.on_start is not None:
+                self.on_start(job)
+            yield job, _safe_compute(job.experiment_data, job.run_key, self.progress)
 
     def close(self) -> None:
         pass
@@ -137,6 +146,8 @@ class DaskExecutor:
 
     scheduler: str | None = None
     workers: int = 2
+    progress: bool = False  # workers print nowhere the driver shows: the driver says when each config starts
+    on_start: Callable[[Job], None] | None = None
     _client: Any = field(default=None, init=False, repr=False)
     _cluster: Any = field(default=None, init=False, repr=False)
     name: str = "dask"
@@ -192,6 +203,8 @@ class DaskExecutor:
                                        key=f"kbench-{job.run_key}-{os.urandom(4).hex()}")
                 running[future] = job
                 completed.add(future)
+                if self.on_start is not None:
+                    self.on_start(job)
 
         submit_ready()
         while running:
@@ -216,11 +229,11 @@ class DaskExecutor:
         self._client = self._cluster = None
 
 
-def make_executor(name: str, scheduler: str | None = None, workers: int = 2):
+def make_executor(name: str, scheduler: str | None = None, workers: int = 2, progress: bool = False):
     if name == "local":
         if scheduler:
             raise ValueError("--scheduler needs --executor dask")
-        return LocalExecutor()
+        return LocalExecutor(progress=progress)
     if name == "dask":
-        return DaskExecutor(scheduler=scheduler, workers=workers)
+        return DaskExecutor(scheduler=scheduler, workers=workers, progress=progress)
     raise ValueError(f"--executor: unknown value {name!r}; allowed: local, dask")

@@ -34,10 +34,10 @@ from kbench.sweep.executors import ComputedRun, JobFailure, make_job
 from kbench.sweep.expand import SweepConfig, SweepPlan
 from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_run import (MAX_PARAM_CHARS, ensure_experiment, fill_run, mlflow_client,
-                                        record_failed_run, run_params)
+                                        record_failed_run, run_params, run_tags)
 from kbench.tracking.guard import mark_abandoned, owner_tags
 from kbench.tracking.read import find_finished_elsewhere, sweep_children
-from kbench.tracking.run_folder import check_workspace, write_complete
+from kbench.tracking.run_folder import check_workspace, run_times, write_complete
 
 LIVE_STATUSES = ("RUNNING", "SCHEDULED")
 
@@ -114,10 +114,13 @@ def find_parent(client, experiment_id: str, sweep_key: str):
     return runs[0] if runs else None
 
 
-def _create_child(client, experiment_id: str, parent_id: str, name: str, tags: dict[str, str]) -> str:
+def _create_child(client, experiment_id: str, parent_id: str, name: str, tags: dict[str, str],
+                  start_ms: int | None = None) -> str:
+    """A child run named by its label (the knobs that differ from the baseline, shortened): the parent already
+    says which sweep it belongs to."""
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
-    run = client.create_run(experiment_id, run_name=name,
+    run = client.create_run(experiment_id, run_name=name, start_time=start_ms,
                             tags={MLFLOW_RUN_NAME: name, MLFLOW_PARENT_RUN_ID: parent_id, **tags, **owner_tags()})
     return run.info.run_id
 
@@ -214,6 +217,13 @@ def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPla
     by_key = {c.run_key: c for c in todo}
     jobs = [make_job(c.label, c.experiment) for c in todo]
     started = time.perf_counter()
+    begun = iter(range(1, len(jobs) + 1))
+
+    def announce(job) -> None:  # before a config's stages print their bars: which config of how many
+        say(f"  [{next(begun)}/{len(jobs)}] {job.label}: started ({duration(time.perf_counter() - started)} "
+            "into the sweep)")
+
+    executor.on_start = announce
     try:
         for n, (job, result) in enumerate(executor.run(jobs), start=1):
             config = by_key[job.run_key]
@@ -335,19 +345,22 @@ def _log_parent_plan(client, parent_id: str, plan: SweepPlan) -> None:
 
 def _finished_child(client, experiment_id, parent_id, plan, config, result: ComputedRun, workspace: Path,
                     executor_name: str) -> str:
-    tags = {tag.RUN_KEY: config.run_key, tag.DATASET: result.dataset_name, **config.experiment.tracking.tags,
+    tags = {tag.RUN_KEY: config.run_key, tag.DATASET: result.dataset_name,
+            **run_tags(config.experiment, result.metrics), **config.experiment.tracking.tags,
             **child_tags(plan, config), tag.SWEEP_EXECUTOR: executor_name, tag.WORKER: f"{result.host}:{result.pid}"}
-    run_id = _create_child(client, experiment_id, parent_id, config.experiment.name, tags)
-    fill_run(client, run_id, params=run_params(config.experiment), metrics=result.metrics,
-             run_dir=_materialize(result, workspace))
-    client.set_terminated(run_id, "FINISHED")
+    run_dir = _materialize(result, workspace)
+    started_ms, ended_ms = run_times(run_dir)
+    run_id = _create_child(client, experiment_id, parent_id, config.label, tags, started_ms)
+    fill_run(client, run_id, params=run_params(config.experiment, workspace), metrics=result.metrics, run_dir=run_dir)
+    client.set_terminated(run_id, "FINISHED", end_time=ended_ms)
     return run_id
 
 
 def _failed_child(client, experiment_id, parent_id, plan, config, failure: JobFailure) -> str:
     tags = {tag.RUN_KEY: config.run_key, **child_tags(plan, config)}
-    run_id = _create_child(client, experiment_id, parent_id, config.experiment.name, tags)
-    fill_run(client, run_id, params=run_params(config.experiment), metrics={}, run_dir=None)
+    run_id = _create_child(client, experiment_id, parent_id, config.label, tags)
+    fill_run(client, run_id, params=run_params(config.experiment, workspace_dir(config.experiment.workspace)),
+             metrics={}, run_dir=None)
     record_failed_run(client, run_id, str(failure), failure.traceback)
     return run_id
 
@@ -356,7 +369,7 @@ def _link_child(client, experiment_id, parent_id, plan, config, source) -> str:
     """A child that points at an equal config's finished run instead of computing it again."""
     tags = {**child_tags(plan, config), tag.SWEEP_REUSED_FROM: source.info.run_id,
             tag.DATASET: source.data.tags.get(tag.DATASET, "")}
-    run_id = _create_child(client, experiment_id, parent_id, config.experiment.name, tags)
+    run_id = _create_child(client, experiment_id, parent_id, config.label, tags)
     fill_run(client, run_id, params=dict(source.data.params), metrics=dict(source.data.metrics), run_dir=None)
     client.set_terminated(run_id, "FINISHED")
     return run_id

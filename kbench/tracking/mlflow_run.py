@@ -15,7 +15,8 @@ from typing import Any
 from kbench.dotted import flatten_dotted
 from kbench.tracking import tags as tag
 from kbench.tracking.guard import check_reachable, mark_abandoned, open_store_once, owner_tags
-from kbench.tracking.run_folder import RunResult
+from kbench.tracking.run_folder import RunResult, run_times
+from kbench.tracking.run_page import describe_run, table_tags
 
 SECRET_KEY = re.compile(r"(api_key|token|secret|password)(?!_env)", re.IGNORECASE)
 MAX_PARAM_CHARS = 6000
@@ -33,9 +34,19 @@ def flatten(data: dict[str, Any]) -> dict[str, str]:
             if not any(SECRET_KEY.search(part) for part in path.split("."))}
 
 
-def run_params(experiment) -> dict[str, str]:
-    """An experiment's MLflow params: its resolved config, flattened, without the sweep blocks."""
-    return flatten({k: v for k, v in experiment.resolved().items() if k not in ("sweep", "variants")})
+def run_params(experiment, workspace: Path | None = None) -> dict[str, str]:
+    """An experiment's MLflow params: its resolved config, flattened, without the sweep blocks; ``workspace``
+    the folder actually used (the config may say a relative one)."""
+    params = flatten({k: v for k, v in experiment.resolved().items() if k not in ("sweep", "variants")})
+    if workspace is not None:
+        params["workspace"] = str(workspace.resolve())
+    return params
+
+
+def run_tags(experiment, metrics: dict[str, float]) -> dict[str, str]:
+    """Tags every kbench run carries: its description (the config's, with its metrics rounded) for MLflow's
+    run page."""
+    return {tag.MLFLOW_NOTE: describe_run(experiment.description, metrics)}
 
 
 def ensure_experiment(client, name: str, workspace: Path) -> str:
@@ -68,17 +79,19 @@ def metric_key(name: str) -> str:
 def log_finished_run(*, client, experiment_id: str, run_name: str, params: dict[str, str],
                      metrics: dict[str, float], tags: dict[str, str], run_dir: Path,
                      parent_run_id: str | None = None, status: str = "FINISHED") -> str:
-    """Create one run holding everything at once; returns its id."""
+    """Create one run holding everything at once, with the start and end times its folder recorded (not the
+    moment of logging); returns its id."""
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
     all_tags = {MLFLOW_RUN_NAME: run_name, **tags}
     if parent_run_id:
         all_tags[MLFLOW_PARENT_RUN_ID] = parent_run_id
-    run = client.create_run(experiment_id, run_name=run_name, tags=all_tags)
+    started_ms, ended_ms = run_times(run_dir)
+    run = client.create_run(experiment_id, start_time=started_ms, run_name=run_name, tags=all_tags)
     run_id = run.info.run_id
     try:
         fill_run(client, run_id, params=params, metrics=metrics, run_dir=run_dir)
-        client.set_terminated(run_id, status)
+        client.set_terminated(run_id, status, end_time=ended_ms)
     except BaseException:
         client.set_terminated(run_id, "FAILED")
         raise
@@ -87,15 +100,17 @@ def log_finished_run(*, client, experiment_id: str, run_name: str, params: dict[
 
 def fill_run(client, run_id: str, *, params: dict[str, str], metrics: dict[str, float], run_dir: Path | None,
              tags: dict[str, str] | None = None) -> None:
-    """Log params, metrics (NaN left out), tags and the run folder's files into an existing run."""
+    """Log params, metrics (NaN left out), tags and the run folder's files into an existing run (its results
+    table tagged so that MLflow lists it as a table)."""
     from mlflow.entities import Metric, Param, RunTag
 
-    now = int(time.time() * 1000)
+    now = run_times(run_dir)[1] or int(time.time() * 1000)
+    tags = {**(tags or {}), **table_tags(run_dir)}
     metric_list = [Metric(metric_key(k), float(v), now, 0) for k, v in metrics.items() if v == v]
     param_list = [Param(k, v) for k, v in params.items()]
     for start in range(0, max(len(metric_list), len(param_list), 1), 100):  # log_batch takes <= 100 params
         client.log_batch(run_id, metrics=metric_list[start:start + 100], params=param_list[start:start + 100],
-                         tags=[RunTag(k, v) for k, v in (tags or {}).items()] if start == 0 else [])
+                         tags=[RunTag(k, v) for k, v in tags.items()] if start == 0 else [])
     if run_dir is not None and run_dir.is_dir():
         client.log_artifacts(run_id, str(run_dir))
 
@@ -116,9 +131,9 @@ def log_to_mlflow(result: RunResult, workspace: Path, parent_run_id: str | None 
     client = mlflow_client(experiment.tracking.tracking_uri, workspace)
     experiment_id = ensure_experiment(client, experiment.tracking.experiment, workspace)
     mark_abandoned(client, experiment_id)  # runs a killed process left RUNNING
-    params = run_params(experiment)
+    params = run_params(experiment, workspace)
     tags = {tag.RUN_KEY: experiment.run_key(), tag.DATASET: result.dataset.name if result.dataset else "",
-            **experiment.tracking.tags, **(extra_tags or {}), **owner_tags()}
+            **run_tags(experiment, result.metrics), **experiment.tracking.tags, **(extra_tags or {}), **owner_tags()}
     result.run_id = log_finished_run(
         client=client, experiment_id=experiment_id, run_name=experiment.tracking.run_name or experiment.name,
         params=params, metrics=result.metrics, tags=tags, run_dir=result.run_dir, parent_run_id=parent_run_id,

@@ -1,10 +1,11 @@
 """The run folder: everything one run computed, on disk, before MLflow is contacted.
 
 ``<workspace>/runs/<UTC stamp>-<name>-<run key>/`` holds ``config.yaml`` (the resolved config),
-``metrics.json``, ``stages.json`` (seconds and counts per stage), ``per_query.parquet``, ``fingerprint.json``
-(dataset hash, chunker source, model revision, index, kbench version) and, for a kbench search,
-``rankings.parquet`` (one row per hit: query_id, rank, chunk_id, doc_id, score). MLflow receives
-the same files as artifacts; a tracking failure never loses them.
+``metrics.json``, ``stages.json`` (seconds and counts per stage, when the run started and ended),
+``per_query.parquet``, ``fingerprint.json`` (dataset hash, chunker source, model revision, index, kbench
+version), for a kbench search ``rankings.parquet`` (one row per hit: query_id, rank, chunk_id, doc_id, score),
+and what a person reads (``run_page``): ``plots/*.png`` and ``per_query_results.json``, the questions with
+their top hits. MLflow receives the same files as artifacts; a tracking failure never loses them.
 
 The name part is the run's name made a safe folder name (``folder_name``), so no name can place the
 folder outside ``<workspace>/runs``. The folder is written under a hidden temporary name and renamed
@@ -27,6 +28,7 @@ import yaml
 
 from kbench.errors import ConfigError
 from kbench.records import Chunk, Dataset, Run
+from kbench.tracking.run_page import results_table, write_plots, write_results_table
 
 if TYPE_CHECKING:  # annotations only: tracking sits above config, which composes tracking's own section
     from kbench.config import Experiment
@@ -118,20 +120,38 @@ def write_complete(folder: Path, write: Callable[[Path], None]) -> Path:
 
 def write_run_folder(experiment: "Experiment", workspace: Path, metrics: dict[str, float], per_query: pd.DataFrame,
                      stage_seconds: dict[str, float], counts: dict[str, int], run: Run | None = None,
-                     fingerprint: dict | None = None) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+                     fingerprint: dict | None = None, *, dataset: Dataset | None = None,
+                     chunks: list[Chunk] | None = None, started_ms: int | None = None) -> Path:
+    """Write the run folder; ``dataset`` and ``chunks`` give the results table its questions and hit texts,
+    ``started_ms`` (epoch milliseconds) is when the run began (its end is now)."""
+    now = datetime.now(timezone.utc)
+    stamp = now.strftime("%Y%m%dT%H%M%S%fZ")
     run_dir = workspace / "runs" / f"{stamp}-{folder_name(experiment.name)}-{experiment.run_key()}"
+    ended_ms = int(now.timestamp() * 1000)
+    times = {"started_ms": started_ms if started_ms is not None else ended_ms, "ended_ms": ended_ms}
 
     def write(folder: Path) -> None:
         (folder / "config.yaml").write_text(yaml.safe_dump(experiment.resolved(), sort_keys=False), encoding="utf-8")
         (folder / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True), encoding="utf-8")
-        (folder / "stages.json").write_text(json.dumps({"seconds": stage_seconds, "counts": counts}, indent=2),
-                                            encoding="utf-8")
+        (folder / "stages.json").write_text(json.dumps({"seconds": stage_seconds, "counts": counts, **times},
+                                                       indent=2), encoding="utf-8")
         per_query.to_parquet(folder / "per_query.parquet", index=False)
         if run is not None:  # scores per hit, for TREC/ranx export of logged runs
             run.to_frame().to_parquet(folder / "rankings.parquet", index=False)
         if fingerprint is not None:  # what the numbers depend on beyond the config (tracking/fingerprint.py)
             (folder / "fingerprint.json").write_text(json.dumps(fingerprint, indent=2, sort_keys=True),
                                                      encoding="utf-8")
+        if "query_id" in per_query.columns:
+            write_results_table(folder, results_table(per_query, dataset, chunks or [], run))
+        write_plots(folder, metrics, stage_seconds, per_query)
 
     return write_complete(run_dir, write)
+
+
+def run_times(run_dir: Path | None) -> tuple[int | None, int | None]:
+    """When the run in ``run_dir`` started and ended (epoch milliseconds), as its stages.json says."""
+    try:
+        stages = json.loads((run_dir / "stages.json").read_text(encoding="utf-8")) if run_dir else {}
+    except (OSError, ValueError):
+        return None, None
+    return stages.get("started_ms"), stages.get("ended_ms")

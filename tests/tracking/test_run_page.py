@@ -1,0 +1,58 @@
+"""A logged run's MLflow page: its plots, the per-query results table (question, top hit) that MLflow itself
+reads back as a table, the config's description with rounded metrics, the real start and end times, and the
+workspace actually used. A real run (BM25 over the demo set, no model) logged to a real MLflow store."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kbench.config import load_experiment
+from kbench.runner import run_experiment
+from kbench.tracking.read import tracking_client
+from kbench.tracking.run_page import MLFLOW_TABLE_TAG, RESULTS_TABLE
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory):
+    workspace = tmp_path_factory.mktemp("run-page-ws")
+    experiment = load_experiment({
+        "name": "page", "workspace": str(workspace), "description": "BM25 alone on the demo set.",
+        "dataset": {"name": "demo", "max_queries": 12}, "chunking": {"strategy": "fixed", "chunk_size": 600},
+        "retrieval": {"legs": ["bm25"], "top_k": 10}, "evaluation": {"k": [1, 5, 10]},
+        "tracking": {"experiment": "run-page"},
+    })
+    result = run_experiment(experiment, progress=False)
+    return result, tracking_client(result.tracking_uri), workspace
+
+
+def test_plots_and_results_table_are_artifacts_mlflow_reads_as_a_table(logged, monkeypatch):
+    result, client, _ = logged
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", result.tracking_uri)  # load_table searches through the fluent API
+    run = client.get_run(result.run_id)
+    artifacts = {a.path for a in client.list_artifacts(result.run_id)}
+    plots = {a.path for a in client.list_artifacts(result.run_id, "plots")}
+    assert RESULTS_TABLE in artifacts
+    assert plots == {"plots/metrics_by_k.png", "plots/latency_per_stage.png", "plots/per_query_distribution.png"}
+    assert json.loads(run.data.tags[MLFLOW_TABLE_TAG]) == [{"path": RESULTS_TABLE, "type": "table"}]
+    table = client.load_table(run.info.experiment_id, RESULTS_TABLE, run_ids=[result.run_id])
+    questions = {q.query_id: q.text for q in result.dataset.queries}
+    assert len(table) == 12 and list(table["question"]) == [questions[q] for q in table["query_id"]]
+    texts = {c.chunk_id: " ".join(c.text.split()) for c in result.chunks}
+    for qid, top_hit, top_doc in zip(table["query_id"], table["top_hit"], table["top_doc_id"]):
+        first = result.run.hits[qid][0]
+        assert top_doc == first.doc_id and texts[first.chunk_id].startswith(top_hit.rstrip("…"))
+    assert {"chunk_ndcg_at_10", "chunk_recall_at_10", "references"} <= set(table.columns)
+
+
+def test_description_times_and_workspace(logged):
+    result, client, workspace = logged
+    run = client.get_run(result.run_id)
+    note = run.data.tags["mlflow.note.content"]
+    assert note.startswith("BM25 alone on the demo set.")
+    assert f"| ndcg | {result.metrics['chunk_ndcg_at_1']:.4f} |" in note  # rounded where it is shown
+    assert run.data.metrics["chunk_ndcg_at_10"] == result.metrics["chunk_ndcg_at_10"]  # exact where it is kept
+    stages = json.loads((result.run_dir / "stages.json").read_text())
+    assert (run.info.start_time, run.info.end_time) == (stages["started_ms"], stages["ended_ms"])
+    assert (run.info.end_time - run.info.start_time) / 1000 >= sum(result.stage_seconds.values()) * 0.99
+    assert run.data.params["workspace"] == str(workspace.resolve())
