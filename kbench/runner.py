@@ -16,6 +16,7 @@ from kbench.hashing import sha256_bytes
 from kbench.paths import workspace_dir
 from kbench.pipeline import RunError, chunked_corpus, run_pipeline
 from kbench.tracking import tags as tag
+from kbench.tracking.autorag import write_autorag
 from kbench.tracking.fingerprint import run_fingerprint
 from kbench.tracking.export import (TrecFormatError, chunk_qrels, doc_qrels, read_trec_run, run_from_trec,
                                     write_trec_qrels, write_trec_run)
@@ -82,20 +83,28 @@ def import_trec_run(path: str | Path, experiment: Experiment, name: str | None =
     return result
 
 
-def export_run(run_id: str, out_dir: str | Path, level: str = "doc", tracking_uri: str | None = None) -> dict[str, Path]:
-    """Write ``run.trec`` and ``qrels.txt`` for a logged kbench run (qrels rebuilt from its config's dataset)."""
+def export_run(run_id: str, out_dir: str | Path, level: str = "doc", tracking_uri: str | None = None,
+               format: str = "trec") -> dict[str, Path]:
+    """Write a logged kbench run for other tools: ``trec`` (``run.trec`` and ``qrels.txt``, qrels rebuilt from its
+    config's dataset) or ``autorag`` (AutoRAG's corpus.parquet, qa.parquet and retrieval.parquet)."""
     if level not in ("doc", "chunk"):
         raise ValueError(f"level: {level!r}; allowed: doc, chunk")
+    if format not in ("trec", "autorag"):
+        raise ValueError(f"format: {format!r}; allowed: trec, autorag")
     client = tracking_client(tracking_uri)
     logged = get_run(client, run_id)
     source = logged.data.tags.get(tag.SWEEP_REUSED_FROM) or run_id
     experiment = validate_experiment(read_config(client, logged), f"run {source} config.yaml")
-    ranking = read_run(client, logged).to_dict(level)
-    if level == "doc":
-        qrels = doc_qrels(load_dataset(experiment.dataset))
+    run = read_run(client, logged)
+    if level == "doc" and format == "trec":  # no chunking needed
+        dataset, chunks = load_dataset(experiment.dataset), []
+        qrels = doc_qrels(dataset)
     else:
         dataset, chunks = chunked_corpus(experiment.dataset, experiment.chunking)
-        qrels = chunk_qrels(dataset, chunks, experiment.evaluation.overlap)
+        qrels = doc_qrels(dataset) if level == "doc" else chunk_qrels(dataset, chunks, experiment.evaluation.overlap)
     out = Path(out_dir)
+    if format == "autorag":
+        return write_autorag(run, dataset, chunks, qrels, out, level)
     run_tag = "".join(ch if not ch.isspace() else "_" for ch in (logged.data.tags.get("mlflow.runName") or source))
-    return {"run": write_trec_run(ranking, out / "run.trec", run_tag), "qrels": write_trec_qrels(qrels, out / "qrels.txt")}
+    return {"run": write_trec_run(run.to_dict(level), out / "run.trec", run_tag),
+            "qrels": write_trec_qrels(qrels, out / "qrels.txt")}

@@ -45,9 +45,12 @@ def add_parser(sub) -> None:
     p.add_argument("--log", action="store_true", help="also log the report as artifacts of the sweep's parent run")
     p.set_defaults(func=run_compare)
 
-    e = sub.add_parser("export", help="write a logged run's ranking and qrels as TREC files (run.trec, qrels.txt)")
+    e = sub.add_parser("export", help="write a logged run's ranking and qrels as TREC files (run.trec, qrels.txt) "
+                                      "or in AutoRAG's layout (--format autorag)")
     e.add_argument("run_id", metavar="RUN_ID")
-    e.add_argument("--out", required=True, help="folder for run.trec and qrels.txt")
+    e.add_argument("--out", required=True, help="folder for the files")
+    e.add_argument("--format", choices=["trec", "autorag"], default="trec",
+                   help="trec: run.trec + qrels.txt; autorag: corpus.parquet, qa.parquet, retrieval.parquet")
     e.add_argument("--level", choices=["doc", "chunk"], default="doc",
                    help="doc: documents at the rank of their best chunk, qrels from the dataset; chunk: chunk ids, "
                         "qrels from span overlap (span datasets)")
@@ -183,7 +186,7 @@ def print_frontier(frontier, metric: str, cost: str, constraints) -> None:
 def run_export(args) -> int:
 
     _quiet_mlflow()
-    paths = export_run(args.run_id, args.out, level=args.level, tracking_uri=args.tracking_uri)
+    paths = export_run(args.run_id, args.out, level=args.level, tracking_uri=args.tracking_uri, format=args.format)
     for kind, path in paths.items():
         print(f"{kind}: {path}")
     return 0

@@ -26,6 +26,7 @@ from kbench.errors import ConfigError
 from kbench.paths import REPO_ROOT, workspace_dir
 from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_run import ensure_experiment, mlflow_client, record_failed_run
+from kbench.tracking.run_page import write_notebook_html
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
@@ -164,6 +165,9 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile
     client.log_metric(run_id, "notebook_seconds", seconds)
     if output.is_file():
         client.log_artifact(run_id, str(output), "notebook")
+        html = write_notebook_html(output)  # MLflow renders HTML, not .ipynb
+        if html is not None:
+            client.log_artifact(run_id, str(html), "notebook")
     for plot in plots:
         client.log_artifact(run_id, str(plot), "plots")
     if error is None:

@@ -189,3 +189,18 @@ def describe_run(description: str, metrics: dict[str, float]) -> str:
                   for metric, points in rows.items()]
         parts.append("\n".join(lines))
     return "\n\n".join(parts)[:5000]
+
+
+def write_notebook_html(notebook: Path) -> Path | None:
+    """``NAME.html`` beside an executed notebook (nbconvert, images inline), so MLflow's artifact viewer renders
+    it; None when it cannot be converted (the .ipynb is kept either way)."""
+    try:
+        import nbformat
+        from nbconvert import HTMLExporter
+
+        body, _ = HTMLExporter(template_name="lab").from_notebook_node(nbformat.read(notebook, as_version=4))
+    except Exception:  # a notebook that fails to convert must not fail the run that executed it
+        return None
+    html = notebook.with_suffix(".html")
+    html.write_text(body, encoding="utf-8")
+    return html

@@ -1,14 +1,17 @@
 """A logged run's MLflow page: its plots, the per-query results table (question, top hit) that MLflow itself
 reads back as a table, the config's description with rounded metrics, the real start and end times, and the
-workspace actually used. A real run (BM25 over the demo set, no model) logged to a real MLflow store."""
+workspace actually used; its export in AutoRAG's layout. A real run (BM25 over the demo set, no model) logged to
+a real MLflow store."""
 from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
-from kbench.config import load_experiment
-from kbench.runner import run_experiment
+from kbench.config import DatasetConfig, load_experiment
+from kbench.datasets import load_dataset
+from kbench.runner import export_run, run_experiment
 from kbench.tracking.read import tracking_client
 from kbench.tracking.run_page import MLFLOW_TABLE_TAG, RESULTS_TABLE
 
@@ -56,3 +59,20 @@ def test_description_times_and_workspace(logged):
     assert (run.info.start_time, run.info.end_time) == (stages["started_ms"], stages["ended_ms"])
     assert (run.info.end_time - run.info.start_time) / 1000 >= sum(result.stage_seconds.values()) * 0.99
     assert run.data.params["workspace"] == str(workspace.resolve())
+
+
+@pytest.mark.parametrize("level", ["doc", "chunk"])
+def test_autorag_export_round_trips_and_scores_like_the_run(logged, tmp_path, level):
+    result, _, _ = logged
+    paths = export_run(result.run_id, tmp_path / level, level=level, tracking_uri=result.tracking_uri, format="autorag")
+    assert {p.name for p in paths.values()} == {"corpus.parquet", "qa.parquet", "retrieval.parquet"}
+    qa = pd.read_parquet(paths["qa"]).set_index("qid")
+    retrieval = pd.read_parquet(paths["retrieval"]).set_index("qid")
+    recall = [len({g[0] for g in qa.loc[q, "retrieval_gt"]} & set(retrieval.loc[q, "retrieved_ids"][:10]))
+              / len(qa.loc[q, "retrieval_gt"]) for q in qa.index]
+    assert sum(recall) / len(recall) == pytest.approx(result.metrics[f"{level}_recall_at_10"], abs=1e-12)
+    assert all(len(refs) for refs in qa["generation_gt"])  # the demo set's reference spans, as text
+    if level == "doc":  # kbench reads AutoRAG's layout back: the same questions and judgements
+        back = load_dataset(DatasetConfig(path=str(tmp_path / level)))
+        assert back.qrels == {q: dict(d) for q, d in result.dataset.qrels.items()}
+        assert [q.text for q in back.queries] == [q.text for q in result.dataset.queries]

@@ -1,0 +1,47 @@
+"""kbench ui and the console: the browse command printed after a run works as printed, and --quiet is quiet."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from kbench.cli.ui_cmd import browse_hint, ui_command
+
+KBENCH = [sys.executable, "-c", "import sys; from kbench.cli import main; sys.exit(main())"]  # a fresh process: env read at import
+
+
+def test_ui_serves_the_store_on_loopback_with_this_venvs_mlflow():
+    command = ui_command("sqlite:////tmp/ws/mlflow.db", 5001)
+    assert command[:3] == [sys.executable, "-m", "mlflow"]
+    assert command[command.index("--host") + 1] == "127.0.0.1"
+    assert command[command.index("--backend-store-uri") + 1] == "sqlite:////tmp/ws/mlflow.db"
+
+
+def test_browse_hint_names_the_store_unless_it_is_the_default(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("KBENCH_WORKSPACE", raising=False)
+    default = f"sqlite:///{(tmp_path / 'experiments' / 'mlflow.db').resolve()}"
+    assert browse_hint(default).endswith("kbench ui")
+    assert browse_hint("sqlite:////elsewhere/mlflow.db").endswith("kbench ui --tracking-uri sqlite:////elsewhere/mlflow.db")
+
+
+def test_ui_without_a_store_is_one_line_and_exit_2(tmp_path):
+    done = subprocess.run([*KBENCH, "ui", "--workspace", str(tmp_path / "none")], capture_output=True, text=True)
+    assert done.returncode == 2 and "no MLflow store at" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_quiet_run_prints_no_bar_and_no_mlflow_info(tmp_path):
+    config = {"name": "quiet", "workspace": str(tmp_path / "ws"), "dataset": {"name": "demo", "max_documents": 2},
+              "chunking": {"strategy": "fixed", "chunk_size": 600}, "retrieval": {"legs": ["vector"]}}
+    path = tmp_path / "quiet.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    done = subprocess.run([*KBENCH, "run", str(path), "--quiet"], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "%|" not in done.stderr and "Loading weights" not in done.stderr, done.stderr[-2000:]
+    assert "INFO mlflow" not in done.stderr
+    browse = next(line for line in done.stdout.splitlines() if "browse:" in line)
+    assert f"ui --tracking-uri sqlite:///{tmp_path / 'ws' / 'mlflow.db'}" in browse
