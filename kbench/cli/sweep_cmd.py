@@ -5,6 +5,7 @@ import sys
 
 from kbench.cli.console import quiet_libraries
 from kbench.cli.tables import format_table
+from kbench.cli.ui_cmd import browse_hint
 from kbench.compare import ranking_lines
 from kbench.sweep.executors import make_executor
 from kbench.sweep.expand import load_sweep
@@ -98,6 +99,7 @@ def run(args) -> int:
         print(f"report: {outcome.report_dir / 'report.html'} (also artifact report/ of the parent run)")
     print(f"MLflow parent run {outcome.parent_run_id} in {outcome.tracking_uri}")
     print(f"  compare: kbench compare --sweep {outcome.parent_run_id} --tracking-uri {outcome.tracking_uri}")
+    print(f"  browse: {browse_hint(outcome.tracking_uri)}   (MLflow's UI on http://127.0.0.1:5000)")
     return 1 if outcome.errors else 0
 
 

@@ -172,8 +172,11 @@ def test_local_sweep_logs_parent_children_failure_and_resumes(workspace):
     data = sweep_data(workspace, sweep={"retrieval.top_k": [3, 10]},
                       variants=[{"name": "broken", "embedding.model": "/nonexistent/model-folder"}])
     plan = expand_sweep(data)
-    out = run_sweep(plan, make_executor("local"), say=lambda s: None)
+    said: list[str] = []
+    out = run_sweep(plan, make_executor("local"), say=said.append)
     assert out.status == {"top_k=3": "ran", "top_k=10": "ran", "broken": "failed"}
+    started = [line.split("]")[0].strip() + "]" for line in said if line.endswith("into the sweep)")]
+    assert started == ["[1/3]", "[2/3]", "[3/3]"]  # each config announced before its stages run
     assert "ModelNotInstalledError" in out.errors["broken"]
 
     client, runs = runs_of(workspace)
@@ -181,6 +184,12 @@ def test_local_sweep_logs_parent_children_failure_and_resumes(workspace):
     assert parent.data.tags[ROLE] == "parent" and parent.info.status == "FAILED"  # one config failed
     children = {r.data.tags[LABEL]: r for r in runs if r.data.tags.get("mlflow.parentRunId") == out.parent_run_id}
     assert children["top_k=3"].info.status == "FINISHED"
+    assert children["top_k=3"].data.tags["mlflow.runName"] == "top_k=3"  # named by the knobs that differ
+    child = children["top_k=3"]  # its real start and end: at least the stages' time, not the moment of logging
+    stage_seconds = sum(v for k, v in child.data.metrics.items() if k.startswith("time_s_"))
+    assert child.info.end_time - child.info.start_time >= 1000 * stage_seconds * 0.99 > 0
+    assert child.data.params["workspace"] == str(Path(workspace).resolve())
+    assert "per_query_results.json" in [a.path for a in client.list_artifacts(child.info.run_id)]
     assert children["top_k=3"].data.tags["kbench.knob.retrieval.top_k"] == "3"
     assert children["top_k=3"].data.metrics["chunk_recall_at_10"] <= children["top_k=10"].data.metrics[
         "chunk_recall_at_10"]

@@ -1,0 +1,109 @@
+"""Screenshots of what a person sees in MLflow: the newest sweep's parent run, its report, and one child run.
+
+    .venv/bin/python tools/screenshots.py [--workspace experiments] [--out screenshots/] [--port 5055]
+
+Starts `kbench ui` (MLflow on 127.0.0.1) for the workspace, waits for it, takes PNGs with headless Chromium
+(Debian's `chromium`: apt-get install -y chromium), then stops the server it started. Look at the PNGs before
+calling a page done.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from kbench.cli.ui_cmd import ui_command
+from kbench.paths import workspace_dir
+from kbench.tracking import tags as tag
+from kbench.tracking.mlflow_run import tracking_uri
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-extensions", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+                  "--window-size=1600,1300", "--virtual-time-budget=20000"]
+
+
+def wait_healthy(base: str, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{base}/health", timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(2)
+    raise SystemExit(f"screenshots: MLflow did not answer {base}/health within {seconds:.0f} s")
+
+
+def shoot(browser: str, url: str, out: Path) -> Path:
+    subprocess.run([browser, *CHROMIUM_FLAGS, f"--screenshot={out}", url], check=True, timeout=180,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print(f"{out}  <- {url}")
+    return out
+
+
+def pages(uri: str, base: str) -> dict[str, str]:
+    """name -> URL: the newest sweep parent (overview, its report through MLflow's artifact endpoint, the
+    artifact view) and its best child."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    parents = client.search_runs(experiments, f"tags.`{tag.SWEEP_ROLE}` = 'parent'",
+                                 order_by=["attributes.start_time DESC"], max_results=1)
+    if not parents:
+        raise SystemExit(f"screenshots: no sweep in {uri}; run `kbench sweep configs/sweeps/demo.yaml` first")
+    parent = parents[0]
+    exp = parent.info.experiment_id
+    child = parent.data.tags.get(tag.SWEEP_WINNER_RUN)
+    if not child:
+        children = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'", max_results=1)
+        child = children[0].info.run_id if children else parent.info.run_id
+    run_page = f"{base}/#/experiments/{exp}/runs"
+    return {
+        "sweep_parent": f"{run_page}/{parent.info.run_id}",
+        "sweep_report": f"{base}/get-artifact?path=report/report.html&run_uuid={parent.info.run_id}",
+        "sweep_report_in_mlflow": f"{run_page}/{parent.info.run_id}/artifacts/report/report.html",
+        "child_run": f"{run_page}/{child}",
+        "child_plots": f"{run_page}/{child}/artifacts/plots/metrics_by_k.png",
+        "child_results_table": f"{run_page}/{child}/artifacts/per_query_results.json",
+        "experiment_runs": f"{base}/#/experiments/{exp}/runs",
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workspace", default="experiments")
+    parser.add_argument("--out", default="screenshots")
+    parser.add_argument("--port", type=int, default=5055)
+    parser.add_argument("--wait", type=float, default=300, help="seconds to wait for MLflow to start")
+    args = parser.parse_args()
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        print("screenshots: no chromium; install Debian's: apt-get update && apt-get install -y chromium",
+              file=sys.stderr)
+        return 2
+    uri = tracking_uri(None, workspace_dir(args.workspace))
+    base = f"http://127.0.0.1:{args.port}"
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    server = subprocess.Popen(ui_command(uri, args.port), start_new_session=True, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        wait_healthy(base, args.wait)
+        for name, url in pages(uri, base).items():
+            shoot(browser, url, out / f"{name}.png")
+    finally:  # the server and the workers it spawned: its own process group, started above
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
