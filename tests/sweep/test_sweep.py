@@ -175,7 +175,7 @@ def test_local_sweep_logs_parent_children_failure_and_resumes(workspace):
     said: list[str] = []
     out = run_sweep(plan, make_executor("local"), say=said.append)
     assert out.status == {"top_k=3": "ran", "top_k=10": "ran", "broken": "failed"}
-    started = [line.split("]")[0].strip() + "]" for line in said if line.endswith("into the sweep)")]
+    started = [line.split("]")[0].strip() + "]" for line in said if ": started (" in line]
     assert started == ["[1/3]", "[2/3]", "[3/3]"]  # each config announced before its stages run
     assert "ModelNotInstalledError" in out.errors["broken"]
 
