@@ -14,7 +14,7 @@ import pytest
 from kbench.studies import NOTEBOOKS_DIR, NotebookError, notebook_names, run_all, run_notebook
 
 pytestmark = pytest.mark.slow
-NOTEBOOKS = ["00_quickstart", "01_chunking", "02_embeddings", "03_retrieval", "04_rerank", "05_compare", "07_diagnose"]
+NOTEBOOKS = ["00_quickstart", "01_chunking", "02_embeddings", "03_retrieval", "04_rerank", "05_compare", "06_eval_sets", "07_diagnose"]
 
 
 def _client(uri: str):
