@@ -41,17 +41,25 @@ def _atomic_build(target: Path, build) -> Path:
     return target
 
 
-def _export_fp32(folder: Path, out: Path, sequence_output: str) -> None:
-    import torch
-    from transformers import AutoModel, AutoTokenizer
+# head -> (file stem, transformers auto class, the output exported)
+HEADS = {
+    "base": ("model", "AutoModel", "last_hidden_state"),  # bi-encoders: token vectors, pooled in numpy
+    "sequence_classification": ("scorer", "AutoModelForSequenceClassification", "logits"),  # cross-encoders
+}
 
-    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    model = AutoModel.from_pretrained(str(folder), local_files_only=True).eval()
+
+def _export_fp32(folder: Path, out: Path, head: str) -> None:
+    import torch
+    import transformers
+
+    _, auto_class, output = HEADS[head]
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    model = getattr(transformers, auto_class).from_pretrained(str(folder), local_files_only=True).eval()
     sample = tokenizer(["an example sentence", "a second, somewhat longer example sentence"],
-                       padding=True, return_tensors="pt")
+                       ["and its pair", "with a pair as well"], padding=True, return_tensors="pt")
     names = [n for n in ONNX_INPUTS if n in sample]
 
-    class LastHiddenState(torch.nn.Module):
+    class NamedOutput(torch.nn.Module):
         """Keyword arguments by name: positional order differs between transformers versions."""
 
         def __init__(self, inner):
@@ -59,24 +67,25 @@ def _export_fp32(folder: Path, out: Path, sequence_output: str) -> None:
             self.inner = inner
 
         def forward(self, *tensors):
-            return self.inner(**dict(zip(names, tensors))).last_hidden_state
+            return getattr(self.inner(**dict(zip(names, tensors))), output)
 
-    dynamic = {n: {0: "batch", 1: "sequence"} for n in [*names, sequence_output]}
+    dynamic = {n: {0: "batch", 1: "sequence"} for n in names}
+    dynamic[output] = {0: "batch", 1: "sequence"} if head == "base" else {0: "batch"}
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tracer notes about Python conditions; outputs are checked in tests
-        torch.onnx.export(LastHiddenState(model), tuple(sample[n] for n in names), str(out),
-                          input_names=names, output_names=[sequence_output], dynamic_axes=dynamic,
+        torch.onnx.export(NamedOutput(model), tuple(sample[n] for n in names), str(out),
+                          input_names=names, output_names=[output], dynamic_axes=dynamic,
                           opset_version=17, dynamo=False)
 
 
-def exported_model(folder: Path, model_key: str, revision: str, int8: bool,
-                   sequence_output: str = "last_hidden_state") -> Path:
-    """The fp32 (or int8) ONNX file of the transformer in ``folder``, exported on first use."""
+def exported_model(folder: Path, model_key: str, revision: str, int8: bool, head: str = "base") -> Path:
+    """The fp32 (or int8) ONNX file of the transformer in ``folder`` with ``head``, exported on first use."""
     where = export_dir(model_key, revision)
-    fp32 = _atomic_build(where / "model.onnx", lambda tmp: _export_fp32(folder, tmp, sequence_output))
+    stem = HEADS[head][0]
+    fp32 = _atomic_build(where / f"{stem}.onnx", lambda tmp: _export_fp32(folder, tmp, head))
     if not int8:
         return fp32
-    return quantized_int8(fp32, where / "model-int8.onnx")
+    return quantized_int8(fp32, where / f"{stem}-int8.onnx")
 
 
 def quantized_int8(fp32: Path, target: Path) -> Path:

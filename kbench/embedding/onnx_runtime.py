@@ -60,7 +60,7 @@ def onnx_device_providers(device: str) -> list[str]:
 
 
 class _OrtRunner:
-    def __init__(self, path: Path, threads: int | None, device: str):
+    def __init__(self, path: Path, threads: int | None, device: str, output_rank: int = 3):
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -70,17 +70,17 @@ class _OrtRunner:
             options.inter_op_num_threads = 1
         self.session = ort.InferenceSession(str(path), options, providers=onnx_device_providers(device))
         self.inputs = [i.name for i in self.session.get_inputs()]
-        rank3 = [o.name for o in self.session.get_outputs() if len(o.shape) == 3]
-        if not rank3:
-            raise ValueError(f"{path}: no output of shape (batch, sequence, hidden) to pool")
-        self.output = rank3[0]
+        outputs = [o.name for o in self.session.get_outputs() if len(o.shape) == output_rank]
+        if not outputs:
+            raise ValueError(f"{path}: no output of rank {output_rank} (3: token vectors, 2: logits)")
+        self.output = outputs[0]
 
     def __call__(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
         return self.session.run([self.output], {k: v for k, v in feeds.items() if k in self.inputs})[0]
 
 
 class _OpenVinoRunner:
-    def __init__(self, path: Path, threads: int | None, device: str):
+    def __init__(self, path: Path, threads: int | None, device: str, output_rank: int = 3):
         import openvino as ov
 
         if device == "cuda":
@@ -89,10 +89,10 @@ class _OpenVinoRunner:
         config = {"INFERENCE_NUM_THREADS": threads} if threads else {}
         model = ov.Core().read_model(str(path))
         self.inputs = [i.get_any_name() for i in model.inputs]
-        rank3 = [o for o in model.outputs if o.get_partial_shape().rank.get_length() == 3]
-        if not rank3:
-            raise ValueError(f"{path}: no output of shape (batch, sequence, hidden) to pool")
-        self.output = rank3[0].get_any_name()
+        outputs = [o for o in model.outputs if o.get_partial_shape().rank.get_length() == output_rank]
+        if not outputs:
+            raise ValueError(f"{path}: no output of rank {output_rank} (3: token vectors, 2: logits)")
+        self.output = outputs[0].get_any_name()
         self.compiled = ov.Core().compile_model(model, "CPU", config)
 
     def __call__(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
@@ -103,16 +103,38 @@ class _OpenVinoRunner:
 RUNNERS = {"onnx": _OrtRunner, "onnx-int8": _OrtRunner, "openvino": _OpenVinoRunner}
 
 
+def load_tokenizer(tokenizer_file: Path, max_length: int):
+    """A fast tokenizer that truncates (longest first, as transformers does for pairs) and never pads."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length)
+    return tokenizer
+
+
+def length_sorted_batches(encodings, batch_size: int, pad_id: int):
+    """(rows, feeds) per batch, longest texts first; each batch is padded to its own longest text only."""
+    order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        width = max(len(encodings[r].ids) for r in rows)
+        ids = np.full((len(rows), width), pad_id, dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        types = np.zeros((len(rows), width), dtype=np.int64)
+        for i, r in enumerate(rows):
+            e = encodings[r]
+            n = len(e.ids)
+            ids[i, :n], mask[i, :n], types[i, :n] = e.ids, e.attention_mask, e.type_ids
+        yield rows, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+
+
 class OnnxEncoder:
     """texts -> pooled vectors through an ONNX file; ``encode(texts, batch_size, for_queries)``."""
 
     def __init__(self, onnx_path: Path, tokenizer_file: Path, pooling: Pooling, max_length: int, pad_id: int,
                  backend: str, device: str = "auto", threads: int | None = None, query_threads: int | None = None):
-        from tokenizers import Tokenizer
-
-        self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
-        self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(max_length)
+        self.tokenizer = load_tokenizer(tokenizer_file, max_length)
         self.pooling, self.pad_id, self.max_length = pooling, pad_id, max_length
         self._make = lambda n: RUNNERS[backend](onnx_path, n, device)
         self._threads, self._query_threads = threads, query_threads or threads
@@ -126,22 +148,29 @@ class OnnxEncoder:
 
     def encode(self, texts: list[str], batch_size: int, for_queries: bool = False) -> np.ndarray:
         runner = self._runner(self._query_threads if for_queries else self._threads)
-        encodings = self.tokenizer.encode_batch(list(texts))
-        order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
         out: np.ndarray | None = None
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            width = max(len(encodings[r].ids) for r in rows)
-            ids = np.full((len(rows), width), self.pad_id, dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
-            types = np.zeros((len(rows), width), dtype=np.int64)
-            for i, r in enumerate(rows):
-                e = encodings[r]
-                n = len(e.ids)
-                ids[i, :n], mask[i, :n], types[i, :n] = e.ids, e.attention_mask, e.type_ids
-            hidden = runner({"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
-            pooled = self.pooling(hidden, mask)
+        for rows, feeds in length_sorted_batches(self.tokenizer.encode_batch(list(texts)), batch_size, self.pad_id):
+            pooled = self.pooling(runner(feeds), feeds["attention_mask"])
             if out is None:
                 out = np.zeros((len(texts), pooled.shape[1]), dtype=np.float32)
             out[rows] = pooled
         return out if out is not None else np.zeros((0, 0), dtype=np.float32)
+
+
+class OnnxPairScorer:
+    """(query, passage) pairs -> one score each through an exported sequence-classification model (a
+    cross-encoder), in length-sorted batches; ``activation`` as the sentence-transformers folder says."""
+
+    def __init__(self, onnx_path: Path, tokenizer_file: Path, max_length: int, pad_id: int, backend: str,
+                 activation: str | None, device: str = "auto", threads: int | None = None):
+        self.tokenizer = load_tokenizer(tokenizer_file, max_length)
+        self.runner = RUNNERS[backend](onnx_path, threads, device, output_rank=2)
+        self.pad_id, self.activation = pad_id, activation
+
+    def score(self, pairs: list[tuple[str, str]], batch_size: int) -> np.ndarray:
+        scores = np.zeros(len(pairs), dtype=np.float32)
+        for rows, feeds in length_sorted_batches(self.tokenizer.encode_batch(list(pairs)), batch_size, self.pad_id):
+            scores[rows] = self.runner(feeds)[:, 0]
+        if self.activation == "sigmoid":
+            scores = 1 / (1 + np.exp(-scores))
+        return scores

@@ -29,6 +29,7 @@ from kbench.registry import StrictModel
 from kbench.retrieval.contracts import Leg, LegResult, SearchContext
 from kbench.retrieval.legs.bm25 import top_k_pairs
 from kbench.retrieval.registry import LEGS
+from kbench.retrieval.text.pg_or_index import OrRankIndex
 from kbench.retrieval.text.pg_tsearch import RANK_FUNCTIONS, TextSearchConfig, TsQuery, matches
 
 
@@ -60,6 +61,8 @@ class PostgresFtsLeg(Leg):
             for lexeme in vector:
                 postings.setdefault(lexeme, []).append(i)
         self.postings = {lexeme: np.array(ids, dtype=np.int64) for lexeme, ids in postings.items()}
+        # ORed queries match most documents: rank them all at once through postings with position counts
+        self.or_index = OrRankIndex(self.vectors) if params.query_parser == "or" else None
 
     def tsquery(self, text: str) -> TsQuery:
         if self.params.query_parser == "plainto":
@@ -87,6 +90,11 @@ class PostgresFtsLeg(Leg):
         results = []
         for query in queries:
             tsquery = self.tsquery(query.text)
+            if self.or_index is not None and OrRankIndex.handles(tsquery, self.params.rank_function,
+                                                                 self.params.normalization):
+                ids, scores = self.or_index.search(tsquery, self.params.rank_function, self.params.normalization, mask)
+                results.append(top_k_pairs(ids, scores, k))
+                continue
             ids = self.candidates(tsquery) if tsquery.root is not None else np.zeros(0, dtype=np.int64)
             if mask is not None:
                 ids = ids[mask[ids]]

@@ -8,15 +8,23 @@ locally, never downloaded:
 - a hub id (``org/name``) only if it already sits in the local Hugging Face cache (downloaded on a
   machine with network); otherwise the run stops before any work with a message naming the trainer.
 A plain embedding model (all-MiniLM-L6-v2) is refused: loaded as a cross-encoder its head is random.
+
+``backend: onnx | onnx-int8 | openvino`` scores the pairs with the model exported to ONNX once (cached under
+models_dir()/exported/, as the bi-encoders' are), in length-sorted batches, with the folder's own activation.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
+import numpy as np
 from pydantic import Field
 
 from kbench.embedding.models import CATALOGUE, ModelNotInstalledError, resolve_model_path
+from kbench.embedding.onnx_export import exported_model
+from kbench.embedding.onnx_runtime import OnnxPairScorer
+from kbench.embedding.sentence_transformers import model_revision, torch_threads
 from kbench.paths import models_dir
 from kbench.records import Hit
 from kbench.retrieval.contracts import Reranker, SearchContext
@@ -32,6 +40,9 @@ class CrossEncoderParams(CandidateParams):
                        description="folder, name of a kbench-trained model, or a hub id already in the local HF cache")
     batch_size: int = Field(32, ge=1, description="pairs per forward pass")
     max_length: int | None = Field(None, ge=8, description="tokens per (query, chunk) pair; default: the model's own")
+    backend: Literal["torch", "onnx", "onnx-int8", "openvino"] = Field(
+        "torch", description="torch, or the model exported to ONNX: onnx (fp32), onnx-int8, openvino")
+    threads: int | None = Field(None, ge=1, description="intra-op threads; default: the runtime's")
 
 
 def _cached_hub_snapshot(repo_id: str) -> Path | None:
@@ -81,6 +92,34 @@ def resolve_cross_encoder(name: str) -> Path:
     return folder
 
 
+def _read_json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def onnx_pair_scorer(folder: Path, params: CrossEncoderParams) -> OnnxPairScorer:
+    """The cross-encoder in ``folder`` on ONNX, scoring as sentence-transformers' CrossEncoder.predict does:
+    the same truncation (longest first, the model's max length) and activation (Sigmoid for one label
+    unless the folder names another)."""
+    config = _read_json(folder / "config.json")
+    activation_name = _read_json(folder / "config_sentence_transformers.json").get("activation_fn")
+    if activation_name is None:
+        activation = "sigmoid" if len(config.get("id2label") or {"0": 0}) == 1 else None
+    elif activation_name.endswith("Sigmoid"):
+        activation = "sigmoid"
+    elif activation_name.endswith("Identity"):
+        activation = None
+    else:
+        raise ValueError(f"rerank.backend: {folder}'s activation {activation_name} runs on torch only; "
+                         "set rerank.backend=torch")
+    max_length = params.max_length or int(_read_json(folder / "tokenizer_config.json").get("model_max_length")
+                                           or 512)
+    max_length = min(max_length, int(config.get("max_position_embeddings") or max_length))
+    onnx_path = exported_model(folder, folder.name, model_revision(folder), int8=params.backend == "onnx-int8",
+                               head="sequence_classification")
+    return OnnxPairScorer(onnx_path, folder / "tokenizer.json", max_length, int(config.get("pad_token_id") or 0),
+                          params.backend, activation, threads=params.threads)
+
+
 @RERANKERS.register("cross_encoder", CrossEncoderParams)
 class CrossEncoderReranker(Reranker):
     """Rescore the top candidates with a cross-encoder (reference 002; 5x candidates)."""
@@ -90,19 +129,27 @@ class CrossEncoderReranker(Reranker):
         resolve_cross_encoder(params.model)
 
     def __init__(self, context: SearchContext, params: CrossEncoderParams):
-        from sentence_transformers import CrossEncoder
-
         self.context, self.params = context, params
         self.path = resolve_cross_encoder(params.model)
-        kwargs = {"max_length": params.max_length} if params.max_length else {}
-        self.model = CrossEncoder(str(self.path), device="cpu", local_files_only=True, **kwargs)
+        self.model, self.onnx = None, None
+        if params.backend == "torch":
+            from sentence_transformers import CrossEncoder
+
+            kwargs = {"max_length": params.max_length} if params.max_length else {}
+            self.model = CrossEncoder(str(self.path), device="cpu", local_files_only=True, **kwargs)
+        else:
+            self.onnx = onnx_pair_scorer(self.path, params)
 
     def score(self, query_text: str, texts: list[str]) -> list[float]:
         if not texts:
             return []
-        scores = self.model.predict([[query_text, t] for t in texts], batch_size=self.params.batch_size,
-                                    show_progress_bar=False, convert_to_numpy=True)
-        return [float(s) for s in scores]
+        if self.onnx is not None:
+            scores = self.onnx.score([(query_text, t) for t in texts], self.params.batch_size)
+        else:
+            with torch_threads(self.params.threads):
+                scores = self.model.predict([[query_text, t] for t in texts], batch_size=self.params.batch_size,
+                                            show_progress_bar=False, convert_to_numpy=True)
+        return [float(s) for s in np.asarray(scores)]
 
     def rerank(self, query_text: str, hits: list[Hit], top_k: int) -> list[Hit]:
         candidates, tail = split_candidates(hits, self.params.max_candidates)

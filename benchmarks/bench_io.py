@@ -1,0 +1,48 @@
+"""What every benchmark shares: timing side by side, and its JSON under experiments/bench/."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from kbench.paths import workspace_dir
+
+
+def interleaved_best(rounds: int, candidates: dict, *args) -> dict[str, float]:
+    """Best wall time per candidate over ``rounds`` rounds, candidates run in turn within each round, so
+    load from other processes falls on all of them alike (ratios, not absolute figures, are the result)."""
+    best = {name: float("inf") for name in candidates}
+    for _ in range(rounds):
+        for name, fn in candidates.items():
+            t = time.perf_counter()
+            fn(*args)
+            best[name] = min(best[name], time.perf_counter() - t)
+    return best
+
+
+def p50_ms(fn, items) -> float:
+    times = []
+    for item in items:
+        t = time.perf_counter()
+        fn(item)
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def write_json(name: str, payload: dict) -> Path:
+    """experiments/bench/<name>.json (or $KBENCH_WORKSPACE/bench/), written by atomic rename."""
+    folder = workspace_dir() / "bench"
+    folder.mkdir(parents=True, exist_ok=True)
+    payload = {"benchmark": name, "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                                              "load_1min": os.getloadavg()[0]}, **payload}
+    fd, tmp = tempfile.mkstemp(prefix=f".partial-{name}-", suffix=".json", dir=folder)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(payload, f, indent=2, default=float)
+    target = folder / f"{name}.json"
+    os.replace(tmp, target)
+    print(f"\nwrote {target}")
+    return target

@@ -1,0 +1,104 @@
+"""Cross-encoder rerank of 25 candidates per SciFact claim: torch vs ONNX (fp32, int8) vs OpenVINO on the
+same model, side by side in one process, with nDCG@10 per backend.
+
+Candidates are BM25's top 25 over all 5,183 abstracts (kbench's bm25 leg), so the comparison needs no
+embedding. The model is ``--model`` (a cross-encoder folder or a name under models_dir(), e.g. one made by
+``kbench models train-reranker``); without one, a stand-in: all-MiniLM-L6-v2 with a fresh one-logit head
+from a fixed seed. Its rankings mean nothing for relevance (its nDCG is not a reranker's), but it has the
+same architecture and cost as a MiniLM cross-encoder, so the time ratios hold, and the backends must agree.
+
+    .venv/bin/python benchmarks/rerank.py [--model NAME] [--queries 20] [--rounds 2]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench_io import write_json
+from kbench import ChunkingConfig, DatasetConfig, chunked_corpus, format_table
+from kbench.embedding.models import resolve_model_path
+from kbench.evaluation.metrics.ndcg import ndcg_at_k
+from kbench.retrieval.contracts import SearchContext
+from kbench.retrieval.legs.bm25 import BM25Leg, BM25Params
+from kbench.retrieval.rerank.cross_encoder import CrossEncoderParams, CrossEncoderReranker, resolve_cross_encoder
+
+BACKENDS = ["torch", "onnx", "onnx-int8", "openvino"]
+
+
+def stand_in_model(folder: Path) -> Path:
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    torch.manual_seed(0)
+    CrossEncoder(str(resolve_model_path("all-MiniLM-L6-v2")), num_labels=1, max_length=256, device="cpu").save(
+        str(folder))
+    return folder
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=None)
+    parser.add_argument("--queries", type=int, default=20, help="judged SciFact test claims reranked")
+    parser.add_argument("--candidates", type=int, default=25)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    dataset, chunks = chunked_corpus(DatasetConfig(name="scifact"), ChunkingConfig(strategy="none"))
+    queries = [q for q in dataset.queries if dataset.qrels.get(q.query_id)][: args.queries]
+    context = SearchContext(chunks=chunks)
+    first_stage = BM25Leg(context, BM25Params()).search(queries, None, args.candidates)
+    candidate_texts = [[chunks[i].text for i, _ in hits] for hits in first_stage]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = resolve_cross_encoder(args.model) if args.model else stand_in_model(Path(tmp) / "seeded-minilm-ce")
+        rerankers = {b: CrossEncoderReranker(context, CrossEncoderParams(model=str(folder), backend=b))
+                     for b in BACKENDS}
+        times = {b: [] for b in BACKENDS}
+        scores: dict[str, list[list[float]]] = {b: [] for b in BACKENDS}
+        for round_ in range(args.rounds):
+            for query, texts in zip(queries, candidate_texts):
+                for b, reranker in rerankers.items():  # backends in turn per query: the same load on each
+                    t = time.perf_counter()
+                    result = reranker.score(query.text, texts)
+                    times[b].append(time.perf_counter() - t)
+                    if round_ == 0:
+                        scores[b].append(result)
+
+    def ndcg10(per_query_scores) -> float:
+        values = []
+        for query, hits, s in zip(queries, first_stage, per_query_scores):
+            grades = dataset.qrels[query.query_id]
+            order = np.lexsort((np.arange(len(s)), -np.asarray(s)))[:10]
+            ranked = [grades.get(chunks[hits[i][0]].doc_id, 0) for i in order]
+            values.append(ndcg_at_k(ranked, list(grades.values()), 10))
+        return float(np.mean(values))
+
+    first_ndcg = ndcg10([[-r for r in range(len(h))] for h in first_stage])
+    base = statistics.median(times["torch"])
+    rows, results = [], []
+    for b in BACKENDS:
+        p50 = statistics.median(times[b])
+        agree = float(np.mean([np.corrcoef(a, t)[0, 1] if len(a) > 1 else 1.0
+                               for a, t in zip(scores[b], scores["torch"])]))
+        nd = ndcg10(scores[b])
+        results.append({"backend": b, "p50_ms_per_query": p50 * 1000, "speedup_vs_torch": base / p50,
+                        "ndcg_at_10": nd, "score_correlation_with_torch": agree})
+        rows.append([b, f"{p50 * 1000:.0f}", f"{base / p50:.2f}x", f"{nd:.4f}", f"{agree:.5f}"])
+    print(f"rerank of {args.candidates} BM25 candidates, {len(queries)} SciFact claims x {args.rounds} rounds, "
+          f"model {folder.name}{'' if args.model else ' (seeded stand-in, untrained)'}; BM25 alone nDCG@10 "
+          f"{first_ndcg:.4f}")
+    print(format_table(["backend", "p50 ms/query", "vs torch", "nDCG@10", "score corr. with torch"], rows))
+    write_json("rerank", {"model": args.model or "seeded stand-in (all-MiniLM-L6-v2 + fresh head, seed 0)",
+                          "queries": len(queries), "candidates": args.candidates, "rounds": args.rounds,
+                          "bm25_ndcg_at_10": first_ndcg, "results": results})
+
+
+if __name__ == "__main__":
+    main()

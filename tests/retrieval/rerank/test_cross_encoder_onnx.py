@@ -1,0 +1,53 @@
+"""cross_encoder on ONNX: torch and the ONNX backends must score real demo (question, passage) pairs alike.
+
+The model is all-MiniLM-L6-v2 with a fresh one-logit head from a fixed seed, saved as a CrossEncoder
+folder: its scores mean nothing for relevance, but torch and ONNX must still agree on every one of them,
+which is what this checks (a trained reranker takes minutes to make; the rerank benchmark uses one)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kbench import ChunkingConfig, DatasetConfig, chunked_corpus
+from kbench.config import ConfigError, load_experiment
+from kbench.embedding.models import resolve_model_path
+from kbench.retrieval.rerank.cross_encoder import CrossEncoderParams, onnx_pair_scorer, resolve_cross_encoder
+
+
+@pytest.fixture(scope="module")
+def seeded_cross_encoder(tmp_path_factory):
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("ce") / "seeded-minilm-ce"
+    CrossEncoder(str(resolve_model_path("all-MiniLM-L6-v2")), num_labels=1, max_length=256, device="cpu").save(
+        str(folder))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    dataset, chunks = chunked_corpus(DatasetConfig(name="demo", max_queries=2),
+                                     ChunkingConfig(strategy="fixed", chunk_size=600, chunk_overlap=100))
+    return [(q.text, c.text) for q in dataset.queries for c in chunks[:12]]
+
+
+def test_onnx_backends_score_as_torch_does(seeded_cross_encoder, pairs, monkeypatch, tmp_path):
+    from sentence_transformers import CrossEncoder
+
+    monkeypatch.setenv("KBENCH_MODELS_DIR", str(tmp_path))  # the export is cached under models_dir()/exported
+    folder = resolve_cross_encoder(str(seeded_cross_encoder))
+    torch_scores = CrossEncoder(str(folder), device="cpu", local_files_only=True).predict(
+        [list(p) for p in pairs], show_progress_bar=False)
+    for backend, tolerance in (("onnx", 1e-5), ("openvino", 1e-4), ("onnx-int8", 2e-2)):
+        params = CrossEncoderParams(model=str(folder), backend=backend, batch_size=5)
+        scores = onnx_pair_scorer(folder, params).score(pairs, params.batch_size)
+        assert scores.shape == torch_scores.shape
+        assert np.abs(scores - torch_scores).max() < tolerance, backend
+    assert (tmp_path / "exported").is_dir()
+
+
+def test_an_unknown_rerank_backend_is_a_config_error(config_for):
+    with pytest.raises(ConfigError, match="rerank.backend"):
+        load_experiment(config_for(rerank={"enabled": True, "method": "cross_encoder", "backend": "tensorrt"}))
