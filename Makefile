@@ -10,7 +10,7 @@ NODEPS := $(MPNET) $(CHAT)
 # JupyterLab refuses to start as root unless told.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: run test install lab lock clean-workspace
+.PHONY: run test install lab lock bench clean-workspace
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -37,6 +37,14 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+# Every benchmark, each timing its candidates side by side in one process; JSON under experiments/bench/.
+bench: $(STAMP)
+	$(BIN)/python benchmarks/encoding.py
+	$(BIN)/python benchmarks/rerank.py
+	$(BIN)/python benchmarks/keyword_legs.py
+	$(BIN)/python benchmarks/cache_sweep.py
+	$(BIN)/python benchmarks/ann_recall.py
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser $(ROOT_FLAG) notebooks/

@@ -21,7 +21,8 @@ class EmbeddingConfig(StrictModel):
     device: Device = Field("auto", description="auto: cuda when a GPU is visible, else cpu")
     batch_size: int = Field(64, ge=1, description="texts per encode call")
     threads: int | None = Field(None, ge=1, description="intra-op threads for batch encoding; default: the runtime's")
-    query_threads: int | None = Field(None, ge=1, description="intra-op threads for encoding queries; default: threads")
+    query_threads: int | None = Field(1, ge=1, description="intra-op threads for encoding one query (latency); "
+                                      "1: waking more threads costs more than they save on a short text")
     normalize: bool = Field(True, description="L2-normalize so inner product = cosine")
     dimension: int | None = Field(None, ge=1, description="keep the first N dims (Matryoshka), renormalized; "
                                                           "openai: the API's `dimensions`")

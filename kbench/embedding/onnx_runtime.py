@@ -137,7 +137,7 @@ class OnnxEncoder:
         self.tokenizer = load_tokenizer(tokenizer_file, max_length)
         self.pooling, self.pad_id, self.max_length = pooling, pad_id, max_length
         self._make = lambda n: RUNNERS[backend](onnx_path, n, device)
-        self._threads, self._query_threads = threads, query_threads or threads
+        self._threads, self._query_threads = threads, query_threads
         self._runners: dict[int | None, object] = {}
         self._runner(threads)  # load now: a bad device or file fails before any work
 

@@ -23,7 +23,7 @@ class Encoder(Protocol):
     def __init__(self, config: Any) -> None: ...
 
     def encode(self, texts: list[str], progress: bool = False, for_queries: bool = False) -> np.ndarray:
-        """(len(texts), dimension) float32, not normalized; ``for_queries``: a few short texts, latency first."""
+        """(len(texts), dimension) float32, not normalized; ``for_queries``: one query, latency first."""
 
 
 @runtime_checkable

@@ -130,7 +130,7 @@ class SentenceTransformerEncoder:
         if self.onnx is not None:
             vectors = self.onnx.encode(texts, self.config.batch_size, for_queries=for_queries)
         else:
-            threads = (self.config.query_threads or self.config.threads) if for_queries else self.config.threads
+            threads = self.config.query_threads if for_queries else self.config.threads
             with torch_threads(threads):
                 vectors = self.model.encode(
                     texts, batch_size=self.config.batch_size, convert_to_numpy=True,

@@ -130,5 +130,6 @@ class CachedEmbedder:
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         """Queries are not cached (cheap, and a cache would grow with every ad-hoc question)."""
-        vectors = self.encoder.encode([self.config.query_prefix + t for t in texts], for_queries=True)
+        # one query is the latency path (embedding.query_threads); a batch of queries encodes as documents do
+        vectors = self.encoder.encode([self.config.query_prefix + t for t in texts], for_queries=len(texts) == 1)
         return self._finish(vectors)
