@@ -41,10 +41,18 @@ def wait_healthy(base: str, seconds: float) -> None:
     raise SystemExit(f"screenshots: MLflow did not answer {base}/health within {seconds:.0f} s")
 
 
-def shoot(browser: str, url: str, out: Path) -> Path:
-    subprocess.run([browser, *CHROMIUM_FLAGS, f"--screenshot={out}", url], check=True, timeout=180,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    print(f"{out}  <- {url}")
+def shoot(browser: str, url: str, out: Path, timeout: float) -> Path | None:
+    """One PNG; Chromium in its own process group, stopped whole when it takes longer than ``timeout``."""
+    shot = subprocess.Popen([browser, *CHROMIUM_FLAGS, f"--screenshot={out}", url], start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        shot.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(shot.pid, signal.SIGKILL)
+        shot.wait()
+        print(f"{out}: not taken, Chromium took over {timeout:.0f} s  <- {url}", flush=True)
+        return None
+    print(f"{out}  <- {url}", flush=True)
     return out
 
 
@@ -66,9 +74,9 @@ def pages(uri: str, base: str) -> dict[str, str]:
         children = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'", max_results=1)
         child = children[0].info.run_id if children else parent.info.run_id
     run_page = f"{base}/#/experiments/{exp}/runs"
-    return {
-        "sweep_parent": f"{run_page}/{parent.info.run_id}",
+    return {  # the static report first: it renders fastest
         "sweep_report": f"{base}/get-artifact?path=report/report.html&run_uuid={parent.info.run_id}",
+        "sweep_parent": f"{run_page}/{parent.info.run_id}",
         "sweep_report_in_mlflow": f"{run_page}/{parent.info.run_id}/artifacts/report/report.html",
         "child_run": f"{run_page}/{child}",
         "child_plots": f"{run_page}/{child}/artifacts/plots/metrics_by_k.png",
@@ -83,6 +91,7 @@ def main() -> int:
     parser.add_argument("--out", default="screenshots")
     parser.add_argument("--port", type=int, default=5055)
     parser.add_argument("--wait", type=float, default=300, help="seconds to wait for MLflow to start")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds Chromium may take per page")
     args = parser.parse_args()
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
@@ -98,7 +107,7 @@ def main() -> int:
     try:
         wait_healthy(base, args.wait)
         for name, url in pages(uri, base).items():
-            shoot(browser, url, out / f"{name}.png")
+            shoot(browser, url, out / f"{name}.png", args.timeout)
     finally:  # the server and the workers it spawned: its own process group, started above
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
