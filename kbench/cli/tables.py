@@ -57,6 +57,31 @@ def metrics_table(metrics: dict[str, float], level: str) -> str | None:
     return format_table([f"{level}-level", *(f"@{k}" for k in ks)], rows)
 
 
+def diagnosis_lines(metrics: dict[str, float]) -> list[str]:
+    """Where the relevant items ended (miss_share_*, non-zero only), the oracle ceilings at nDCG@10 (or the
+    largest k) and recall at each token budget; nothing for what the run did not compute."""
+    lines = []
+    shares = {k.removeprefix("miss_share_"): v for k, v in metrics.items() if k.startswith("miss_share_") and v > 0}
+    if shares:
+        lines.append("where relevant items ended: " + ", ".join(f"{k} {v:.3f}" for k, v in shares.items()))
+    for level in ("chunk", "doc"):
+        runs = sorted((int(k.rsplit("_", 1)[1]), k) for k in metrics
+                      if k.startswith(f"ceiling_{level}_rerank_ndcg_at_"))
+        if runs:
+            k = 10 if any(n == 10 for n, _ in runs) else runs[-1][0]
+            lines.append(f"{level} nDCG@{k}: run {metrics.get(f'{level}_ndcg_at_{k}', float('nan')):.3f}, "
+                         f"perfect rerank {metrics[f'ceiling_{level}_rerank_ndcg_at_{k}']:.3f}, "
+                         f"perfect fusion {metrics[f'ceiling_{level}_pool_ndcg_at_{k}']:.3f} "
+                         f"(pool recall {metrics[f'ceiling_{level}_pool_recall']:.3f})")
+            break
+    for name in ("span_recall", "doc_recall"):
+        budgets = sorted((int(k.rsplit("_", 1)[1]), v) for k, v in metrics.items()
+                         if k.startswith(f"{name}_at_budget_"))
+        if budgets:
+            lines.append(f"{name} at a token budget: " + ", ".join(f"{n} {v:.3f}" for n, v in budgets))
+    return ([""] + lines) if lines else []
+
+
 def print_metrics(result) -> None:
     print()
     print(f"experiment {result.experiment.name}: {result.counts.get('queries')} queries, "
@@ -66,6 +91,8 @@ def print_metrics(result) -> None:
         if table:
             print()
             print(table)
+    for line in diagnosis_lines(result.metrics):
+        print(line)
     print()
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in result.stage_seconds.items())
     print(f"stage wall time: {stages}")
