@@ -143,5 +143,5 @@ def test_a_sweep_killed_20_times_then_resumed_equals_an_uninterrupted_one(tmp_pa
         assert store.con.execute("SELECT count(*) FROM archon_crawled_pages").fetchone()[0] > 0
     for folder in (workspace / "runs").iterdir():
         if not folder.name.startswith(PARTIAL):
-            assert {p.name for p in folder.iterdir()} == RUN_FOLDER_FILES, folder
+            assert RUN_FOLDER_FILES <= {p.name for p in folder.iterdir()}, folder
     print(f"cache: {shards} shards whole, {temps} temporary files left by kills (never read)")
