@@ -172,7 +172,7 @@ def main() -> None:
     payload: dict = {"sample": {"passages": args.passages, "ndcg_queries": args.ndcg_queries,
                                 "ndcg_docs": args.ndcg_docs, "mpnet_ndcg_docs": args.mpnet_ndcg_docs,
                                 "mpnet_passages": args.mpnet_passages, "rounds": args.rounds}}
-    for model in args.models.split(","):
+    for model in filter(None, args.models.split(",")):
         if CATALOGUE[model].locate() is None:
             print(f"\n{model}: not installed, skipped ({CATALOGUE[model].install})")
             continue
