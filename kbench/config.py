@@ -32,6 +32,8 @@ from kbench.hashing import folder_content_hash, stable_hash
 from kbench.llm import LLMConfig
 from kbench.registry import StrictModel
 from kbench.retrieval.config import FilterConfig, FusionConfig, GroupingConfig, RerankConfig, RetrievalConfig
+from kbench.retrieval.context import ContextConfig
+from kbench.retrieval.query.config import QueryConfig
 from kbench.store.config import StoreConfig
 from kbench.tracking.config import TrackingConfig
 
@@ -71,8 +73,10 @@ class Experiment(StrictModel):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
+    query: QueryConfig = Field(default_factory=QueryConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)
+    context: ContextConfig = Field(default_factory=ContextConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     sweep: dict[str, list[Any]] | None = Field(None, description="dotted path -> values; expands to a grid")
@@ -118,6 +122,14 @@ class Experiment(StrictModel):
             data.pop(key, None)
         for guard in ("strict", "max_document_chars"):  # they refuse data or let the same data through: results
             data["dataset"].pop(guard, None)            # never differ
+        # sections and knobs added after runs were logged: left out at their defaults, so old run keys hold
+        if not self.query.active:
+            data.pop("query", None)
+        if not self.context.enabled:
+            data.pop("context", None)
+        if not self.evaluation.ragas:
+            for key in ("ragas", "ragas_k", "ragas_llm"):
+                data["evaluation"].pop(key, None)
         data["dataset_content"] = self.dataset_content_hash()
         if not data["evaluation"].get("metrics"):  # added later: an empty list keeps the keys runs had before
             data["evaluation"].pop("metrics", None)

@@ -13,6 +13,7 @@ benchmark can stop after ``chunked_corpus`` or ``prepare_corpus`` and time what 
 """
 from __future__ import annotations
 
+import json
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -33,11 +34,14 @@ from kbench.embedding.registry import ReportingEncoder
 from kbench.embedding.stage import CachedEmbedder, EmbeddingResult
 from kbench.enrichment import check_enrichment, enrich_chunks
 from kbench.evaluation.config import EvaluationConfig
+from kbench.evaluation.ragas_eval import check_ragas, evaluate_ragas
 from kbench.evaluation.stage import evaluate_rankings, summarize
 from kbench.llm import UsageMeter
 from kbench.paths import workspace_dir
 from kbench.records import Chunk, Dataset, Run
+from kbench.retrieval.context import assemble_run
 from kbench.retrieval.contracts import SearchContext
+from kbench.retrieval.query import QueryPlan, check_query, plan_queries, search_planned
 from kbench.retrieval.rerank import check_reranker
 from kbench.retrieval.stage import (chunk_legs_need_query_vectors, leg_needs_query_vectors, legs_need_query_vectors,
                                    search)
@@ -112,6 +116,7 @@ class Corpus:
 class SearchResult:
     run: Run
     latency_ms: dict[str, np.ndarray]  # stage -> per-query milliseconds, in the dataset's query order
+    plan: QueryPlan | None = None  # what was searched per query, when query pre-stages are on
 
 
 @dataclass
@@ -186,6 +191,8 @@ def preflight(experiment: Experiment) -> None:
         check_store(experiment.store, workspace_dir(experiment.workspace))
         if experiment.embedding.provider == "sentence_transformers":  # a local folder: missing or broken
             resolve_model_path(experiment.embedding.model)
+    check_ragas(experiment.evaluation)
+    check_query(experiment.query)
 
 
 def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool = True) -> Corpus:
@@ -314,14 +321,26 @@ def prepare_stored_corpus(experiment: Experiment, workspace: Path, timer: StageT
 def search_corpus(corpus: Corpus, experiment: Experiment, *, progress: bool = False,
                   name: str | None = None) -> SearchResult:
     """Every query of the corpus's dataset through the retrieval stage (legs, fusion, rerank, grouping)."""
+    plan = None
+    if experiment.query.active:  # kbench.retrieval.query: expansion, decomposition, HyDE
+        with corpus.timer.stage("query_rewrite"):
+            plan = plan_queries(corpus.dataset.queries, experiment.query, corpus.workspace / "cache",
+                                policy=experiment.llm.policy, meter=corpus.llm_usage)
+        corpus.counts["query_rewrite_failures"] = plan.failures
     with corpus.timer.stage("search"):
-        output = search(corpus.dataset.queries, corpus.context, experiment.retrieval, experiment.rerank,
-                        progress=progress, documents=corpus.dataset.documents, leg_contexts=corpus.leg_contexts)
+        if plan is None:
+            output = search(corpus.dataset.queries, corpus.context, experiment.retrieval, experiment.rerank,
+                            progress=progress, documents=corpus.dataset.documents, leg_contexts=corpus.leg_contexts)
+        else:
+            output = search_planned(corpus.dataset.queries, plan, corpus.context, experiment.retrieval,
+                                    experiment.rerank, rrf_k=experiment.query.decomposition.rrf_k,
+                                    progress=progress, documents=corpus.dataset.documents,
+                                    leg_contexts=corpus.leg_contexts)
     if output.units is not None:  # legs on their own units: hits point at those units (kbench.retrieval.units)
         corpus.units = output.units
     return SearchResult(Run.from_hits(output.rankings, corpus.ranked_units, name=name or experiment.name,
                                       stages=output.stages),
-                        output.latency_ms)
+                        output.latency_ms, plan)
 
 
 def latency_summary(latency_ms: dict[str, np.ndarray]) -> dict[str, float]:
@@ -349,14 +368,20 @@ def count_ranked_tokens(run: Run, chunks: list[Chunk], model: str) -> dict[str, 
 
 
 def evaluate_run(dataset: Dataset, chunks: list[Chunk], run: Run, config: EvaluationConfig,
-                 latency_ms: dict[str, np.ndarray] | None = None, budget_model: str | None = None
+                 latency_ms: dict[str, np.ndarray] | None = None, budget_model: str | None = None, *,
+                 cache_root: Path | None = None, llm_usage: UsageMeter | None = None
                  ) -> tuple[pd.DataFrame, dict[str, float]]:
-    """Per-query metrics (plus per-query latency columns) and their means (plus latency p50/p95).
-    ``budget_model``: whose tokenizer counts evaluation.budgets when budget_tokenizer is unset."""
+    """Per-query metrics (plus ragas columns when asked, and per-query latency columns) and their means (plus
+    latency p50/p95). ``budget_model``: whose tokenizer counts evaluation.budgets when budget_tokenizer is unset.
+    LLM-judged ragas metrics count their requests in ``llm_usage``."""
     tokens = None
     if config.budgets:
         tokens = count_ranked_tokens(run, chunks, config.budget_tokenizer or budget_model or "all-MiniLM-L6-v2")
     per_query = evaluate_rankings(dataset, chunks, run, config, tokens)
+    if config.ragas:
+        ragas = evaluate_ragas(dataset, chunks, run, config, cache_root=cache_root, meter=llm_usage)
+        for column in ragas.columns:
+            per_query[column] = ragas[column].to_numpy()
     for stage, values in (latency_ms or {}).items():
         per_query[f"latency_ms_{stage}"] = values
     metrics = summarize(per_query.drop(columns=[c for c in per_query if c.startswith("latency_ms_")]))
@@ -374,6 +399,25 @@ def run_costs(corpus: Corpus) -> dict[str, float]:
             "cost_embed_seconds": float(corpus.timer.seconds.get("embed", 0.0))}
 
 
+def evaluate_context(corpus: Corpus, run: Run, experiment: Experiment, per_query: pd.DataFrame) -> dict[str, float]:
+    """Assemble each query's context (kbench.retrieval.context) and score it like the raw top-k: columns and
+    metrics ``context_<metric>``, plus ``context_tokens`` and the chunks dropped per query."""
+    assembled, contexts = assemble_run(run, corpus.ranked_units, corpus.dataset.documents, experiment.context)
+    scored = evaluate_rankings(corpus.dataset, corpus.ranked_units, assembled, experiment.evaluation)
+    scored = scored.select_dtypes("number").drop(columns=["n_results"], errors="ignore")
+    order = [q.query_id for q in corpus.dataset.queries]
+    extra = {f"context_{c}": scored[c].to_numpy() for c in scored.columns}
+    extra["context_tokens"] = np.array([contexts[q].tokens if q in contexts else 0 for q in order], dtype=float)
+    extra["context_chunks"] = np.array([len(contexts[q].hits) if q in contexts else 0 for q in order], dtype=float)
+    extra["context_dropped_overlap"] = np.array([contexts[q].dropped_overlap if q in contexts else 0 for q in order],
+                                                dtype=float)
+    extra["context_dropped_budget"] = np.array([contexts[q].dropped_budget if q in contexts else 0 for q in order],
+                                               dtype=float)
+    for name, values in extra.items():
+        per_query[name] = values
+    return {name: float(np.mean(values)) if len(values) else 0.0 for name, values in extra.items()}
+
+
 def run_pipeline(experiment: Experiment, *, progress: bool = True,
                  on_corpus: Callable[[Corpus], None] | None = None) -> PipelineResult:
     """Prepare, search and evaluate one experiment; nothing is written. ``on_corpus`` sees the prepared
@@ -387,7 +431,14 @@ def run_pipeline(experiment: Experiment, *, progress: bool = True,
         corpus.close()  # pgvector: closes the connection and stops a server kbench started
     with corpus.timer.stage("evaluate"):
         per_query, metrics = evaluate_run(corpus.dataset, corpus.ranked_units, found.run, experiment.evaluation,
-                                          found.latency_ms, budget_model=experiment.embedding.model)
+                                          found.latency_ms, budget_model=experiment.embedding.model,
+                                          cache_root=corpus.workspace / "cache", llm_usage=corpus.llm_usage)
+    if found.plan is not None:  # what was searched, per query (a notebook shows it)
+        per_query["query_searched"] = [found.plan.searched[q.query_id] for q in corpus.dataset.queries]
+        per_query["query_rewrites"] = [json.dumps(found.plan.rewrites[q.query_id]) for q in corpus.dataset.queries]
+    if experiment.context.enabled:
+        with corpus.timer.stage("context"):
+            metrics.update(evaluate_context(corpus, found.run, experiment, per_query))
     metrics.update(corpus.metrics)
     metrics.update(corpus.llm_metrics(experiment.llm.prices))
     metrics.update(run_costs(corpus))

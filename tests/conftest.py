@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kbench.paths import REPO_ROOT, shared_datasets_dir
+from tests.serve.running import start_kbench_serve
 
 SCIFACT = shared_datasets_dir() / "scifact"
 CHROMA = shared_datasets_dir() / "chroma_chunking"
@@ -60,3 +61,12 @@ def make_config(workspace: Path, **sections) -> dict:
 @pytest.fixture
 def config_for(workspace):
     return lambda **sections: make_config(workspace, **sections)
+
+
+@pytest.fixture(scope="session")
+def kbench_server():
+    """One real ``kbench serve`` (catalogue embeddings, SmolLM2 chat) for the whole session: the chat model
+    loads once, in the background from start. Tests keep generations short (small max_tokens)."""
+    server = start_kbench_serve()
+    yield server
+    server.stop()

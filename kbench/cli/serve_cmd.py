@@ -1,6 +1,7 @@
 """kbench serve: a local OpenAI-compatible endpoint (embeddings from the catalogue, SmolLM2 chat, faults)."""
 from __future__ import annotations
 
+import signal
 import sys
 
 from kbench.serve import start_server
@@ -20,6 +21,8 @@ def add_parser(sub) -> None:
 
 
 def serve(args) -> int:
+    # `kbench` lets SIGPIPE end a piped command quietly; a server must instead survive a client that hangs up
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     running = start_server(args.host, args.port, chat=not args.no_chat, faults=args.fault,
                            allow_remote=args.allow_remote, background=False)
     chat = "off" if args.no_chat else "SmolLM2-135M-Instruct (loading in the background)"

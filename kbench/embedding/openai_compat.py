@@ -26,8 +26,10 @@ class OpenAICompatibleEncoder:
         endpoint = Endpoint("embedding", config.base_url, config.model, config.api_key_env, kind="embeddings")
         endpoint.check()
         self.usage = UsageMeter()
-        self.client = LLMClient(endpoint, stage="embedding", policy=LLMPolicy(batch_size=config.batch_size),
-                                meter=self.usage)
+        # one request at a time, as this provider always sent them: a local server encodes one batch at a time
+        # anyway, and queued requests would only run into the client's timeout
+        self.client = LLMClient(endpoint, stage="embedding", meter=self.usage,
+                                policy=LLMPolicy(batch_size=config.batch_size, concurrency=1))
         self.config = config
         self.model_key = config.model
         self.revision = "api"

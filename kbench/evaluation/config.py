@@ -24,6 +24,19 @@ class OverlapRule(StrictModel):
         return self
 
 
+RagasMetric = Literal["id_context_precision", "id_context_recall", "nonllm_context_precision",
+                      "nonllm_context_recall", "llm_context_precision", "llm_context_recall"]
+
+
+class RagasLLMConfig(StrictModel):
+    """The chat endpoint that judges ragas' LLM metrics (``kbench serve`` or any OpenAI-compatible one)."""
+
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint; default OPENAI_BASE_URL")
+    model: str | None = Field(None, description="chat model name at that endpoint")
+    api_key_env: str = Field("OPENAI_API_KEY", description="name of the env var holding the key (never the key)")
+    max_tokens: int = Field(512, ge=1, description="tokens per judge answer")
+
+
 class EvaluationConfig(StrictModel):
     k: list[int] = Field(default_factory=lambda: [1, 3, 5, 10], min_length=1)
     level: Literal["auto", "document", "chunk"] = Field(
@@ -64,6 +77,9 @@ class EvaluationConfig(StrictModel):
     @property
     def measures(self) -> list[Measure]:
         return [parse_measure(name) for name in self.metrics]
+    ragas: list[RagasMetric] = Field(default_factory=list, description="ragas context metrics (kbench.evaluation.ragas_eval)")
+    ragas_k: int | None = Field(None, ge=1, description="top chunks handed to ragas; default: the largest k")
+    ragas_llm: RagasLLMConfig = Field(default_factory=RagasLLMConfig)
 
     @field_validator("k")
     @classmethod

@@ -257,7 +257,8 @@ class RunningServer:
 
 
 def start_server(host: str = "127.0.0.1", port: int = 0, *, chat: bool = True, faults: list[str] = (),
-                 allow_remote: bool = False, background: bool = True) -> RunningServer:
+                 allow_remote: bool = False, background: bool = True,
+                 preload: tuple[str, ...] = ("all-MiniLM-L6-v2",)) -> RunningServer:
     """Bind, start loading the chat model in the background, and (``background``) serve from a thread."""
     check_host(host, allow_remote)
     state = ServeState(chat_enabled=chat)
@@ -267,6 +268,8 @@ def start_server(host: str = "127.0.0.1", port: int = 0, *, chat: bool = True, f
     server.daemon_threads = True
     if chat:
         threading.Thread(target=state.load_chat, daemon=True).start()
+    for model in preload:  # in the background: requests for it wait on its lock instead of timing out on a cold load
+        threading.Thread(target=state.encoder, args=(model, None), daemon=True).start()
     running = RunningServer(server, state)
     if background:
         running.thread = threading.Thread(target=server.serve_forever, daemon=True)

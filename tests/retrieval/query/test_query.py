@@ -1,0 +1,84 @@
+"""Query pre-stages: synonym expansion on a real run, the LLM answers' parsing, and (slow) decomposition and
+HyDE through a real ``kbench serve`` with SmolLM2, each rewrite kept per query and cached."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kbench.config import ConfigError, load_experiment
+from kbench.pipeline import run_pipeline
+from kbench.retrieval.query.prompts import expand_with_synonyms, parse_parts
+
+KEY_ENV = "KBENCH_TEST_QUERY_KEY"
+
+
+def test_synonyms_are_appended_for_whole_terms_only_once():
+    synonyms = {"retry": ["backoff", "retries"], "job": ["task"]}
+    assert expand_with_synonyms("How does a retry work for my job?", synonyms) == \
+        "How does a retry work for my job? backoff retries task"
+    assert expand_with_synonyms("retrying jobs", synonyms) == "retrying jobs"  # not whole words
+    assert expand_with_synonyms("retry with backoff", synonyms) == "retry with backoff retries"
+
+
+def test_parts_are_read_from_numbered_or_bulleted_lines():
+    answer = "1. What is a job?\n2) How are jobs retried?\n- What is a job?\n\nQ3: Where are metrics?\nok"
+    assert parse_parts(answer, 3) == ["What is a job?", "How are jobs retried?", "Where are metrics?"]
+    assert parse_parts("", 3) == []
+
+
+def test_llm_stages_without_an_endpoint_fail_before_any_work(config_for, monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    experiment = load_experiment(config_for(query={"hyde": {"enabled": True, "api_key_env": KEY_ENV}}))
+    with pytest.raises(ConfigError, match="query.hyde.base_url"):
+        run_pipeline(experiment, progress=False)
+    with pytest.raises(ConfigError, match="synonyms list"):
+        load_experiment(config_for(query={"expansion": {"enabled": True}}))
+
+
+def test_synonym_expansion_searches_the_expanded_text_and_keeps_it_per_query(config_for):
+    synonyms = {"worker": ["consumer", "process"], "jobs": ["tasks"], "retry": ["backoff"], "default": ["preset"],
+                "lumend": ["daemon"], "timeout": ["deadline"]}
+    base = {"dataset": {"name": "demo", "max_queries": 10}, "retrieval": {"legs": ["bm25"], "top_k": 10}}
+    plain = run_pipeline(load_experiment(config_for(**base)), progress=False)
+    expanded = run_pipeline(load_experiment(config_for(
+        **base, query={"expansion": {"enabled": True, "method": "synonyms", "synonyms": synonyms}})), progress=False)
+    frame = expanded.per_query.set_index("query_id")
+    questions = {q.query_id: q.text for q in expanded.dataset.queries}
+    changed = reranked = 0
+    plain_frame = plain.per_query.set_index("query_id")
+    for qid, text in questions.items():
+        (searched,) = frame.loc[qid, "query_searched"]
+        assert searched == expand_with_synonyms(text, synonyms)
+        assert json.loads(frame.loc[qid, "query_rewrites"])["expansion"] == searched
+        if searched != text:
+            changed += 1
+            reranked += list(frame.loc[qid, "retrieved"]) != list(plain_frame.loc[qid, "retrieved"])
+        else:
+            assert list(frame.loc[qid, "retrieved"]) == list(plain_frame.loc[qid, "retrieved"])
+    assert changed > 0 and reranked > 0 and expanded.metrics["count_query_rewrite_failures"] == 0
+
+
+@pytest.mark.slow  # SmolLM2 writes the sub-questions and the hypothetical answers
+def test_decomposition_and_hyde_through_kbench_serve_are_kept_cached_and_counted(kbench_server, config_for,
+                                                                               monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "local")
+    llm = {"base_url": kbench_server.base_url, "model": "SmolLM2-135M-Instruct", "api_key_env": KEY_ENV}
+    config = config_for(dataset={"name": "demo", "max_queries": 2}, retrieval={"legs": ["bm25"], "top_k": 10},
+                        query={"decomposition": {"enabled": True, "max_parts": 2, "max_tokens": 40, **llm},
+                               "hyde": {"enabled": True, "max_tokens": 24, **llm}})
+    first = run_pipeline(load_experiment(config), progress=False)
+    frame = first.per_query.set_index("query_id")
+    for query in first.dataset.queries:
+        rewrites = json.loads(frame.loc[query.query_id, "query_rewrites"])
+        searched = list(frame.loc[query.query_id, "query_searched"])
+        assert rewrites["hyde"] == searched and all(isinstance(t, str) and t for t in searched)
+        assert 1 <= len(searched) <= 3  # the question and at most two parts, each replaced by its passage
+        assert len(frame.loc[query.query_id, "retrieved"]) > 0
+    assert first.metrics["llm_query_decomposition_requests"] == 2
+    assert first.metrics["llm_query_hyde_completion_tokens"] > 0
+    again = run_pipeline(load_experiment(config), progress=False)  # every rewrite from the cache
+    assert "llm_query_hyde_requests" not in again.metrics or again.metrics["llm_query_hyde_requests"] == 0
+    assert again.metrics["llm_total_cache_hits"] >= 2 + len(first.dataset.queries)
+    assert list(again.per_query["query_searched"].map(list)) == list(first.per_query["query_searched"].map(list))

@@ -1,0 +1,111 @@
+"""``kbench serve``: a real process answering the OpenAI protocol with the catalogue's embedder and SmolLM2;
+a run through it equals a run in-process; faults are retried and recorded; the key is found nowhere."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.request
+
+import numpy as np
+import pytest
+
+from kbench.config import load_experiment
+from kbench.embedding.config import EmbeddingConfig
+from kbench.embedding.stage import load_encoder
+from kbench.llm import Endpoint, LLMClient
+from kbench.pipeline import run_pipeline
+from kbench.runner import run_experiment
+
+KEY_ENV = "KBENCH_TEST_SERVE_KEY"
+SECRET = "sk-kbench-serve-test-0a9b8c7d6e-never-log"
+
+
+def get(url: str) -> dict:
+    return json.loads(urllib.request.urlopen(url, timeout=30).read())
+
+
+def test_it_says_when_ready_on_loopback_and_lists_its_models(kbench_server):
+    assert kbench_server.base_url.startswith("http://127.0.0.1:") and "ready at" in kbench_server.banner
+    ids = [m["id"] for m in get(f"{kbench_server.base_url}/models")["data"]]
+    assert "all-MiniLM-L6-v2" in ids and "SmolLM2-135M-Instruct" in ids
+
+
+def test_a_non_loopback_host_is_refused_without_allow_remote():
+    done = subprocess.run([sys.executable, "-c", "import sys; from kbench.cli import main; sys.exit(main())",
+                           "serve", "--host", "0.0.0.0", "--port", "0", "--no-chat"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "loopback only" in done.stderr and "--allow-remote" in done.stderr
+
+
+def test_embeddings_with_dimensions_equal_the_in_process_models(kbench_server, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    texts = ["how do retries back off?", "contextual embeddings situate a chunk", "x"]
+    client = LLMClient(Endpoint("embedding", kbench_server.base_url, "all-MiniLM-L6-v2", KEY_ENV), stage="embedding")
+    for dimensions in (None, 96):
+        served = np.stack(client.embed(texts, dimensions=dimensions).embeddings)
+        local = load_encoder(EmbeddingConfig(model="all-MiniLM-L6-v2", dimension=dimensions)).encode(texts)
+        np.testing.assert_allclose(served, local, rtol=0, atol=1e-6)
+
+
+def test_a_run_through_the_server_gives_the_in_process_metrics(kbench_server, config_for, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    small = {"name": "demo", "max_queries": 12, "max_documents": 6}
+    local = run_pipeline(load_experiment(config_for(dataset=small)), progress=False)
+    assert not kbench_server.alive(), kbench_server.alive()
+    served = run_pipeline(load_experiment(config_for(dataset=small, embedding={
+        "provider": "openai", "model": "all-MiniLM-L6-v2", "base_url": kbench_server.base_url,
+        "api_key_env": KEY_ENV})), progress=False)
+    quality = [k for k in local.metrics if k.split("@")[0] in ("ndcg", "recall", "mrr", "map", "precision")]
+    assert quality
+    for name in quality:
+        assert served.metrics[name] == pytest.approx(local.metrics[name], abs=1e-9), name
+    assert served.metrics["llm_embedding_requests"] >= 1 and "llm_embedding_requests" not in local.metrics
+
+
+@pytest.mark.slow  # SmolLM2 generates on CPU
+def test_chat_completions_come_from_smollm2_with_token_usage(kbench_server, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    body = json.dumps({"model": "SmolLM2-135M-Instruct", "max_tokens": 8,
+                       "messages": [{"role": "user", "content": "Say hello."}]}).encode()
+    request = urllib.request.Request(f"{kbench_server.base_url}/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {SECRET}"})
+    answer = json.loads(urllib.request.urlopen(request, timeout=600).read())
+    text = answer["choices"][0]["message"]["content"]
+    assert isinstance(text, str) and text.strip()
+    usage = answer["usage"]
+    assert usage["prompt_tokens"] > 3 and 1 <= usage["completion_tokens"] <= 8
+
+
+@pytest.mark.slow  # enrichment through SmolLM2, with faults, then the whole store searched for the key
+def test_faults_are_retried_and_recorded_and_the_key_is_nowhere_in_the_store(kbench_server, config_for, workspace,
+                                                                            monkeypatch):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    kbench_server.faults("429", times=1, retry_after_s=0.1)
+    kbench_server.faults("500", times=1)
+    kbench_server.faults("malformed", times=1)
+    endpoint = {"base_url": kbench_server.base_url, "api_key_env": KEY_ENV}
+    config = config_for(
+        name="served-enrichment", dataset={"name": "demo", "max_queries": 3, "max_documents": 2},
+        chunking={"strategy": "fixed", "chunk_size": 3000, "chunk_overlap": 0},
+        enrichment={"enabled": True, "model": "SmolLM2-135M-Instruct", "max_tokens": 12, "document_chars": 600,
+                    **endpoint},
+        embedding={"provider": "openai", "model": "all-MiniLM-L6-v2", **endpoint},
+        llm={"policy": {"backoff_base_s": 0.05}, "prices": {"SmolLM2-135M-Instruct": {"input_per_million": 0.15,
+                                                                                    "output_per_million": 0.6}}},
+    )
+    try:
+        result = run_experiment(load_experiment(config), progress=False)
+    finally:
+        kbench_server.faults(None)
+    metrics = result.metrics
+    assert metrics["llm_total_retries"] == 3 and metrics["llm_total_failures"] == 0
+    assert metrics["llm_enrichment_completion_tokens"] > 0 and metrics["llm_enrichment_cost_usd"] > 0
+    assert metrics["count_enrichment_failed"] == 0 and metrics["count_embeddings_failed"] == 0
+    for path in workspace.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            assert SECRET.encode() not in path.read_bytes(), path
+    for path in (workspace / "cache").resolve().rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
