@@ -70,13 +70,15 @@ def test_retry_after_is_honoured_and_counted(server):
 def test_5xx_malformed_and_slow_answers_are_retried_with_jittered_exponential_backoff(server):
     for kind in ("500", "malformed"):
         server.state.faults.add(Fault(kind, times=1))
-    server.state.faults.add(Fault("slow", times=1, delay_s=1.5))
+    server.state.faults.add(Fault("slow", times=1, delay_s=20))
     sleeps, meter = [], UsageMeter()
-    result = make_client(server, sleeps=sleeps, meter=meter, timeout_s=0.5, backoff_base_s=0.1,
+    result = make_client(server, sleeps=sleeps, meter=meter, timeout_s=8, backoff_base_s=0.1,
                          backoff_max_s=10, concurrency=1).embed(TEXTS[:3])
     assert result.success_count == 3 and not result.failed_items
-    assert len(sleeps) == 3 and all(0 <= s <= 0.1 * 2 ** i for i, s in enumerate(sleeps))
-    assert meter.stage_totals()["embedding"]["retries"] == 3
+    # three injected faults, three retries at least (a loaded machine may time out a normal answer too)
+    assert len(sleeps) >= 3 and all(0 <= s <= min(10, 0.1 * 2 ** i) for i, s in enumerate(sleeps))
+    assert meter.stage_totals()["embedding"]["retries"] == len(sleeps)
+    assert server.state.faults.served.get("malformed") and server.state.faults.served.get("slow")
     np.testing.assert_allclose(np.stack(result.embeddings), in_process(TEXTS[:3]), atol=1e-6)
 
 

@@ -48,14 +48,17 @@ def test_embeddings_with_dimensions_equal_the_in_process_models(kbench_server, m
         np.testing.assert_allclose(served, local, rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow  # two runs embedding the same slice, one in-process and one through the server
 def test_a_run_through_the_server_gives_the_in_process_metrics(kbench_server, config_for, monkeypatch):
     monkeypatch.setenv(KEY_ENV, SECRET)
-    small = {"name": "demo", "max_queries": 12, "max_documents": 6}
-    local = run_pipeline(load_experiment(config_for(dataset=small)), progress=False)
+    small = {"name": "demo", "max_queries": 6, "max_documents": 3}
+    local = run_pipeline(load_experiment(config_for(dataset=small, retrieval={"legs": ["vector"], "top_k": 10,
+                                                                              "latency": "batch"})), progress=False)
     assert not kbench_server.alive(), kbench_server.alive()
-    served = run_pipeline(load_experiment(config_for(dataset=small, embedding={
-        "provider": "openai", "model": "all-MiniLM-L6-v2", "base_url": kbench_server.base_url,
-        "api_key_env": KEY_ENV})), progress=False)
+    served = run_pipeline(load_experiment(config_for(
+        dataset=small, retrieval={"legs": ["vector"], "top_k": 10, "latency": "batch"}, embedding={
+            "provider": "openai", "model": "all-MiniLM-L6-v2", "base_url": kbench_server.base_url,
+            "api_key_env": KEY_ENV})), progress=False)
     quality = [k for k in local.metrics if k.split("@")[0] in ("ndcg", "recall", "mrr", "map", "precision")]
     assert quality
     for name in quality:
