@@ -1,7 +1,8 @@
 """Do generated questions rank retrieval configs the way real questions do?
 
 On each dataset with real questions (the demo set, SciFact's claims, Chroma's chunking set), ``ict`` and
-``heading`` sets are built from the same documents (``kbench.datasets.synthetic``, as many questions as the
+``heading`` sets (and ``llm`` through ``kbench serve``: ``--methods ict,heading,llm``) are built from the same
+documents (``kbench.datasets.synthetic``, as many questions as the
 real set has, seed 0), and one grid of 8 configs (2 chunkers x 4 retrieval modes: vector, BM25, RRF and
 weighted 0.5 fusion of the two; all-MiniLM-L6-v2) runs on the real set and on every generated set, exactly
 as ``kbench run`` would (nothing logged). For each generated set:
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -35,7 +37,8 @@ from scipy.stats import kendalltau
 
 from kbench import DatasetConfig, load_dataset, run_pipeline
 from kbench.config import validate_experiment
-from kbench.datasets.synthetic import METHODS, VERBATIM_SCOPE, SyntheticError, build_synthetic
+from kbench.datasets.synthetic import (ALL_METHODS, METHODS, VERBATIM_SCOPE, LLMOptions, SyntheticError,
+                                      build_llm_set, build_synthetic)
 from kbench.evaluation.significance import holm, randomization_test
 
 CHUNKERS = {"fixed-400": {"strategy": "fixed", "chunk_size": 400, "chunk_overlap": 0},
@@ -74,7 +77,9 @@ def real_tie(scores: dict[str, np.ndarray]) -> tuple[str, set[str]]:
     return best, {best} | {k for k, pk in zip(others, p) if pk >= ALPHA}
 
 
-def build(documents, out: Path, method: str, n_questions: int, seed: int):
+def build(documents, out: Path, method: str, n_questions: int, seed: int, llm: LLMOptions | None = None):
+    if method == "llm":
+        return build_llm_set(documents, out, llm, seed=seed, max_questions=n_questions)
     module = METHODS[method]
     return build_synthetic(documents, out, method=method, propose=partial(module.propose, params=module.DEFAULTS),
                            seed=seed, max_questions=n_questions, verbatim_scope=VERBATIM_SCOPE[method])
@@ -90,13 +95,17 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workspace", default="experiments", help="its cache/ keeps embeddings between runs")
     parser.add_argument("--json", help="also write every figure here")
+    parser.add_argument("--llm-base-url", default="http://127.0.0.1:8000/v1", help="llm: `kbench serve`'s address")
+    parser.add_argument("--llm-model", default="SmolLM2-135M-Instruct", help="llm: the chat model")
     args = parser.parse_args()
     methods = [m for m in args.methods.split(",") if m]
-    unknown = sorted(set(methods) - set(METHODS))
+    unknown = sorted(set(methods) - set(ALL_METHODS))
     if unknown:
-        print(f"--methods: unknown {unknown}; choose from {sorted(METHODS)}", file=sys.stderr)
+        print(f"--methods: unknown {unknown}; choose from {ALL_METHODS}", file=sys.stderr)
         return 2
     workspace = Path(args.workspace).resolve()
+    os.environ.setdefault("OPENAI_API_KEY", "local")  # kbench serve checks no key; the client wants one set
+    llm = LLMOptions(args.llm_base_url, args.llm_model, "OPENAI_API_KEY", str(workspace))
     rows, figures = [], {}
     with tempfile.TemporaryDirectory(prefix="synthetic-agreement-") as tmp:
         for name in [d for d in args.datasets.split(",") if d]:
@@ -119,7 +128,7 @@ def main() -> int:
             for method in methods:
                 out = Path(tmp) / f"{name}-{method}"
                 try:
-                    report = build(real.documents, out, method, len(real.queries), args.seed)
+                    report = build(real.documents, out, method, len(real.queries), args.seed, llm)
                 except SyntheticError as e:
                     rows.append((name, method, 0, "n/a", "-", "-", "-"))
                     figures[name]["generated"][method] = {"error": str(e)}

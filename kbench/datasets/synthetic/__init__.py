@@ -31,7 +31,7 @@ METHODS = {ict.NAME: ict, heading.NAME: heading, commits.NAME: commits}
 ALL_METHODS = [*METHODS, llm.NAME]  # llm samples excerpts first, then asks the model (build_llm_set)
 VERBATIM_SCOPE = {"ict": "corpus", "heading": "document", "commits": "document", "llm": "none"}
 
-__all__ = ["ALL_METHODS", "BuildReport", "Filters", "LLMOptions", "METHODS", "Proposal", "Proposals", "SyntheticError", "build_synthetic",
+__all__ = ["ALL_METHODS", "VERBATIM_SCOPE", "build_llm_set", "BuildReport", "Filters", "LLMOptions", "METHODS", "Proposal", "Proposals", "SyntheticError", "build_synthetic",
            "build_from_source", "load_source", "stratified_sample"]
 
 
