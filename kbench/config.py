@@ -122,6 +122,9 @@ class Experiment(StrictModel):
             data.pop(key, None)
         for guard in ("strict", "max_document_chars"):  # they refuse data or let the same data through: results
             data["dataset"].pop(guard, None)            # never differ
+        if data["dataset"].get("judged_qrels") is None:  # added after runs were logged: unset, old run keys hold
+            data["dataset"].pop("judged_qrels", None)
+            data["dataset"].pop("judged_qrels_use", None)
         # sections and knobs added after runs were logged: left out at their defaults, so old run keys hold
         if not self.query.active:
             data.pop("query", None)
