@@ -59,7 +59,7 @@ def test_a_run_through_the_server_gives_the_in_process_metrics(kbench_server, co
         dataset=small, retrieval={"legs": ["vector"], "top_k": 10, "latency": "batch"}, embedding={
             "provider": "openai", "model": "all-MiniLM-L6-v2", "base_url": kbench_server.base_url,
             "api_key_env": KEY_ENV})), progress=False)
-    quality = [k for k in local.metrics if k.split("@")[0] in ("ndcg", "recall", "mrr", "map", "precision")]
+    quality = [k for k in local.metrics if k.startswith(("doc_", "chunk_", "span_"))]
     assert quality
     for name in quality:
         assert served.metrics[name] == pytest.approx(local.metrics[name], abs=1e-9), name
@@ -103,7 +103,8 @@ def test_faults_are_retried_and_recorded_and_the_key_is_nowhere_in_the_store(kbe
     finally:
         kbench_server.faults(None)
     metrics = result.metrics
-    assert metrics["llm_total_retries"] == 3 and metrics["llm_total_failures"] == 0
+    # three injected faults, three retries at least (SmolLM2 on a loaded machine may also time out)
+    assert metrics["llm_total_retries"] >= 3 and metrics["llm_total_failures"] == 0
     assert metrics["llm_enrichment_completion_tokens"] > 0 and metrics["llm_enrichment_cost_usd"] > 0
     assert metrics["count_enrichment_failed"] == 0 and metrics["count_embeddings_failed"] == 0
     for path in workspace.rglob("*"):
