@@ -9,10 +9,11 @@ relevant documents' passages and the reference text their whole text.
 
 With runs (several configs on this set): saturation, the questions that cannot separate configs because
 every config gets them perfectly right (the metric at its maximum, 1) or all get them wrong (0), and the
-minimum detectable difference in the headline metric (nDCG@10) at 80% power: for a paired two-sided test at
-alpha 0.05, MDE = (z(1 - alpha/2) + z(power)) * sd(d) / sqrt(n), with sd(d) the standard deviation of the
-per-question differences between two configs (the median over every pair of runs given). A gap smaller
-than the MDE is likely to be missed by this many questions.
+minimum detectable difference in the headline metric (nDCG@10) at 80% power for a paired two-sided t-test at
+alpha 0.05 (``evaluation.significance.minimum_detectable_difference``, the same exact noncentral-t figure
+`kbench compare` reports), from sd(d), the standard deviation of the per-question differences between two
+configs (the median over every pair of runs given). A gap smaller than the MDE is likely to be missed by
+this many questions.
 """
 from __future__ import annotations
 
@@ -25,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
 
 from kbench.compare.compare import RunScores, metrics_to_compare
 from kbench.datasets.synthetic.leakage import (STRATA_OVERLAP, STRATA_RANK, PassageIndex, near_duplicate_groups,
                                                overlap_stratum, rank_stratum, word_overlap)
+from kbench.evaluation.significance import minimum_detectable_difference
 from kbench.records import Dataset
 from kbench.tracking.mlflow_run import ensure_experiment, flatten, log_finished_run, mlflow_client
 
@@ -41,13 +42,6 @@ def gini(counts: list[int] | np.ndarray) -> float:
     if n == 0 or total == 0:
         return 0.0
     return float((2 * np.arange(1, n + 1) - n - 1) @ x / (n * total))
-
-
-def minimum_detectable_difference(sd_difference: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
-    """The smallest true mean paired difference a two-sided test at ``alpha`` finds with ``power``."""
-    if n < 2:
-        return float("nan")
-    return float((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * sd_difference / np.sqrt(n))
 
 
 def _percentiles(values: list[float]) -> dict[str, float]:

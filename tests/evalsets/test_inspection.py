@@ -10,6 +10,7 @@ from kbench.cli import main as kbench_main
 from kbench.compare.compare import RunScores
 from kbench.evalsets import inspect_dataset, minimum_detectable_difference
 from kbench.evalsets.inspection import gini
+from kbench.evaluation import significance
 from kbench.records import Dataset, Document, Query, Span
 
 
@@ -20,12 +21,14 @@ def test_gini_by_hand():
     assert gini([]) == 0
 
 
-def test_mde_matches_the_normal_power_formula():
-    # a paired z-test detects d with 80% power when d / (sd / sqrt(n)) = z(0.975) + z(0.8) = 2.8016
-    assert minimum_detectable_difference(0.3, 100) == pytest.approx((1.959964 + 0.841621) * 0.03, rel=1e-5)
-    d = minimum_detectable_difference(0.25, 64)
-    power = 1 - norm.cdf(norm.ppf(0.975) - d / (0.25 / 8)) + norm.cdf(-norm.ppf(0.975) - d / (0.25 / 8))
-    assert power == pytest.approx(0.8, abs=1e-3)
+def test_mde_is_the_comparison_reports_figure():
+    # one function for `kbench compare` and `datasets inspect`: the exact paired t-test MDE, a little above
+    # the normal approximation (z(0.975) + z(0.8)) * sd / sqrt(n) at small n, and equal to it as n grows
+    assert minimum_detectable_difference is significance.minimum_detectable_difference
+    normal = (norm.ppf(0.975) + norm.ppf(0.8)) * 0.3 / np.sqrt(20)
+    assert minimum_detectable_difference(0.3, 20) > normal
+    assert minimum_detectable_difference(0.3, 20000) == pytest.approx((norm.ppf(0.975) + norm.ppf(0.8)) * 0.3
+                                                                      / np.sqrt(20000), rel=1e-3)
 
 
 def small_dataset() -> Dataset:
