@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from kbench.cli import cache_cmd, chunk_cmd, datasets_cmd, models_cmd, run_cmd
@@ -27,16 +28,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import signal
-
-
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `kbench ... | head` ends quietly
-
+    """Run one command in this process (tests and notebooks call it; it changes no process-wide state)."""
     args = build_parser().parse_args(argv)
     with report_errors():
         return int(args.func(args) or 0)
     return 1
 
 
+def console_main() -> int:
+    """The installed ``kbench`` script: ``kbench ... | head`` ends quietly on a closed pipe.
+
+    SIGPIPE's default action kills the process, so it is set only here, never in ``main``: a process that
+    calls ``main`` in-process (pytest, a notebook kernel) and also serves sockets from threads would be
+    killed silently the first time a peer hangs up.
+    """
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console_main())
