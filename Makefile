@@ -45,6 +45,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/keyword_legs.py
 	$(BIN)/python benchmarks/cache_sweep.py
 	$(BIN)/python benchmarks/ann_recall.py
+	$(BIN)/python benchmarks/vector_scale.py
+	$(BIN)/python benchmarks/metrics_parity.py
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser $(ROOT_FLAG) notebooks/

@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from bench_io import write_json
 from kbench import format_table, load_experiment, prepare_corpus, StoreConfig
 # What is measured: the store's FAISS index types, built and searched here directly, against exact search.
 from kbench.store.faiss_index import VectorIndex, exact_top_k
@@ -78,8 +79,10 @@ def main() -> None:
     for row in rows:
         row.append(round(row[2] / flat_p50, 2))
     print(f"\nSciFact test: {len(queries)} queries over {len(ok)} abstracts, recall@{args.k} against exact search\n")
-    print(format_table(["index", f"recall@{args.k}", "p50 ms/query", "p95 ms/query", "build s", "p50 / flat"],
-                       rows))
+    headers = ["index", f"recall@{args.k}", "p50 ms/query", "p95 ms/query", "build s", "p50 / flat"]
+    print(format_table(headers, rows))
+    write_json("ann_recall", {"queries": len(queries), "abstracts": len(ok), "k": args.k, "threads": args.threads,
+                              "rows": [dict(zip(headers, row)) for row in rows]})
 
 
 def pgvector_rows(experiment, corpus, queries, truth, k) -> list[list]:

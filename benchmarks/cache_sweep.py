@@ -13,6 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_io import write_json
 from kbench import format_table, load_experiment, run_experiment
 
 CHUNKERS = {
@@ -76,6 +77,10 @@ def main() -> None:
     ]))
     print(f"\nembeddings computed / no-cache: {sum(r[3] for r in first) / no_cache:.3f} (first sweep), "
           f"{sum(r[3] for r in again) / no_cache:.3f} (re-run); re-run wall time / first: {t2 / t1:.2f}")
+    write_json("cache_sweep", {"backend": args.backend, "no_cache_embeddings": no_cache,
+                               "first_sweep": {"wall_s": t1, "rows": [dict(zip(headers, r)) for r in first]},
+                               "re_run": {"wall_s": t2, "rows": [dict(zip(headers, r)) for r in again]},
+                               "re_run_over_first": t2 / t1})
 
 
 if __name__ == "__main__":
