@@ -117,6 +117,11 @@ class Experiment(StrictModel):
     def run_key(self) -> str:
         """Content hash of what determines results: the config (not the name, tracking or sweep block) and the
         dataset's content, so an edited dataset never reuses a finished run of the old one."""
+        return stable_hash(self.run_key_payload(), length=16)
+
+    def run_key_payload(self) -> dict:
+        """What ``run_key`` hashes: the resolved config less what cannot change a result, plus the dataset's
+        content hash."""
         data = self.resolved()
         for key in ("name", "description", "tracking", "sweep", "variants", "workspace", "llm"):  # llm: retries, prices
             data.pop(key, None)
@@ -136,7 +141,7 @@ class Experiment(StrictModel):
         data["dataset_content"] = self.dataset_content_hash()
         if not data["evaluation"].get("metrics"):  # added later: an empty list keeps the keys runs had before
             data["evaluation"].pop("metrics", None)
-        return stable_hash(data, length=16)
+        return data
 
 
 

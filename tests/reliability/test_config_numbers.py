@@ -65,16 +65,15 @@ def test_extreme_finite_numbers_validate_or_fail_with_the_knob_named(knob, value
         section, name = knob.path.split(".")[0], knob.path.rsplit(".", 1)[-1]
         assert f"{section}" in str(e) and name in str(e), (knob, str(e))  # e.g. "chunking: chunk_overlap (...)"
         return
-    resolved = experiment.resolved()
-    json.dumps(resolved, allow_nan=False)  # what is saved with the run is plain finite JSON
+    json.dumps(experiment.resolved(), allow_nan=False)  # what is saved with the run is plain finite JSON
     default = load_experiment({**BASE, **knob.base})
-    node = resolved
+    # A knob the run key hashes (run_key_payload: everything but names, tracking, LLM retry policy, data
+    # guards and inactive sections, which cannot change a result) changes the run key when its value changes.
+    node, default_node = experiment.run_key_payload(), default.run_key_payload()
     for part in knob.path.split("."):
-        node = node[part]
-    default_node = default.resolved()
-    for part in knob.path.split("."):
-        default_node = default_node[part]
-    if node != default_node:  # a knob that changes a result changes the run key
+        node = node.get(part) if isinstance(node, dict) else None
+        default_node = default_node.get(part) if isinstance(default_node, dict) else None
+    if node is not None and node != default_node:
         assert experiment.run_key() != default.run_key(), knob
 
 
