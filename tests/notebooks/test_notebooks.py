@@ -12,6 +12,7 @@ import nbformat
 import pytest
 
 from kbench.studies import NOTEBOOKS_DIR, NotebookError, notebook_names, run_all, run_notebook
+from kbench.studies.driver import load_profile
 
 pytestmark = pytest.mark.slow
 NOTEBOOKS = ["00_quickstart", "01_chunking", "02_embeddings", "03_retrieval", "04_rerank", "05_compare", "06_eval_sets", "07_diagnose"]
@@ -75,9 +76,11 @@ def test_mlflow_holds_one_run_per_notebook_with_notebook_and_plots(ci_run):
     for run in top:
         name = run.data.tags["kbench.notebook"]
         assert run.info.status == "FINISHED"
-        assert run.data.params["max_queries"] == "20"  # the ci profile's sample size
+        assert run.data.params["max_queries"] == str(load_profile("ci", name)["max_queries"])  # the ci sample
         files = {f.path for f in client.list_artifacts(run.info.run_id, "notebook")}
-        assert files == {f"notebook/{results[name].output.name}"}
+        executed = results[name].output
+        # the executed notebook, and the same as HTML, which MLflow's artifact viewer renders
+        assert files == {f"notebook/{executed.name}", f"notebook/{executed.with_suffix('.html').name}"}
         plots = [f.path for f in client.list_artifacts(run.info.run_id, "plots")]
         assert plots and all(p.endswith(".png") for p in plots)
         children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == run.info.run_id]
