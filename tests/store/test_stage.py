@@ -44,7 +44,8 @@ def test_sweep_reuses_embeddings_rows_and_index(config_for, workspace):
     # the session-wide cache may already hold some of these texts (other tests embed the demo set too)
     assert third.counts["embeddings_computed"] + third.counts["embeddings_cached"] == len(other_texts)
     assert third.counts["embeddings_computed"] <= len(other_texts - texts)
-    assert third.counts["chunk_cache_misses"] == len(dataset.documents)
+    # every document chunked anew or read from the cache (the session's cache may hold this chunking already)
+    assert third.counts["chunk_cache_misses"] + third.counts["chunk_cache_hits"] == len(dataset.documents)
 
     # the rows are in the workspace's DuckDB, in production's shape, one collection per chunking
     con = duckdb.connect(str(workspace / "stores" / "kbench.duckdb"), read_only=True)
