@@ -132,15 +132,20 @@ class JudgeReport:
     grades: dict[int, int] = field(default_factory=dict)
 
 
-def judge_runs(run_ids: list[str], client: LLMClient, *, k: int = 10, out: Path | None = None,
-               tracking_uri: str | None = None) -> JudgeReport:
+def _pooled(run_ids: list[str], k: int, tracking_uri: str | None):
+    """The logged runs, their dataset, its questions by id, and the runs' pooled top-k in a stable order."""
     mlflow = tracking_client(tracking_uri)
     runs = [load_logged_run(mlflow, r) for r in run_ids]
     dataset = runs[0].dataset
     questions = {q.query_id: q.text for q in dataset.queries}
-    pool = pool_runs(runs, k)
-    todo = [(p, t) for p, t in sorted(pool.items(), key=lambda x: (x[0].query_id, x[0].doc_id, x[0].start))
-            if dataset_label(dataset, p) is None and p.query_id in questions]
+    pooled = sorted(pool_runs(runs, k).items(), key=lambda x: (x[0].query_id, x[0].doc_id, x[0].start))
+    return runs, dataset, questions, pooled
+
+
+def judge_runs(run_ids: list[str], client: LLMClient, *, k: int = 10, out: Path | None = None,
+               tracking_uri: str | None = None) -> JudgeReport:
+    runs, dataset, questions, pooled = _pooled(run_ids, k, tracking_uri)
+    todo = [(p, t) for p, t in pooled if dataset_label(dataset, p) is None and p.query_id in questions]
     grades, hits = _ask(client, questions, todo) if todo else ([], 0)
     doc_grades: dict[str, dict[str, int]] = {}
     judgements = []
@@ -153,7 +158,7 @@ def judge_runs(run_ids: list[str], client: LLMClient, *, k: int = 10, out: Path 
     qrels = {q: {d: g for d, g in docs.items() if d not in dataset.qrels.get(q, {})} for q, docs in doc_grades.items()}
     before = {q: set(dataset.qrels.get(q, {})) for q in questions}
     after = {q: before[q] | set(qrels.get(q, {})) for q in questions}
-    report = JudgeReport(len(pool), len(pool) - len(todo), sum(g is not None for g in grades),
+    report = JudgeReport(len(pooled), len(pooled) - len(todo), sum(g is not None for g in grades),
                          sum(g is None for g in grades), hits, qrels,
                          {r.name: judged_at_k(r.run, before, k) for r in runs},
                          {r.name: judged_at_k(r.run, after, k) for r in runs},
@@ -189,13 +194,9 @@ class Calibration:
 
 def calibrate(run_ids: list[str], client: LLMClient, *, k: int = 10, sample: int = 50, seed: int = 0,
               tracking_uri: str | None = None) -> Calibration:
-    mlflow = tracking_client(tracking_uri)
-    runs = [load_logged_run(mlflow, r) for r in run_ids]
-    dataset = runs[0].dataset
-    questions = {q.query_id: q.text for q in dataset.queries}
-    pool = pool_runs(runs, k)
+    runs, dataset, questions, pooled = _pooled(run_ids, k, tracking_uri)
     by_gold: dict[int, list[tuple[Pair, str]]] = {0: [], 1: []}
-    for p, text in sorted(pool.items(), key=lambda x: (x[0].query_id, x[0].doc_id, x[0].start)):
+    for p, text in pooled:
         gold = calibration_label(dataset, p)
         if gold is not None and p.query_id in questions:
             by_gold[gold].append((p, text))
