@@ -11,6 +11,7 @@ from kbench.compare.frontier import FrontierError, best_under, pareto_frontier, 
 from kbench.compare.report import TEST_NAMES, format_p
 from kbench.compare.slices import compare_by_slice
 from kbench.config import load_experiment
+from kbench.judging.rescore import JudgedQrels, compare_judged
 from kbench.paths import workspace_dir
 from kbench.runner import export_run, import_trec_run
 
@@ -39,6 +40,11 @@ def add_parser(sub) -> None:
     p.add_argument("--constraint", dest="constraints", action="append", default=[], metavar="EXPR",
                    help="with --frontier: pick the best config meeting EXPR, e.g. 'latency_ms_total_p95<50'; "
                         "repeatable (all must hold)")
+    p.add_argument("--judged-qrels", metavar="QRELS",
+                   help="re-score every run from its saved ranking with these judged qrels (the --out of kbench "
+                        "judge; no re-retrieval) and compare the document-level metrics; reports judged_at_k per run")
+    p.add_argument("--judged-use", choices=["beside", "instead"], default="beside",
+                   help="with --judged-qrels: beside (the dataset's own labels win) or instead of the dataset's qrels")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or experiments/mlflow.db)")
     p.add_argument("--out", help="write report.md, report.html and plots here (default: a folder under the workspace)")
@@ -81,9 +87,16 @@ def run_compare(args) -> int:
         constraints = [parse_constraint(text) for text in args.constraints]
         if constraints and not args.frontier:
             raise FrontierError("--constraint needs --frontier METRIC (the metric to maximise)")
-        comparison = compare_runs(args.sweep or args.runs, baseline=args.baseline, metrics=args.metrics,
-                                  tracking_uri=args.tracking_uri, test=args.test, correction=args.correction,
-                                  alpha=args.alpha)
+        judged = None
+        if args.judged_qrels:  # re-scored from the saved rankings (kbench.judging.rescore)
+            judged = compare_judged(args.sweep or args.runs, JudgedQrels.read(args.judged_qrels, args.judged_use),
+                                    baseline=args.baseline, metrics=args.metrics, tracking_uri=args.tracking_uri,
+                                    test=args.test, correction=args.correction, alpha=args.alpha)
+            comparison = judged.comparison
+        else:
+            comparison = compare_runs(args.sweep or args.runs, baseline=args.baseline, metrics=args.metrics,
+                                      tracking_uri=args.tracking_uri, test=args.test, correction=args.correction,
+                                      alpha=args.alpha)
         frontier = None
         if args.frontier:
             points = run_points(comparison.runs, [args.frontier, args.cost, *(c.metric for c in constraints)])
@@ -94,6 +107,8 @@ def run_compare(args) -> int:
     except (CompareError, FrontierError) as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 2
+    if judged is not None:
+        print_judged(judged)
     print(format_table(*overview_table(comparison), numeric=[True, False] + [True] * len(comparison.metrics)))
     print(f"* best, = tied with the best (no significant difference: {TEST_NAMES[comparison.test]}, "
           f"{comparison.correction} correction, α = {comparison.alpha}); rows sorted by {comparison.headline}")
@@ -126,6 +141,15 @@ def run_compare(args) -> int:
         MlflowClient(comparison.tracking_uri).log_artifacts(comparison.parent_run_id, str(out), "report")
         print(f"logged as artifacts report/ of run {comparison.parent_run_id}")
     return 0
+
+
+def print_judged(judged) -> None:
+    """Which qrels produced the numbers, and how much of each run's top k now carries a label."""
+    print(f"Re-scored from saved rankings with the {judged.judged.describe()}")
+    rows = [[r.config, r.run_id[:8], r.logged, r.with_judged] for r in judged.judged_at_k.itertuples()]
+    print(format_table(["config", "run", f"judged_at_{judged.k} logged", f"judged_at_{judged.k} with judged"], rows,
+                       numeric=[False, False, True, True]))
+    print()
 
 
 def overview_table(comparison) -> tuple[list[str], list[list[object]]]:

@@ -89,9 +89,6 @@ def load_dataset(config: DatasetConfig) -> Dataset:
             "dataset.max_document_chars")
     if dataset.spans and not dataset.qrels:
         dataset.qrels = doc_qrels_from_spans(dataset.spans)
-    if config.judged_qrels:
-        dataset.qrels = merge_judged_qrels(dataset.qrels, read_judged_qrels(Path(config.judged_qrels)),
-                                           config.judged_qrels_use)
     dropped = problems_summary(dataset.skipped)
     if dropped and config.strict:
         raise DatasetError(f"{path}: dataset.strict refuses {dropped}; fix the data or set dataset.strict: false "
@@ -100,6 +97,11 @@ def load_dataset(config: DatasetConfig) -> Dataset:
         log.warning("dataset %s: left out %s; counted in the run as count_skipped_<reason> "
                     "(dataset.strict: true refuses them)", name, dropped)
     dataset = sample(dataset, config)
+    if config.judged_qrels:  # after sampling: the corpus stays the one the judged runs searched
+        judged = read_judged_qrels(Path(config.judged_qrels))
+        kept = {q.query_id for q in dataset.queries}
+        dataset.qrels = merge_judged_qrels(dataset.qrels, {q: d for q, d in judged.items() if q in kept},
+                                           config.judged_qrels_use)
     if not any(d.text.strip() for d in dataset.documents):
         raise DatasetError(f"{path}: the corpus is empty (no document has text); nothing to index")
     if not dataset.queries:

@@ -12,7 +12,9 @@ from sklearn.metrics import cohen_kappa_score
 
 from kbench.cli import main as kbench_main
 from kbench.config import load_experiment
-from kbench.judging import cohen_kappa, confusion, judge_prompt, parse_grade
+from kbench import DatasetConfig, load_dataset
+from kbench.judging import PROMPT_SHA256, cohen_kappa, confusion, judge_prompt, parse_grade
+from kbench.judging.rescore import JudgedQrels, compare_judged
 from kbench.runner import run_experiment
 from tests.enrichment import chat_server
 
@@ -87,6 +89,61 @@ def test_judge_pools_runs_and_writes_qrels(two_runs, server, workspace, config_f
     judged = run_experiment(load_experiment(base), progress=False, log=False).metrics
     assert judged["judged_at_5"] > plain["judged_at_5"]
     assert judged["chunk_ndcg_at_10"] == plain["chunk_ndcg_at_10"]  # span metrics keep the spans
+
+
+def test_compare_rescores_logged_runs_with_judged_qrels_to_the_bit(two_runs, server, workspace, config_for, capsys):
+    qrels = workspace / "judged.qrels"
+    assert kbench_main(judge_args(server, workspace, *two_runs, "--out", str(qrels), "--k", "10")) == 0
+    capsys.readouterr()
+    uri = f"sqlite:///{workspace / 'mlflow.db'}"
+    assert kbench_main(["compare", *two_runs, "--judged-qrels", str(qrels), "--tracking-uri", uri,
+                        "--out", str(workspace / "cmp")]) == 0
+    printed = capsys.readouterr().out
+    assert "judge model judge-model" in printed and f"prompt sha256 {PROMPT_SHA256[:12]}" in printed
+    assert "judged_at_10 logged" in printed and "doc_ndcg_at_10" in printed
+    assert "judge model judge-model" in (workspace / "cmp" / "report.md").read_text()
+
+    sent = len(server.requests)
+    for use in ("beside", "instead"):
+        judged = compare_judged(two_runs, JudgedQrels.read(qrels, use), tracking_uri=uri)
+        assert len(server.requests) == sent  # re-scoring asks no judge and retrieves nothing
+        assert judged.comparison.metrics == ["doc_ndcg_at_10", "doc_recall_at_10", "doc_mrr_at_10"]
+        if use == "beside":
+            assert (judged.judged_at_k["with_judged"] > judged.judged_at_k["logged"]).all()
+        for size, scores in zip((400, 900), sorted(judged.comparison.runs, key=lambda r: two_runs.index(r.run_id))):
+            config = config_for(dataset={"name": "demo", "max_queries": 12, "seed": 1, "judged_qrels": str(qrels),
+                                         "judged_qrels_use": use},
+                                chunking={"strategy": "fixed", "chunk_size": size, "chunk_overlap": 0},
+                                retrieval={"legs": ["bm25"], "top_k": 10}, evaluation={"k": [5, 10]})
+            fresh = run_experiment(load_experiment(config), progress=False, log=False)
+            expected = fresh.per_query.set_index("query_id").loc[scores.per_query.index]
+            columns = [c for c in expected.select_dtypes("number") if c.startswith(("doc_", "chunk_", "judged_at"))]
+            assert len(columns) > 20
+            for column in columns:  # equal to the bit, NaN where NaN
+                np.testing.assert_array_equal(scores.per_query[column].to_numpy(), expected[column].to_numpy(),
+                                              err_msg=f"{use} {size} {column}")
+                assert scores.summary[column] == fresh.metrics[column] or np.isnan(fresh.metrics[column])
+
+
+def test_rescoring_refuses_qrels_judged_on_another_dataset(two_runs, workspace, capsys):
+    qrels = workspace / "other.qrels"
+    qrels.write_text("q1 0 d1 2\n")
+    qrels.with_name("other.qrels.json").write_text(json.dumps({"dataset": "scifact", "judge_model": "m"}))
+    assert kbench_main(["compare", *two_runs, "--judged-qrels", str(qrels),
+                        "--tracking-uri", f"sqlite:///{workspace / 'mlflow.db'}"]) == 2
+    assert "judged on dataset 'scifact'" in capsys.readouterr().err
+
+
+def test_judged_qrels_keep_the_sampled_corpus(tmp_path):
+    """dataset.judged_qrels merge after sampling: a judged document outside the sample does not change it."""
+    plain = load_dataset(DatasetConfig(name="demo", max_queries=5, max_documents=8, seed=3))
+    outside = next(d.doc_id for d in load_dataset(DatasetConfig(name="demo")).documents
+                   if d.doc_id not in {x.doc_id for x in plain.documents})
+    qrels = tmp_path / "j.qrels"
+    qrels.write_text("".join(f"{q.query_id} 0 {outside} 3\n" for q in plain.queries) + "not-a-query 0 x 1\n")
+    judged = load_dataset(DatasetConfig(name="demo", max_queries=5, max_documents=8, seed=3, judged_qrels=str(qrels)))
+    assert [d.doc_id for d in judged.documents] == [d.doc_id for d in plain.documents]
+    assert all(judged.qrels[q.query_id][outside] == 3 for q in plain.queries) and "not-a-query" not in judged.qrels
 
 
 def test_calibration_reports_kappa_and_the_table(two_runs, server, workspace, capsys):
