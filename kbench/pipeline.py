@@ -36,7 +36,7 @@ from kbench.enrichment import check_enrichment, enrich_chunks
 from kbench.evaluation.config import EvaluationConfig
 from kbench.evaluation.ragas_eval import check_ragas, evaluate_ragas
 from kbench.evaluation.stage import evaluate_rankings, summarize
-from kbench.llm import UsageMeter
+from kbench.llm import LLMPolicy, UsageMeter
 from kbench.paths import workspace_dir
 from kbench.records import Chunk, Dataset, Run
 from kbench.retrieval.context import assemble_run
@@ -327,6 +327,7 @@ def search_corpus(corpus: Corpus, experiment: Experiment, *, progress: bool = Fa
             plan = plan_queries(corpus.dataset.queries, experiment.query, corpus.workspace / "cache",
                                 policy=experiment.llm.policy, meter=corpus.llm_usage)
         corpus.counts["query_rewrite_failures"] = plan.failures
+        corpus.counts["query_rewrite_unusable"] = plan.unusable
     with corpus.timer.stage("search"):
         if plan is None:
             output = search(corpus.dataset.queries, corpus.context, experiment.retrieval, experiment.rerank,
@@ -369,17 +370,19 @@ def count_ranked_tokens(run: Run, chunks: list[Chunk], model: str) -> dict[str, 
 
 def evaluate_run(dataset: Dataset, chunks: list[Chunk], run: Run, config: EvaluationConfig,
                  latency_ms: dict[str, np.ndarray] | None = None, budget_model: str | None = None, *,
-                 cache_root: Path | None = None, llm_usage: UsageMeter | None = None
-                 ) -> tuple[pd.DataFrame, dict[str, float]]:
+                 cache_root: Path | None = None, llm_usage: UsageMeter | None = None,
+                 llm_policy: LLMPolicy | None = None) -> tuple[pd.DataFrame, dict[str, float]]:
     """Per-query metrics (plus ragas columns when asked, and per-query latency columns) and their means (plus
     latency p50/p95). ``budget_model``: whose tokenizer counts evaluation.budgets when budget_tokenizer is unset.
-    LLM-judged ragas metrics count their requests in ``llm_usage``."""
+    LLM-judged ragas metrics count their requests in ``llm_usage`` and wait as ``llm_policy`` says (the run's
+    ``llm.policy``: a slow local judge needs its long timeout)."""
     tokens = None
     if config.budgets:
         tokens = count_ranked_tokens(run, chunks, config.budget_tokenizer or budget_model or "all-MiniLM-L6-v2")
     per_query = evaluate_rankings(dataset, chunks, run, config, tokens)
     if config.ragas:
-        ragas = evaluate_ragas(dataset, chunks, run, config, cache_root=cache_root, meter=llm_usage)
+        ragas = evaluate_ragas(dataset, chunks, run, config, cache_root=cache_root, meter=llm_usage,
+                               policy=llm_policy)
         for column in ragas.columns:
             per_query[column] = ragas[column].to_numpy()
     for stage, values in (latency_ms or {}).items():
@@ -432,7 +435,8 @@ def run_pipeline(experiment: Experiment, *, progress: bool = True,
     with corpus.timer.stage("evaluate"):
         per_query, metrics = evaluate_run(corpus.dataset, corpus.ranked_units, found.run, experiment.evaluation,
                                           found.latency_ms, budget_model=experiment.embedding.model,
-                                          cache_root=corpus.workspace / "cache", llm_usage=corpus.llm_usage)
+                                          cache_root=corpus.workspace / "cache", llm_usage=corpus.llm_usage,
+                                          llm_policy=experiment.llm.policy)
     if found.plan is not None:  # what was searched, per query (a notebook shows it)
         per_query["query_searched"] = [found.plan.searched[q.query_id] for q in corpus.dataset.queries]
         per_query["query_rewrites"] = [json.dumps(found.plan.rewrites[q.query_id]) for q in corpus.dataset.queries]

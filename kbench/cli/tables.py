@@ -82,6 +82,35 @@ def diagnosis_lines(metrics: dict[str, float]) -> list[str]:
     return ([""] + lines) if lines else []
 
 
+LLM_COUNTERS = ("requests", "cache_hits", "retries", "failures", "unusable_answers", "prompt_tokens",
+                "completion_tokens", "cost_usd")
+
+
+def llm_usage_lines(metrics: dict[str, float]) -> list[str]:
+    """One line per LLM stage of the run (``llm_<stage>_<counter>`` metrics): requests, cache hits, tokens, and
+    the answers lost (failed requests, answers the stage could not use) said out loud, never only in MLflow."""
+    stages: dict[str, dict[str, float]] = {}
+    for key, value in metrics.items():
+        if not key.startswith("llm_") or key.startswith("llm_total_"):
+            continue
+        counter = next((c for c in LLM_COUNTERS if key.endswith(f"_{c}")), None)
+        if counter is not None:
+            stages.setdefault(key[4:-len(counter) - 1], {})[counter] = value
+    lines = []
+    for stage, c in sorted(stages.items()):
+        line = (f"LLM {stage}: {c.get('requests', 0):.0f} requests, {c.get('cache_hits', 0):.0f} cached, "
+                f"{c.get('retries', 0):.0f} retries, {c.get('prompt_tokens', 0):.0f} prompt + "
+                f"{c.get('completion_tokens', 0):.0f} completion tokens")
+        if c.get("cost_usd"):
+            line += f", ${c['cost_usd']:.4f}"
+        lost = [f"{c[n]:.0f} {label}" for n, label in (("failures", "failed requests"),
+                                                        ("unusable_answers", "unusable answers")) if c.get(n)]
+        if lost:
+            line += f"; WARNING: {', '.join(lost)} (the stage fell back for those; see llm_{stage}_*)"
+        lines.append(line)
+    return lines
+
+
 def print_metrics(result) -> None:
     print()
     print(f"experiment {result.experiment.name}: {result.counts.get('queries')} queries, "
@@ -96,6 +125,8 @@ def print_metrics(result) -> None:
     print()
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in result.stage_seconds.items())
     print(f"stage wall time: {stages}")
+    for line in llm_usage_lines(result.metrics):
+        print(line)
     lat = {k: v for k, v in result.metrics.items() if k.startswith("latency_ms_total")}
     if lat:
         print("query latency (ms): " + ", ".join(f"{k.rsplit('_', 1)[1]} {v:.2f}" for k, v in lat.items()))

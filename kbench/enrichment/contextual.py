@@ -9,6 +9,8 @@ exact prompt (which holds the chunk and the document prefix) within a namespace 
 the prompt template, so a re-run never asks the LLM twice. The enriched text is
 what the embedding cache hashes, so vectors of plain and enriched chunks never mix.
 
+An empty answer is embedded as production embeds it (``"\n---\n" + chunk``) and counted as unusable
+(``enrichment_empty``, ``llm_enrichment_unusable_answers``).
 A chunk whose request fails keeps its plain text (production's fallback) and is counted; its answer is
 not cached, so the next run retries it. If every request of a run fails, the run stops: the endpoint is
 down or misconfigured, and embedding plain text under an enrichment config would mislabel the results.
@@ -62,10 +64,11 @@ class EnrichmentResult:
     cache_hits: int = 0
     computed: int = 0
     failed: dict[int, str] = field(default_factory=dict)  # chunk row -> reason
+    empty: int = 0  # chunks whose context came back empty (embedded anyway, as production does)
 
     def counts(self) -> dict[str, int]:
         return {"enrichment_cached": self.cache_hits, "enrichment_computed": self.computed,
-                "enrichment_failed": len(self.failed)}
+                "enrichment_failed": len(self.failed), "enrichment_empty": self.empty}
 
 
 def enrich_chunks(chunks: list[Chunk], documents: list[Document], config: EnrichmentConfig,
@@ -92,6 +95,8 @@ def enrich_chunks(chunks: list[Chunk], documents: list[Document], config: Enrich
         raise EnrichmentError(f"enrichment: all {len(unique)} LLM requests failed (first: {first}); check "
                               f"enrichment.base_url and enrichment.model, or disable enrichment")
     answers = {unique[i]: a for i, a in batch.answers.items()}
+    empty = sum(not a.strip() for a in answers.values())
+    client.count_unusable(empty)
     errors = {unique[f.index]: f.error for f in batch.failed_items}
     texts, contexts, failed = [], [], {}
     for row, (chunk, prompt) in enumerate(zip(chunks, prompts)):
@@ -103,4 +108,5 @@ def enrich_chunks(chunks: list[Chunk], documents: list[Document], config: Enrich
             texts.append(chunk.text)
             failed[row] = errors.get(prompt, "no answer")
     return EnrichmentResult(texts, contexts, cache_hits=batch.cache_hits,
-                            computed=len(unique) - batch.cache_hits - len(batch.failed_items), failed=failed)
+                            computed=len(unique) - batch.cache_hits - len(batch.failed_items), failed=failed,
+                            empty=empty)

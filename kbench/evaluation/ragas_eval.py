@@ -22,7 +22,11 @@ Where ragas and kbench agree (tests/evaluation/test_ragas.py checks it to 1e-9 o
   distinct documents. They differ otherwise: ragas divides by the number of distinct retrieved ids (a set),
   kbench by k (trec_eval's P_k, which does not reward a short list); with chunks, several chunks of one
   document make the set smaller than k. A query with nothing retrieved is NaN in ragas, 0 in kbench.
-A ragas score of NaN (an LLM answer it could not parse) is kept as NaN per query and left out of the mean.
+A ragas score of NaN (an LLM answer it could not parse, or a request that failed after the client's retries)
+is kept as NaN per query and left out of the mean; never silently: each unusable answer is counted in the
+run's meter (``llm_ragas_unusable_answers``), each failed request in ``llm_ragas_failures``. ragas' own retry
+loop is switched off (one attempt): kbench's client already retries, and ragas would otherwise retry a stopped
+endpoint ten times with waits of up to a minute. A quota or unreachable endpoint stops the run (LLMStoppedError).
 
 ragas is imported when these metrics run (a heavy import; RAGAS_DO_NOT_TRACK=true is set first so it sends
 no usage data).
@@ -39,13 +43,15 @@ import numpy as np
 import pandas as pd
 
 from kbench.evaluation.config import EvaluationConfig
-from kbench.llm import Endpoint, LLMClient, LLMPolicy, UsageMeter
+from kbench.llm import (AuthenticationError, Endpoint, EndpointUnreachableError, LLMClient, LLMError, LLMPolicy,
+                        LLMStoppedError, QuotaExhaustedError, UsageMeter)
 from kbench.records import Chunk, Dataset, Run
 
 OFFLINE = ("id_context_precision", "id_context_recall", "nonllm_context_precision", "nonllm_context_recall")
 LLM_JUDGED = ("llm_context_precision", "llm_context_recall")
 RAGAS_METRIC_NAMES = OFFLINE + LLM_JUDGED
 REFERENCE_CHARS = 2000  # characters of each reference document handed to ragas (BEIR abstracts fit)
+STOPS = (LLMStoppedError, QuotaExhaustedError, EndpointUnreachableError, AuthenticationError)  # end the run
 
 
 def import_ragas():
@@ -104,6 +110,7 @@ def ragas_llm(client: LLMClient, max_tokens: int):
     import_ragas()
     from langchain_core.outputs import Generation, LLMResult
     from ragas.llms.base import BaseRagasLLM
+    from ragas.run_config import RunConfig
 
     @dataclass
     class KbenchRagasLLM(BaseRagasLLM):
@@ -117,7 +124,7 @@ def ragas_llm(client: LLMClient, max_tokens: int):
         def is_finished(self, response) -> bool:
             return True
 
-    return KbenchRagasLLM()
+    return KbenchRagasLLM(run_config=RunConfig(max_retries=1))  # one attempt: the client retries
 
 
 def ragas_metric(name: str, llm=None):
@@ -138,14 +145,18 @@ def ragas_metric(name: str, llm=None):
     return metric
 
 
-def score_samples(samples: list[RagasSample], names: list[str], llm=None) -> pd.DataFrame:
-    """One row per sample, a ``ragas_<name>`` column per metric (NaN where ragas gives none)."""
+def score_samples(samples: list[RagasSample], names: list[str], llm=None) -> tuple[pd.DataFrame, int]:
+    """One row per sample, a ``ragas_<name>`` column per metric (NaN where ragas gives none), and how many
+    LLM-judged scores were lost to an answer ragas could not use (unparsable, or no verdict to average).
+    A stopped endpoint (quota, unreachable, refused key) raises."""
     import_ragas()
     from ragas.dataset_schema import SingleTurnSample
 
     metrics = {name: ragas_metric(name, llm) for name in names}
+    unusable = 0
 
     async def score_all():
+        nonlocal unusable
         rows = []
         for sample in samples:
             ragas_sample_ = SingleTurnSample(**sample.as_dict())
@@ -155,13 +166,22 @@ def score_samples(samples: list[RagasSample], names: list[str], llm=None) -> pd.
                     row[f"ragas_{name}"] = np.nan  # ragas asserts on empty lists
                     continue
                 try:
-                    row[f"ragas_{name}"] = float(await metric.single_turn_ascore(ragas_sample_))
+                    score = float(await metric.single_turn_ascore(ragas_sample_))
+                except STOPS:
+                    raise
+                except LLMError:  # failed after the client's retries: counted as a failure by the client
+                    score = np.nan
                 except Exception:  # noqa: BLE001 - an LLM answer ragas cannot parse: NaN for this query
-                    row[f"ragas_{name}"] = np.nan
+                    score = np.nan
+                    unusable += name in LLM_JUDGED
+                else:
+                    unusable += name in LLM_JUDGED and np.isnan(score)  # parsed, but nothing to score
+                row[f"ragas_{name}"] = score
             rows.append(row)
         return rows
 
-    return pd.DataFrame(asyncio.run(score_all()), columns=[f"ragas_{n}" for n in names])
+    frame = pd.DataFrame(asyncio.run(score_all()), columns=[f"ragas_{n}" for n in names])
+    return frame, unusable
 
 
 @dataclass
@@ -197,8 +217,11 @@ def evaluate_ragas(dataset: Dataset, chunks: list[Chunk], run: Run, config: Eval
                            meter=meter, cache_params={"purpose": "ragas"})
         llm = ragas_llm(client, config.ragas_llm.max_tokens)
     try:
-        return score_samples(samples, names, llm)
+        scores, unusable = score_samples(samples, names, llm)
     finally:
         if client is not None:
             client.flush()
             client.close()
+    if client is not None:
+        client.count_unusable(unusable)
+    return scores

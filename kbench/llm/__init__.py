@@ -6,8 +6,9 @@ Stable API (used by enrichment, the llm reranker, the openai embedding provider,
 - ``LLMClient(endpoint, stage=..., policy=LLMPolicy(), cache_root=..., meter=UsageMeter())``:
   ``chat(prompt, max_tokens=, temperature=, system=) -> str``, ``chat_many(prompts, ...) -> ChatBatchResult``,
   ``embed(texts, dimensions=, batch_size=) -> EmbeddingBatchResult``.
-- ``UsageMeter.metrics(prices)``: ``llm_<stage>_<requests|cache_hits|retries|failures|prompt_tokens|
-  completion_tokens|cost_usd>`` and ``llm_total_*``.
+- ``UsageMeter.metrics(prices)``: ``llm_<stage>_<requests|cache_hits|retries|failures|unusable_answers|
+  prompt_tokens|completion_tokens|cost_usd>`` and ``llm_total_*``; ``LLMClient.count_unusable(n)`` is how a
+  stage records answers it received but could not use.
 - Errors: ``LLMError``; stops: ``QuotaExhaustedError``, ``EndpointUnreachableError``, ``AuthenticationError``;
   ``LLMStoppedError`` when a stage stopped part-way with what finished kept.
 """

@@ -144,6 +144,11 @@ class LLMClient:
     def _count(self, **counts: float) -> None:
         self.meter.add(self.stage, self.endpoint.model or "", **counts)
 
+    def count_unusable(self, n: int = 1) -> None:
+        """Record answers that arrived (or came from the cache) but that the stage could not use."""
+        if n:
+            self._count(unusable_answers=n)
+
     def _post(self, path: str, payload: dict, validate: Callable[[Any], Any]) -> tuple[Any, int]:
         """(validated answer, attempts). Raises a FATAL error (and stops the client) or LLMError."""
         url = f"{self.endpoint.url}{path}"

@@ -2,6 +2,11 @@
 
 One ``UsageMeter`` per run; each client adds to its stage's counters (thread-safe). ``metrics(prices)``
 gives flat MLflow metric names: ``llm_<stage>_<counter>`` and ``llm_total_<counter>``.
+
+``unusable_answers`` counts answers that arrived but that the stage could not use (a rerank answer with no
+index list, an empty rewrite, an empty enrichment context, a ragas verdict it could not parse): the stage adds
+them (``LLMClient.count_unusable``), since only it knows what it asked for. A stage that quietly fell back
+would otherwise log a result that looks like the model's.
 """
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from collections import defaultdict
 
 from kbench.llm.config import ModelPrice
 
-COUNTERS = ("requests", "cache_hits", "retries", "failures", "prompt_tokens", "completion_tokens")
+COUNTERS = ("requests", "cache_hits", "retries", "failures", "unusable_answers", "prompt_tokens", "completion_tokens")
 
 
 class UsageMeter:

@@ -5,6 +5,7 @@ records every request, and answers deterministically from the prompt itself:
 - an enrichment prompt gets "This chunk is from the document '<its first heading or line>'.";
 - a rerank prompt gets a JSON array of the candidates ordered by words shared with the query.
 So tests check kbench's side for real: prompts sent, caching, the key reaching only the endpoint, parsing.
+A test that needs a weak model's answers (no index list, an empty rewrite) sets ``server.reply``.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
+from typing import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 WORD = re.compile(r"[a-z0-9]{4,}")
@@ -45,6 +47,7 @@ def answer(prompt: str) -> str:
 class ChatServer:
     base_url: str
     requests: list[dict] = field(default_factory=list)  # {"authorization", "model", "prompt", "max_tokens"}
+    reply: Callable[[str], str] | None = None  # prompt -> answer, instead of the deterministic ones above
     _server: ThreadingHTTPServer | None = None
 
     def prompts(self) -> list[str]:
@@ -75,7 +78,8 @@ def start_chat_server() -> ChatServer:
                 "id": f"chatcmpl-{len(state.requests)}", "object": "chat.completion", "created": 0,
                 "model": body.get("model"),
                 "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": answer(prompt)}}],
+                             "message": {"role": "assistant",
+                                         "content": (state.reply or answer)(prompt)}}],
                 "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
             }).encode()
             self.send_response(200)

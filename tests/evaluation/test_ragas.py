@@ -89,3 +89,47 @@ def test_non_llm_metrics_run_offline_and_the_run_exports_as_an_evaluation_datase
     spans = result.dataset.spans[query.query_id]
     assert sample.reference_contexts == [documents[s.doc_id][s.start:s.end] for s in spans]
     assert sample.reference_context_ids == [s.doc_id for s in spans]
+
+
+@pytest.fixture
+def chat_server():
+    from tests.enrichment.chat_server import start_chat_server
+
+    server = start_chat_server()
+    yield server
+    server.close()
+
+
+def test_llm_judged_answers_ragas_cannot_use_are_counted_and_a_stopped_endpoint_ends_the_run(workspace, chat_server,
+                                                                                            monkeypatch):
+    """A judge that never writes ragas' JSON: NaN per query, each one counted (llm_ragas_unusable_answers), and
+    asked once per prompt (ragas' own retry loop is off; its output-fixing prompts still run). An endpoint that
+    refuses connections raises instead of turning every score into a quiet NaN."""
+    import socket
+
+    from kbench.evaluation.config import EvaluationConfig
+    from kbench.evaluation.ragas_eval import evaluate_ragas
+    from kbench.llm import EndpointUnreachableError, UsageMeter
+
+    monkeypatch.setenv("KBENCH_TEST_RAGAS_KEY", "sk-test")
+    result = run_with_ragas(workspace, {"name": "demo", "max_queries": 3},
+                            {"strategy": "fixed", "chunk_size": 600, "chunk_overlap": 100}, [])
+    chat_server.reply = lambda prompt: "I think the context is useful."
+    config = EvaluationConfig(k=[1, 3], ragas=["id_context_recall", "llm_context_recall"], ragas_k=2,
+                              ragas_llm={"base_url": chat_server.base_url, "model": "weak",
+                                         "api_key_env": "KBENCH_TEST_RAGAS_KEY", "max_tokens": 32})
+    meter = UsageMeter()
+    scores = evaluate_ragas(result.dataset, result.chunks, result.run, config, cache_root=workspace / "cache",
+                            meter=meter)
+    assert np.isnan(scores["ragas_llm_context_recall"]).all() and np.isfinite(scores["ragas_id_context_recall"]).all()
+    metrics = meter.metrics()
+    assert metrics["llm_ragas_unusable_answers"] == 3 and metrics["llm_ragas_failures"] == 0
+    assert len(chat_server.requests) == len(set(chat_server.prompts())) > 0  # nothing asked twice
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    down = config.model_copy(update={"ragas_llm": config.ragas_llm.model_copy(
+        update={"base_url": f"http://127.0.0.1:{port}/v1", "model": "other"})})
+    with pytest.raises(EndpointUnreachableError, match="cannot connect"):
+        evaluate_ragas(result.dataset, result.chunks, result.run, down, cache_root=workspace / "cache")

@@ -36,7 +36,8 @@ from kbench.retrieval.stage import SearchOutput, search
 class QueryPlan:
     searched: dict[str, list[str]]  # query id -> the texts searched (several when decomposed)
     rewrites: dict[str, dict] = field(default_factory=dict)  # query id -> what each pre-stage produced
-    failures: int = 0  # rewrites that failed (the text they were given was searched instead)
+    failures: int = 0  # rewrites not applied (the text they were given was searched instead)
+    unusable: int = 0  # of those, answers that arrived but gave nothing to search (the rest: failed requests)
 
 
 def check_query(config: QueryConfig) -> None:
@@ -52,7 +53,7 @@ def endpoint(name: str, stage: QueryLLM) -> Endpoint:
 
 
 def ask_all(name: str, stage: QueryLLM, prompts: list[str], cache_root: Path, policy: LLMPolicy | None,
-            meter: UsageMeter | None) -> tuple[dict[int, str], dict[int, str]]:
+            meter: UsageMeter) -> tuple[dict[int, str], dict[int, str]]:
     """(answers, errors) by prompt index; raises LLMStoppedError when the endpoint stops the run."""
     client = LLMClient(endpoint(name, stage), stage=f"query_{name}", policy=policy, cache_root=cache_root,
                        meter=meter, cache_params={"purpose": f"query_{name}"})
@@ -65,11 +66,21 @@ def ask_all(name: str, stage: QueryLLM, prompts: list[str], cache_root: Path, po
     return batch.answers, {f.index: f.error for f in batch.failed_items}
 
 
+def count_unusable(meter: UsageMeter, name: str, stage: QueryLLM, answers: dict[int, str], used: list[bool]) -> int:
+    """Answers received for ``query.<name>`` that gave nothing to search (``used[i]`` False): counted as
+    ``llm_query_<name>_unusable_answers``; returns how many."""
+    n = sum(1 for i in answers if not used[i])
+    if n:
+        meter.add(f"query_{name}", stage.model or "", unusable_answers=n)
+    return n
+
+
 def plan_queries(queries: list[Query], config: QueryConfig, cache_root: Path, *, policy: LLMPolicy | None = None,
                  meter: UsageMeter | None = None) -> QueryPlan:
+    meter = meter if meter is not None else UsageMeter()
     texts = {q.query_id: q.text for q in queries}
     rewrites: dict[str, dict] = {q.query_id: {} for q in queries}
-    failures = 0
+    failures = unusable = 0
     ids = [q.query_id for q in queries]
     if config.expansion.enabled:
         if config.expansion.method == "synonyms":
@@ -79,37 +90,46 @@ def plan_queries(queries: list[Query], config: QueryConfig, cache_root: Path, *,
         else:
             answers, errors = ask_all("expansion", config.expansion,
                                       [EXPAND_PROMPT.format(query=texts[qid]) for qid in ids], cache_root, policy, meter)
+            used = []
             for i, qid in enumerate(ids):
                 rewritten = first_line(answers.get(i, ""))
+                used.append(bool(rewritten))
                 if rewritten:
                     texts[qid] = rewritten
                 else:
                     failures += 1
                 rewrites[qid]["expansion"] = rewritten or f"failed: {errors.get(i, 'empty answer')}"
+            unusable += count_unusable(meter, "expansion", config.expansion, answers, used)
     searched = {qid: [texts[qid]] for qid in ids}
     if config.decomposition.enabled:
         d = config.decomposition
         answers, errors = ask_all("decomposition", d,
                                   [DECOMPOSE_PROMPT.format(query=texts[qid], max_parts=d.max_parts) for qid in ids],
                                   cache_root, policy, meter)
+        used = []
         for i, qid in enumerate(ids):
             parts = parse_parts(answers.get(i, ""), d.max_parts)
+            used.append(bool(parts))
             failures += not parts
             rewrites[qid]["decomposition"] = parts or [f"failed: {errors.get(i, 'no parts in the answer')}"]
             searched[qid] = list(dict.fromkeys(([texts[qid]] if d.include_original or not parts else []) + parts))
+        unusable += count_unusable(meter, "decomposition", d, answers, used)
     if config.hyde.enabled:
         flat = [(qid, text) for qid in ids for text in searched[qid]]
         answers, errors = ask_all("hyde", config.hyde, [HYDE_PROMPT.format(query=t) for _, t in flat],
                                   cache_root, policy, meter)
         hyde: dict[str, list[str]] = {qid: [] for qid in ids}
+        used = []
         for i, (qid, text) in enumerate(flat):
             passage = answers.get(i, "").strip()
+            used.append(bool(passage))
             failures += not passage
             hyde[qid].append(passage or text)
+        unusable += count_unusable(meter, "hyde", config.hyde, answers, used)
         for qid in ids:
             rewrites[qid]["hyde"] = hyde[qid]
             searched[qid] = hyde[qid]
-    return QueryPlan(searched, rewrites, failures)
+    return QueryPlan(searched, rewrites, failures, unusable)
 
 
 def search_planned(queries: list[Query], plan: QueryPlan, context: SearchContext, config: RetrievalConfig,

@@ -4,8 +4,12 @@ Reference 001 sends one prompt per query listing each candidate as ``[i] <first 
 indices, although the instruction says "1 = most relevant") and asks for a JSON array of indices in order
 of relevance. Its ``applyRanking`` is left unspecified; here it is:
 - the longest bracketed list of integers in the answer is the ranking (an answer may echo ``[0]`` labels);
+  when every list holds one index and there are several, they are echoed labels (``## [1] ## [2] ...``,
+  SmolLM2-135M's usual answer), not a ranking;
 - indices out of range and repeats are dropped; candidates the answer leaves out follow in first-stage order;
-- an answer with no list keeps the first-stage order, and is counted in ``parse_failures``.
+- an answer with no list, or whose lists name no candidate (``## [10]`` of ten candidates), keeps the
+  first-stage order and is counted: ``parse_failures`` here, ``llm_rerank_unusable_answers`` in the run's
+  metrics (a rerank row whose answers were all unusable is the first-stage ranking under a rerank name).
 Scores are ``n - position`` (n candidates), so the best gets n.
 
 Differences from the TypeScript original, on purpose: the prompt is dedented (the template literal carried
@@ -52,14 +56,15 @@ def rerank_prompt(query_text: str, snippets: list[str], snippet_chars: int = 200
 
 def parse_ranking(answer: str, n: int) -> list[int] | None:
     """Candidate indices, best first, from the model's answer; None when it holds no index list."""
-    best: list[int] | None = None
-    for match in INDEX_LIST.finditer(answer):
-        values = [int(v) for v in re.findall(r"\d+", match.group(0))]
-        if best is None or len(values) > len(best):
-            best = values
-    if best is None:
+    lists = [[int(v) for v in re.findall(r"\d+", m.group(0))] for m in INDEX_LIST.finditer(answer)]
+    if not lists:
         return None
+    best = max(lists, key=len)  # the first of the longest
+    if len(best) == 1 and len(lists) > 1:
+        return None  # labels echoed one per line, not an order
     order = list(dict.fromkeys(i for i in best if 0 <= i < n))
+    if not order:
+        return None
     return order + [i for i in range(n) if i not in set(order)]
 
 
@@ -103,5 +108,6 @@ class LLMReranker(Reranker):
         order = parse_ranking(answer, len(candidates))
         if order is None:
             self.parse_failures += 1
+            self.client.count_unusable()
             order = list(range(len(candidates)))
         return apply_scores(candidates, ranking_scores(order), top_k, tail)

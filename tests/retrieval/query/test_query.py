@@ -82,3 +82,38 @@ def test_decomposition_and_hyde_through_kbench_serve_are_kept_cached_and_counted
     assert "llm_query_hyde_requests" not in again.metrics or again.metrics["llm_query_hyde_requests"] == 0
     assert again.metrics["llm_total_cache_hits"] >= 2 + len(first.dataset.queries)
     assert list(again.per_query["query_searched"].map(list)) == list(first.per_query["query_searched"].map(list))
+
+
+@pytest.fixture
+def weak_chat_server():
+    from tests.enrichment.chat_server import start_chat_server
+
+    server = start_chat_server()
+    yield server
+    server.close()
+
+
+def test_answers_that_give_nothing_to_search_are_counted_never_silent(weak_chat_server, tmp_path, monkeypatch):
+    """An empty rewrite, a decomposition with no parts, an empty HyDE passage: the text given is searched
+    instead, and each is counted (plan.unusable, llm_query_<stage>_unusable_answers), apart from failed requests."""
+    from kbench.datasets import load_dataset
+    from kbench.config import DatasetConfig
+    from kbench.llm import UsageMeter
+    from kbench.retrieval.query.config import QueryConfig
+    from kbench.retrieval.query.stage import plan_queries
+
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    queries = load_dataset(DatasetConfig(name="demo", max_queries=3)).queries
+    endpoint = {"enabled": True, "base_url": weak_chat_server.base_url, "model": "weak", "api_key_env": KEY_ENV}
+    weak_chat_server.reply = lambda prompt: "" if "search questions" in prompt else "  \n "  # nothing usable
+    config = QueryConfig(expansion={**endpoint, "method": "llm"}, decomposition=endpoint, hyde=endpoint)
+    meter = UsageMeter()
+    plan = plan_queries(queries, config, tmp_path / "cache", meter=meter)
+    assert plan.unusable == plan.failures == 3 * 3
+    assert all(plan.searched[q.query_id] == [q.text] for q in queries)  # each stage fell back to its input
+    metrics = meter.metrics()
+    for stage in ("expansion", "decomposition", "hyde"):
+        assert metrics[f"llm_query_{stage}_unusable_answers"] == 3 and metrics[f"llm_query_{stage}_failures"] == 0
+    again = UsageMeter()  # cached answers are just as unusable: counted again, with no request
+    assert plan_queries(queries, config, tmp_path / "cache", meter=again).unusable == 9
+    assert again.metrics()["llm_total_unusable_answers"] == 9 and again.metrics()["llm_total_requests"] == 0

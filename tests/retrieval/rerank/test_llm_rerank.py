@@ -82,3 +82,36 @@ def test_round_trip_applies_the_models_order_and_caches_it(demo_chunks, chat_ser
     again = fresh.rerank(query.text, hits, top_k=3)
     assert len(chat_server.requests) == 1  # answered from the workspace cache
     assert [h.chunk_index for h in again] == [h.chunk_index for h in out]
+
+
+def test_an_answer_naming_no_candidate_is_unusable():
+    assert parse_ranking("## [10]\n\n## [11]\n\n## [12]", 10) is None  # SmolLM2-135M's headings, not a ranking
+    assert parse_ranking("## [1]\n\n## [2]\n\n## [3]", 10) is None  # labels echoed one per line
+    assert parse_ranking("[3]", 10) == [3, 0, 1, 2, 4, 5, 6, 7, 8, 9]  # one lone list is an answer
+    assert parse_ranking("[10, 3]", 10) == [3, 0, 1, 2, 4, 5, 6, 7, 8, 9]
+
+
+def test_unusable_answers_are_counted_in_the_run_metrics_and_said_on_the_console(config_for, chat_server,
+                                                                                 monkeypatch, capsys):
+    """A weak model that never writes an index list: the run keeps first-stage order, and says so in
+    llm_rerank_unusable_answers (MLflow) and a console warning, instead of a rerank row that looks real."""
+    from kbench.cli.tables import llm_usage_lines, print_metrics
+    from kbench.pipeline import run_pipeline
+
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    chat_server.reply = lambda prompt: "The server returns a JSON array of indices in order of relevance."
+    base = {"dataset": {"name": "demo", "max_queries": 4}, "retrieval": {"legs": ["bm25"], "top_k": 5}}
+    plain = run_pipeline(load_experiment(config_for(**base)), progress=False)
+    reranked = run_experiment(load_experiment(config_for(**base, rerank={
+        "enabled": True, "method": "llm", "base_url": chat_server.base_url, "model": "weak", "api_key_env": KEY_ENV,
+        "candidate_multiplier": 1})), progress=False)
+    assert len(chat_server.requests) == 4
+    assert reranked.metrics["llm_rerank_unusable_answers"] == 4 == reranked.metrics["llm_total_unusable_answers"]
+    assert reranked.metrics["llm_rerank_failures"] == 0
+    assert reranked.metrics["doc_ndcg_at_5"] == plain.metrics["doc_ndcg_at_5"]  # the first-stage order, kept
+    print_metrics(reranked)
+    out = capsys.readouterr().out
+    assert "LLM rerank: 4 requests, 0 cached" in out and "WARNING: 4 unusable answers" in out
+    usable = {k: (0.0 if k.endswith("unusable_answers") else v) for k, v in reranked.metrics.items()}
+    (line,) = llm_usage_lines(usable)
+    assert line.startswith("LLM rerank: 4 requests") and "WARNING" not in line
