@@ -21,6 +21,7 @@ import io
 import json
 import os
 import shutil
+import socket
 import tempfile
 import time
 from dataclasses import dataclass
@@ -32,9 +33,19 @@ import numpy as np
 from kbench.hashing import stable_hash
 
 
+TMP_PREFIX = ".tmp-"  # + host tag + "-" + the writer's pid + "-" + random: who may be writing it
+STALE_TEMP_SECONDS = 3600  # a write is one buffer and an fsync: a temp file this old has no live writer
+
+
+def host_tag() -> str:
+    """8 hex digits naming this machine in temp file names (workers on other hosts may share the cache)."""
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all: a temp file named after its writer, fsynced, renamed into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TMP_PREFIX}{host_tag()}-{os.getpid()}-", suffix=path.suffix)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -50,11 +61,49 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-TMP_PREFIX = ".tmp-"
+def abandoned_temp(path: Path, now: float | None = None) -> bool:
+    """A temp file no live process is writing: its writer (on this host) is gone, or it is over an hour old.
+
+    A kill -9 between the temp file and the rename leaves one; a live writer's file is never touched, also
+    when it runs on another host (its pid cannot be checked from here: only the age counts).
+    """
+    if not path.name.startswith(TMP_PREFIX):
+        return False
+    try:
+        age = (time.time() if now is None else now) - path.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    if age > STALE_TEMP_SECONDS:
+        return True
+    host, _, rest = path.name[len(TMP_PREFIX):].partition("-")
+    pid = rest.partition("-")[0]
+    return host == host_tag() and pid.isdigit() and not pid_alive(int(pid))
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def remove_abandoned_temps(folder: Path) -> int:
+    """Delete the temp files of ``folder`` that a killed writer left (``abandoned_temp``); how many."""
+    removed = 0
+    for path in folder.glob(f"{TMP_PREFIX}*") if folder.is_dir() else ():
+        if abandoned_temp(path):
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed
 
 
 def shard_files(folder: Path, suffix: str) -> list[Path]:
-    """Finished shards only: pathlib's glob also matches dot-files, so in-flight temp files are skipped."""
+    """Finished shards only: pathlib's glob also matches dot-files, so in-flight temp files are skipped. Listing
+    a folder to read it also removes the temp files killed writers left there (never a live writer's)."""
+    remove_abandoned_temps(folder)
     return sorted(p for p in folder.glob(f"*{suffix}") if not p.name.startswith(TMP_PREFIX))
 
 
@@ -277,8 +326,8 @@ class ClearResult:
 def clear_cache(root: Path, older_than_seconds: float | None = None, now: float | None = None) -> ClearResult:
     """Delete cache shards (all, or those not written or used for ``older_than_seconds``).
 
-    Leftover temp files of a crashed write are removed too once they are a minute old; a namespace
-    folder with no shard left is removed with its key.json.
+    Temp files a killed write left are removed too (``abandoned_temp``: writer gone or over an hour old), never a
+    live writer's; a namespace folder with no shard left is removed with its key.json.
     """
     now = time.time() if now is None else now
     result = ClearResult()
@@ -290,9 +339,13 @@ def clear_cache(root: Path, older_than_seconds: float | None = None, now: float 
             for path in folder.iterdir():
                 if not path.is_file() or path.name == "key.json":
                     continue
-                age = now - path.stat().st_mtime
-                stale_tmp = path.name.startswith(TMP_PREFIX) and age > 60
-                if stale_tmp or older_than_seconds is None or age > older_than_seconds:
+                if path.name.startswith(TMP_PREFIX):
+                    if not abandoned_temp(path, now):
+                        continue  # a live writer's: its shard appears in a moment
+                    age = None
+                else:
+                    age = now - path.stat().st_mtime
+                if age is None or older_than_seconds is None or age > older_than_seconds:
                     result.bytes += path.stat().st_size
                     result.files += 1
                     path.unlink(missing_ok=True)

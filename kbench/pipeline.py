@@ -50,6 +50,7 @@ from kbench.store.faiss_index import VectorIndex
 from kbench.store.outcome import StoreOutcome
 from kbench.store.registry import STORED_CORPORA
 from kbench.store.stage import check_store, index_recall, needs_recall_check, prepare_store
+from kbench.trace import traced
 from kbench.tracking.run_folder import check_workspace
 
 
@@ -67,7 +68,8 @@ class StageTimer:
     def stage(self, name: str):
         t = time.perf_counter()
         try:
-            yield
+            with traced(name):  # KBENCH_TRACE: where a run is, for the kill/resume test and a user watching
+                yield
         finally:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
 

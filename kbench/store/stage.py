@@ -19,6 +19,7 @@ from kbench.store.config import StoreConfig
 from kbench.store.duckdb_store import check_store_file
 from kbench.store.faiss_index import recall_at_k
 from kbench.store.outcome import StoreOutcome
+from kbench.store.pgvector_store import check_server
 from kbench.store.registry import STORE_BACKENDS
 
 
@@ -47,6 +48,9 @@ def index_recall(outcome: StoreOutcome, queries: list, embed_queries, config: St
 
 
 def check_store(config: StoreConfig, workspace: Path) -> None:
-    """Before any work: an existing DuckDB store file that is damaged or of another schema fails here."""
+    """Before any work: an existing DuckDB store file that is damaged or of another schema fails here, and so does a
+    store.dsn where no PostgreSQL answers or pgvector cannot be had."""
     if config.backend == "duckdb":
         check_store_file(config.duckdb_path(workspace))
+    elif config.backend == "pgvector":
+        check_server(config)

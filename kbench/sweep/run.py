@@ -32,6 +32,7 @@ from kbench.compare.report import md_table, ranking_rows
 from kbench.paths import workspace_dir
 from kbench.sweep.executors import ComputedRun, JobFailure, make_job
 from kbench.sweep.expand import SweepConfig, SweepPlan
+from kbench.trace import traced
 from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_run import (MAX_PARAM_CHARS, ensure_experiment, fill_run, mlflow_client,
                                         record_failed_run, run_params, run_tags)
@@ -350,9 +351,11 @@ def _finished_child(client, experiment_id, parent_id, plan, config, result: Comp
             **child_tags(plan, config), tag.SWEEP_EXECUTOR: executor_name, tag.WORKER: f"{result.host}:{result.pid}"}
     run_dir = _materialize(result, workspace)
     started_ms, ended_ms = run_times(run_dir)
-    run_id = _create_child(client, experiment_id, parent_id, config.label, tags, started_ms)
-    fill_run(client, run_id, params=run_params(config.experiment, workspace), metrics=result.metrics, run_dir=run_dir)
-    client.set_terminated(run_id, "FINISHED", end_time=ended_ms)
+    with traced("mlflow"):
+        run_id = _create_child(client, experiment_id, parent_id, config.label, tags, started_ms)
+        fill_run(client, run_id, params=run_params(config.experiment, workspace), metrics=result.metrics,
+                 run_dir=run_dir)
+        client.set_terminated(run_id, "FINISHED", end_time=ended_ms)
     return run_id
 
 

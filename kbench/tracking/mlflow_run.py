@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.dotted import flatten_dotted
+from kbench.trace import traced
 from kbench.tracking import tags as tag
 from kbench.tracking.guard import check_reachable, mark_abandoned, open_store_once, owner_tags
 from kbench.tracking.run_folder import RunResult, run_times
@@ -134,8 +135,9 @@ def log_to_mlflow(result: RunResult, workspace: Path, parent_run_id: str | None 
     params = run_params(experiment, workspace)
     tags = {tag.RUN_KEY: experiment.run_key(), tag.DATASET: result.dataset.name if result.dataset else "",
             **run_tags(experiment, result.metrics), **experiment.tracking.tags, **(extra_tags or {}), **owner_tags()}
-    result.run_id = log_finished_run(
-        client=client, experiment_id=experiment_id, run_name=experiment.tracking.run_name or experiment.name,
-        params=params, metrics=result.metrics, tags=tags, run_dir=result.run_dir, parent_run_id=parent_run_id,
-    )
+    with traced("mlflow"):
+        result.run_id = log_finished_run(
+            client=client, experiment_id=experiment_id, run_name=experiment.tracking.run_name or experiment.name,
+            params=params, metrics=result.metrics, tags=tags, run_dir=result.run_dir, parent_run_id=parent_run_id,
+        )
     result.tracking_uri = str(client.tracking_uri)

@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Callable
 import pandas as pd
 import yaml
 
+from kbench.cache import pid_alive
 from kbench.errors import ConfigError
 from kbench.records import Chunk, Dataset, Run
+from kbench.trace import traced
 from kbench.tracking.run_page import results_table, write_plots, write_results_table
 
 if TYPE_CHECKING:  # annotations only: tracking sits above config, which composes tracking's own section
@@ -92,16 +94,6 @@ def remove_abandoned_partials(runs: Path) -> list[Path]:
     return removed
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def write_complete(folder: Path, write: Callable[[Path], None]) -> Path:
     """Fill ``folder`` through ``write(partial)`` under a hidden ``.partial-`` name, then rename it into place:
     a crash or Ctrl-C never leaves a folder that looks complete and is not."""
@@ -145,7 +137,8 @@ def write_run_folder(experiment: "Experiment", workspace: Path, metrics: dict[st
             write_results_table(folder, results_table(per_query, dataset, chunks or [], run))
         write_plots(folder, metrics, stage_seconds, per_query)
 
-    return write_complete(run_dir, write)
+    with traced("run_folder"):
+        return write_complete(run_dir, write)
 
 
 def run_times(run_dir: Path | None) -> tuple[int | None, int | None]:

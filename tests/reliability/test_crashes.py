@@ -10,8 +10,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 from mlflow.tracking import MlflowClient
 
+from kbench.cache import STALE_TEMP_SECONDS, TMP_PREFIX, EmbeddingCache
 from kbench.sweep import expand_sweep, run_sweep
 from kbench.tracking import tags as tag
 from kbench.tracking.guard import owner_tags
@@ -163,3 +165,49 @@ def test_a_tracking_store_left_half_migrated_is_migrated_by_the_next_run(tmp_pat
     (run,) = all_runs(workspace)
     assert run.info.status == "FINISHED"
 
+
+
+HELD_WRITER = textwrap.dedent("""
+    import os, sys, time
+    import numpy as np
+    from kbench import cache
+
+    def held(src, dst):  # the shard is written and fsynced; stop before the rename, where a kill leaves a temp file
+        print(src, flush=True)
+        time.sleep(600)
+
+    os.replace = held
+    cache.EmbeddingCache(sys.argv[1], {"model": "held"}).put_many(["a" * 64], np.ones((1, 4), np.float32))
+""")
+
+
+def test_a_cache_temp_file_a_killed_writer_left_is_removed_and_a_live_writers_never(tmp_path):
+    """A SIGKILL between a shard's temp file and its rename leaves ``.tmp-<host>-<pid>-*``: the next process that
+    reads that cache folder removes it once its writer is dead, never while it is alive, also when the file names
+    another host (only an hour's age counts there) or has no owner in its name (an older kbench's)."""
+    root = tmp_path / "cache"
+    writer = subprocess.Popen([sys.executable, "-c", HELD_WRITER, str(root)], stdout=subprocess.PIPE, text=True)
+    try:
+        held = Path(writer.stdout.readline().strip())
+        assert held.name.startswith(TMP_PREFIX) and held.stat().st_size > 0
+        folder = held.parent
+        other_host = folder / f"{TMP_PREFIX}00000000-{writer.pid}-x.npz"  # a worker elsewhere, maybe alive
+        unowned, old = folder / f"{TMP_PREFIX}abc.npz", folder / f"{TMP_PREFIX}def.npz"
+        for path in (other_host, unowned, old):
+            path.write_bytes(b"half a shard")
+        hour_ago = held.stat().st_mtime - STALE_TEMP_SECONDS - 60
+        os.utime(old, (hour_ago, hour_ago))
+
+        assert EmbeddingCache(root, {"model": "held"}).get_many(["a" * 64]) == {}  # a temp file is never read
+        assert sorted(p.name for p in folder.glob(f"{TMP_PREFIX}*")) == sorted(
+            p.name for p in (held, other_host, unowned))  # only the hour-old one went
+    finally:
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait()
+        writer.stdout.close()
+
+    cache = EmbeddingCache(root, {"model": "held"})
+    assert cache.get_many(["a" * 64]) == {}
+    assert sorted(p.name for p in folder.glob(f"{TMP_PREFIX}*")) == sorted(p.name for p in (other_host, unowned))
+    cache.put_many(["a" * 64], np.ones((1, 4), np.float32))  # the next writer finishes the shard
+    assert EmbeddingCache(root, {"model": "held"}).get_many(["a" * 64])["a" * 64].tolist() == [1, 1, 1, 1]
