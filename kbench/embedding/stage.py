@@ -8,6 +8,7 @@ import numpy as np
 
 from kbench.cache import EmbeddingCache
 from kbench.embedding.config import EmbeddingConfig
+from kbench.embedding.onnx_export import EXPORT_VERSION
 from kbench.embedding.registry import EMBEDDING_PROVIDERS, Encoder, ReportingEncoder
 from kbench.hashing import sha256_text
 from kbench.llm import stop_error
@@ -45,6 +46,7 @@ def _result_changing_knobs(config: EmbeddingConfig) -> dict:
     knobs = {}
     if config.backend != "torch":
         knobs["backend"] = config.backend
+        knobs["export"] = EXPORT_VERSION  # a changed export changes the vectors (int8 most)
     if config.max_seq_length is not None:
         knobs["max_seq_length"] = config.max_seq_length
     return knobs

@@ -58,6 +58,7 @@ def test_query_encoding_on_its_own_thread_count_gives_the_same_vectors(abstracts
 def test_the_export_is_built_once_and_leaves_no_partial_file():
     encoder = load_encoder(EmbeddingConfig(backend="onnx"))
     folder = onnx_export.export_dir(encoder.model_key, encoder.revision)
+    assert folder.name.endswith(f"-v{onnx_export.EXPORT_VERSION}")
     model = folder / "model.onnx"
     stamp = model.stat().st_mtime_ns
     assert onnx_export.exported_model(encoder.path, encoder.model_key, encoder.revision, int8=False) == model
@@ -81,6 +82,8 @@ def test_the_cache_never_serves_one_backends_vectors_to_another(tmp_path):
     int8 = CachedEmbedder(EmbeddingConfig(backend="onnx-int8"), tmp_path)
     assert "backend" not in torch_key  # torch caches written before backends existed stay valid
     assert onnx_key["backend"] == "onnx" and int8.fingerprint["backend"] == "onnx-int8"
+    # a new export format (EXPORT_VERSION) is a new namespace: vectors of the old export are never served
+    assert onnx_key["export"] == onnx_export.EXPORT_VERSION and "export" not in torch_key
     assert len({str(sorted(k.items())) for k in (torch_key, onnx_key, int8.fingerprint)}) == 3
     first = int8.embed(["a sentence about cells", "another one"])
     again = CachedEmbedder(EmbeddingConfig(backend="onnx-int8"), tmp_path).embed(["another one"])
