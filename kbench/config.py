@@ -25,7 +25,8 @@ from kbench.datasets.reading import DatasetError
 from kbench.datasets.registry import resolve_dataset_path
 from kbench.dotted import set_dotted
 from kbench.embedding.config import EmbeddingConfig
-from kbench.enrichment.config import EnrichmentConfig
+from kbench.enrichment import CODE_EXAMPLE_UNIT
+from kbench.enrichment.config import CodeExamplesConfig, EnrichmentConfig
 from kbench.errors import ConfigError, format_error, shorten
 from kbench.evaluation.config import EvaluationConfig, OverlapRule
 from kbench.hashing import folder_content_hash, stable_hash
@@ -38,7 +39,8 @@ from kbench.store.config import StoreConfig
 from kbench.tracking.config import TrackingConfig
 
 __all__ = [  # the sections are re-exported so a notebook can build any of them from one import
-    "ChunkingConfig", "ConfigError", "DatasetConfig", "EmbeddingConfig", "EnrichmentConfig", "EvaluationConfig",
+    "ChunkingConfig", "CodeExamplesConfig", "ConfigError", "DatasetConfig", "EmbeddingConfig", "EnrichmentConfig",
+    "EvaluationConfig",
     "Experiment", "FilterConfig", "FusionConfig", "GroupingConfig", "OverlapRule", "RerankConfig",
     "RetrievalConfig", "StoreConfig", "TrackingConfig", "apply_set_items", "load_experiment", "parse_override",
     "read_yaml_mapping", "set_dotted", "validate_experiment",
@@ -101,6 +103,19 @@ class Experiment(StrictModel):
                                                              field == "tracking.run_name" else ""))
         return self
 
+    @model_validator(mode="after")
+    def _code_examples_have_a_leg(self):
+        # the index costs one LLM request per block: built only for a leg that searches it, and always for one
+        on = self.enrichment.code_examples.enabled
+        searching = [n for n in self.retrieval.legs if self.retrieval.leg_unit(n).unit == CODE_EXAMPLE_UNIT]
+        if searching and not on:
+            raise ValueError(f"retrieval.legs: {', '.join(searching)} searches the code-example index, which is off; "
+                             "set enrichment.code_examples.enabled: true (with base_url and model, or summary: none)")
+        if on and not searching:
+            raise ValueError("enrichment.code_examples.enabled: no leg searches the code-example index; add "
+                             "code_examples to retrieval.legs (with a fusion to keep the page legs) or turn it off")
+        return self
+
     def resolved(self) -> dict[str, Any]:
         """The config with every default filled in, as plain data (what is saved with each run)."""
         return self.model_dump(mode="json")
@@ -135,6 +150,10 @@ class Experiment(StrictModel):
             data.pop("query", None)
         if not self.context.enabled:
             data.pop("context", None)
+        if not self.enrichment.code_examples.enabled:
+            data["enrichment"].pop("code_examples", None)
+        if self.retrieval.fusion_level == "document":
+            data["retrieval"].pop("fusion_level", None)
         if not self.evaluation.ragas:
             for key in ("ragas", "ragas_k", "ragas_llm"):
                 data["evaluation"].pop(key, None)

@@ -32,7 +32,8 @@ from kbench.datasets.config import DatasetConfig
 from kbench.embedding.models import resolve_model_path
 from kbench.embedding.registry import ReportingEncoder
 from kbench.embedding.stage import CachedEmbedder, EmbeddingResult
-from kbench.enrichment import check_enrichment, enrich_chunks
+from kbench.enrichment import (CODE_EXAMPLE_UNIT, build_code_examples, check_code_examples, check_enrichment,
+                               enrich_chunks)
 from kbench.evaluation.config import EvaluationConfig
 from kbench.evaluation.ragas_eval import check_ragas, evaluate_ragas
 from kbench.evaluation.stage import evaluate_rankings, summarize
@@ -46,6 +47,7 @@ from kbench.retrieval.rerank import check_reranker
 from kbench.retrieval.stage import (chunk_legs_need_query_vectors, leg_needs_query_vectors, legs_need_query_vectors,
                                    search)
 from kbench.retrieval.units import unit_chunking, unit_key, unit_label
+from kbench.store.code_examples import store_code_examples
 from kbench.store.faiss_index import VectorIndex
 from kbench.store.outcome import StoreOutcome
 from kbench.store.registry import STORED_CORPORA
@@ -188,6 +190,7 @@ def preflight(experiment: Experiment) -> None:
     written fails here, before any work."""
     check_workspace(workspace_dir(experiment.workspace))
     check_enrichment(experiment.enrichment)
+    check_code_examples(experiment.enrichment.code_examples)
     check_reranker(experiment.rerank)
     if legs_need_query_vectors(experiment.retrieval):
         check_store(experiment.store, workspace_dir(experiment.workspace))
@@ -252,28 +255,34 @@ def prepare_leg_units(experiment: Experiment, corpus: Corpus, *, progress: bool 
     """Each leg whose unit is not ``chunk`` gets its own context: its units, built once per distinct unit
     through the chunk cache, and (when a leg on them needs vectors) their vectors, through the embedding
     cache, in an in-memory FAISS index of the run's index kind. Counts: ``units_<label>_*``.
-    Enrichment, when on, applies to the run's chunks only."""
+    Contextual enrichment, when on, applies to the run's chunks only; ``code_example`` units are the code-example
+    index (``code_example_units``), embedded as production embeds them (code and summary)."""
     retrieval = experiment.retrieval
     built: dict[str, SearchContext] = {}  # unit key -> the context of that unit list
+    embed_texts: dict[str, list[str]] = {}  # unit key -> what to embed per unit, when not the unit's text
     for name in retrieval.legs:
         unit = retrieval.leg_unit(name)
         if unit.unit == "chunk":
             continue
         key, label = unit_key(unit.unit), unit_label(name, unit)
         if key not in built:
-            unit_counts: dict[str, int] = {}
-            with corpus.timer.stage("units"):
-                units = chunk_dataset(corpus.dataset, unit_chunking(unit.unit), cache_dir=corpus.workspace / "cache",
-                                      counts=unit_counts)
-            units = [replace(c, unit=label) for c in units]
-            corpus.counts.update({f"units_{label}_{k}": v for k, v in unit_counts.items()})
+            if unit.unit == CODE_EXAMPLE_UNIT:
+                units, embed_texts[key] = code_example_units(experiment, corpus)
+            else:
+                unit_counts: dict[str, int] = {}
+                with corpus.timer.stage("units"):
+                    units = chunk_dataset(corpus.dataset, unit_chunking(unit.unit),
+                                          cache_dir=corpus.workspace / "cache", counts=unit_counts)
+                units = [replace(c, unit=label) for c in units]
+                corpus.counts.update({f"units_{label}_{k}": v for k, v in unit_counts.items()})
             built[key] = SearchContext(chunks=units, workspace=corpus.workspace,
                                        embed_queries=corpus.context.embed_queries,
                                        doc_types=corpus.context.doc_types)
         context = built[key]
         if leg_needs_query_vectors(name) and context.vector_index is None:
+            texts = embed_texts.get(key) or [c.text for c in context.chunks]
             with corpus.timer.stage("embed_units"):
-                embedded = corpus.embedder.embed([c.text for c in context.chunks], progress=progress)
+                embedded = corpus.embedder.embed(texts, progress=progress)
             label = context.chunks[0].unit
             corpus.counts.update({f"units_{label}_embeddings_computed": embedded.cache_misses,
                                   f"units_{label}_embeddings_cached": embedded.cache_hits,
@@ -281,7 +290,27 @@ def prepare_leg_units(experiment: Experiment, corpus: Corpus, *, progress: bool 
             ok = np.flatnonzero(embedded.ok_mask)
             context.chunk_vectors = embedded.vectors
             context.vector_index = VectorIndex.build(embedded.vectors[ok], experiment.store, ids=ok)
+            if unit.unit == CODE_EXAMPLE_UNIT and experiment.store.backend == "duckdb":  # production's 2nd table
+                with corpus.timer.stage("store_code_examples"):
+                    corpus.counts.update(store_code_examples(experiment, corpus.dataset.documents, context.chunks,
+                                                             embedded, corpus.embedder.cache.namespace,
+                                                             corpus.workspace))
         corpus.leg_contexts[name] = context
+
+
+def code_example_units(experiment: Experiment, corpus: Corpus) -> tuple[list[Chunk], list[str]]:
+    """The code-example index (kbench.enrichment.code_examples): each block of the pages with its LLM summary,
+    and the text production embeds for it. Counts ``code_examples*``; LLM usage under stage ``code_examples``."""
+    config = experiment.enrichment.code_examples
+    with corpus.timer.stage("code_examples"):
+        built = build_code_examples(corpus.dataset.documents, config, corpus.workspace / "cache",
+                                    policy=experiment.llm.policy, meter=corpus.llm_usage)
+    corpus.counts.update(built.counts())
+    if not built.units:
+        raise RunError(f"enrichment.code_examples found no fenced code block longer than {config.min_code_chars} "
+                       f"characters in {len(corpus.dataset.documents)} documents; lower min_code_chars or drop the "
+                       "code_examples leg")
+    return built.units, built.texts
 
 
 def prepare_stored_corpus(experiment: Experiment, workspace: Path, timer: StageTimer,

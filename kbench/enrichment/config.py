@@ -1,9 +1,32 @@
-"""The enrichment section: contextual embeddings through an OpenAI-compatible chat endpoint."""
+"""The enrichment section: contextual embeddings and the code-example index, through an OpenAI-compatible chat
+endpoint."""
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field
 
 from kbench.registry import StrictModel
+
+
+class CodeExamplesConfig(StrictModel):
+    """Archon's code-example index (references 000 and 002, "agentic RAG"): fenced code blocks of the pages,
+    each with an LLM summary, in a second collection the ``code_examples`` leg searches."""
+
+    enabled: bool = False
+    min_code_chars: int = Field(250, ge=0, description="keep a block whose code is longer than this many "
+                                                        "characters (production: > 250)")
+    summary: Literal["llm", "none"] = Field(
+        "llm", description="llm: an LLM summary of each block, embedded with its code (production); none: the code "
+                           "alone (no endpoint needed)")
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    prompt_code_chars: int = Field(1500, ge=1, description="leading characters of the code shown to the LLM")
+    context_chars: int = Field(0, ge=0, description="page text shown before and after the block (0: the code "
+                                                    "alone, as reference 002's generate_code_summary(code))")
+    max_tokens: int = Field(100, ge=1, description="the summary's length limit in tokens")
+    concurrency: int = Field(4, ge=1, description="LLM requests in flight at once")
 
 
 class EnrichmentConfig(StrictModel):
@@ -16,4 +39,5 @@ class EnrichmentConfig(StrictModel):
     document_chars: int = Field(5000, ge=1, description="leading characters of the document shown to the LLM")
     max_tokens: int = 200
     concurrency: int = Field(4, ge=1, description="LLM requests in flight at once")
-
+    code_examples: CodeExamplesConfig = Field(default_factory=CodeExamplesConfig,
+                                              description="the code-example index (kbench/enrichment/code_examples.py)")

@@ -64,6 +64,9 @@ class RetrievalConfig(StrictModel):
     grouping: GroupingConfig = Field(default_factory=GroupingConfig)
     preset: str | None = Field(None, description="a search type of reference 001 (semantic, code, similar, "
                                                  "historical): fills the settings this section leaves unset")
+    fusion_level: Literal["document", "unit"] = Field(
+        "document", description="legs on different units (kbench/retrieval/units.py): fuse their rankings lifted to "
+                                "documents, or fuse the units as they are (a page chunk and a code example compete)")
     latency: Literal["per_query", "batch"] = Field(
         "per_query", description="per_query: each query runs alone through every stage (real latency); "
                                  "batch: stages run batched, latency is the batch time / queries")
@@ -86,6 +89,12 @@ class RetrievalConfig(StrictModel):
         resolved, units = {}, {}
         for name in self.legs:
             values, units[name] = split_leg_params(name, self.leg_params.get(name, {}))
+            fixed = LEGS.get(name).impl.fixed_unit
+            if fixed is not None:  # e.g. code_examples: its units come from another stage, never a knob
+                if units[name].unit not in ("chunk", fixed):
+                    raise ValueError(f"retrieval.leg_params.{name}.unit: the {name} leg always searches {fixed} "
+                                     f"units (got {units[name].unit!r}); leave unit out")
+                units[name] = units[name].model_copy(update={"unit": fixed})
             try:
                 resolved[name] = LEGS.params(name, values).model_dump() | units[name].resolved()
             except ValidationError as e:

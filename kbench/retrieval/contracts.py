@@ -46,6 +46,7 @@ class SearchContext:
 
 class Leg(ABC):
     needs_query_vectors: ClassVar[bool]  # every leg declares it; registration refuses one that does not
+    fixed_unit: ClassVar[str | None] = None  # a leg that always searches units another stage builds (code_example)
 
     @abstractmethod
     def __init__(self, context: SearchContext, params: Any) -> None: ...

@@ -12,7 +12,8 @@ on), ``grouping`` (when on) and ``total`` (their sum), in milliseconds per query
 
 Units (kbench/retrieval/units.py): a leg whose unit is not the run's chunks searches its own context
 (``leg_contexts``). Legs sharing one unit list fuse on its rows as always; legs on different units are
-lifted to documents (timed within ``fusion``) and the output's ``units`` are the catalog rows hits point at.
+lifted to documents (timed within ``fusion``), or with ``retrieval.fusion_level: unit`` fused as catalog rows
+(their units compete as they are); the output's ``units`` are the catalog rows hits point at.
 """
 from __future__ import annotations
 
@@ -179,6 +180,9 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
         t = time.perf_counter()
         if catalog is None:
             hits = fuse(leg_results, fusion_params, keep)
+        elif config.fusion_level == "unit":  # legs on different units, fused as they are: rows of the catalog
+            hits = fuse({name: [(catalog.offset[name] + i, s) for i, s in ranked]
+                         for name, ranked in leg_results.items()}, fusion_params, keep)
         else:  # legs on different units: fuse document rankings, keep each leg's best unit
             lifted, best = {}, {}
             for name, ranked in leg_results.items():

@@ -1,8 +1,9 @@
 """What each leg indexes and returns (``retrieval.leg_params.<leg>.unit``), and fusion across units.
 
 A leg's unit is ``chunk`` (the run's chunking: today's behaviour), ``document`` (one unit per document,
-exactly the ``none`` chunker's output, so such a leg equals that leg run with ``chunking: none``), or a
-chunking of its own: a chunker name with its default knobs (``unit: markdown``) or a chunking section
+exactly the ``none`` chunker's output, so such a leg equals that leg run with ``chunking: none``),
+``code_example`` (the code blocks ``enrichment.code_examples`` extracts and summarizes; the ``code_examples`` leg
+always searches these), or a chunking of its own: a chunker name with its default knobs (``unit: markdown``) or a chunking section
 (``unit: {strategy: fixed, chunk_size: 400, chunk_overlap: 0}``). The pipeline builds each distinct unit
 list once through the chunk cache, and embeds it through the embedding cache when a leg on it needs vectors.
 
@@ -18,6 +19,10 @@ When legs search different units, the only unit they all share is the document, 
   the ``Run`` as ``RankedHit.passages``), and is represented by its **finest** best unit (fewest
   characters; ties: ``retrieval.legs`` order): the passage span metrics read and a reranker scores.
 
+With ``retrieval.fusion_level: unit`` nothing is lifted: each leg's units are catalog rows and the fusion
+fuses those rows, so a page chunk and a code example (say) compete as they are and the result interleaves
+them; a unit found by two legs is one only when both legs search the same list.
+
 Rows: unit lists are laid end to end in one catalog (``UnitCatalog``), first use first, so every unit has
 one row; fused hits point at catalog rows and ``Run.from_hits`` reads ids and offsets from the catalog.
 """
@@ -30,6 +35,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from kbench.chunking.config import ChunkingConfig
 from kbench.chunking.registry import CHUNKERS
+from kbench.enrichment import CODE_EXAMPLE_UNIT
 from kbench.errors import format_error
 from kbench.hashing import stable_hash
 from kbench.records import Chunk, Hit
@@ -44,7 +50,8 @@ class LegUnit(StrictModel):
     """The unit keys of one leg's ``leg_params`` (taken out before the leg's own params validate)."""
 
     unit: str | dict[str, Any] = Field(
-        "chunk", description="chunk (the run's chunking) | document | a chunker name | a chunking section")
+        "chunk", description="chunk (the run's chunking) | document | code_example | a chunker name | a chunking "
+                             "section")
     aggregation: Aggregation = Field(
         "max", description="multi-unit runs: a document's score from its units' scores in this leg: max | sum "
                            "| top-n-mean")
@@ -53,7 +60,7 @@ class LegUnit(StrictModel):
     @field_validator("unit")
     @classmethod
     def _check_unit(cls, value):
-        if value in ("chunk", "document"):
+        if value in ("chunk", "document", CODE_EXAMPLE_UNIT):
             return value
         chunking = unit_chunking(value)  # raises ValueError with the chunking problem
         return value if isinstance(value, str) else chunking.model_dump()
@@ -73,8 +80,8 @@ def unit_chunking(unit: str | dict[str, Any]) -> ChunkingConfig:
         try:
             CHUNKERS.get(unit)
         except UnknownNameError:
-            raise ValueError(f"{unit!r} is neither chunk, document nor a chunker ({', '.join(CHUNKERS.names())})"
-                             ) from None
+            raise ValueError(f"{unit!r} is neither chunk, document, {CODE_EXAMPLE_UNIT} nor a chunker "
+                             f"({', '.join(CHUNKERS.names())})") from None
         return ChunkingConfig(strategy=unit)
     try:
         return ChunkingConfig(**unit)
@@ -84,8 +91,8 @@ def unit_chunking(unit: str | dict[str, Any]) -> ChunkingConfig:
 
 def unit_key(unit: str | dict[str, Any]) -> str:
     """Equal for units that build the same list (``document`` and ``{strategy: none}`` among them)."""
-    if unit == "chunk":
-        return "chunk"
+    if unit in ("chunk", CODE_EXAMPLE_UNIT):
+        return unit
     return stable_hash(unit_chunking(unit).model_dump(mode="json"), length=16)
 
 
@@ -101,7 +108,9 @@ def split_leg_params(name: str, values: dict[str, Any]) -> tuple[dict[str, Any],
 
 
 def unit_label(leg: str, unit: LegUnit) -> str:
-    """How a unit list names its units' ids: ``document``, or the first leg on that chunking."""
+    """How a unit list names its units' ids: ``document``, ``code_example``, or the first leg on that chunking."""
+    if unit.unit == CODE_EXAMPLE_UNIT:
+        return CODE_EXAMPLE_UNIT
     return "document" if unit_key(unit.unit) == unit_key("document") else leg
 
 

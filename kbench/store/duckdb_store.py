@@ -17,6 +17,7 @@ from kbench.records import Chunk
 from kbench.store.sync import Collection, PageRows, ProductionStore, StoreDimensionError, embedding_column, page_batch
 
 SCHEMA_SQL = Path(__file__).with_name("schema.sql")
+VECTOR_TABLES = ("archon_crawled_pages", "archon_code_examples")  # tables with per-dimension embedding columns
 
 
 # DuckDB would fetch an extension from the internet to read a SQLite file or a remote path: never at run time.
@@ -153,20 +154,22 @@ class DuckStore(ProductionStore):
         self.con.execute("COMMIT")
 
     # ------------------------------------------------------------------ columns
-    def vector_columns(self) -> dict[str, int]:
+    def vector_columns(self, table: str = "archon_crawled_pages") -> dict[str, int]:
         """embedding_N column -> N, for every per-dimension column the table has."""
         rows = self.con.execute(
-            "SELECT column_name FROM duckdb_columns() WHERE table_name = 'archon_crawled_pages' "
+            "SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
             "AND column_name LIKE 'embedding\\_%' ESCAPE '\\' AND column_name <> 'embedding_dimension' "
-            "AND column_name <> 'embedding_model'"
+            "AND column_name <> 'embedding_model'", [table]
         ).fetchall()
         return {name: int(name.split("_", 1)[1]) for (name,) in rows}
 
-    def ensure_column(self, dimension: int) -> str:
+    def ensure_column(self, dimension: int, table: str = "archon_crawled_pages") -> str:
         """The column for ``dimension``, added (FLOAT[dimension]) when a model declares a new width."""
+        if table not in VECTOR_TABLES:
+            raise ValueError(f"no vector table {table!r}; kbench's are {', '.join(VECTOR_TABLES)}")
         column = embedding_column(dimension)
-        if column not in self.vector_columns():
-            self.con.execute(f"ALTER TABLE archon_crawled_pages ADD COLUMN {column} FLOAT[{int(dimension)}]")
+        if column not in self.vector_columns(table):
+            self.con.execute(f"ALTER TABLE {table} ADD COLUMN {column} FLOAT[{int(dimension)}]")
         return column
 
     # ------------------------------------------------------------------ sync primitives
@@ -251,6 +254,39 @@ class DuckStore(ProductionStore):
     def sync(self, collection, documents, chunks, vectors, failed):
         with self.transaction():
             return super().sync(collection, documents, chunks, vectors, failed)
+
+    # ------------------------------------------------------------------ the code-example collection
+    def write_code_examples(self, collection: str, rows: list[dict], vectors: np.ndarray, embedding_model: str,
+                            llm_chat_model: str | None) -> int:
+        """Replace ``collection``'s rows of archon_code_examples (one transaction): ``rows[i]`` (url, chunk_number,
+        content, summary, language, metadata JSON text, source_id, page_id, code_start, code_end, content_hash)
+        with vector ``vectors[i]``. Returns rows written."""
+        import pyarrow as pa
+
+        dim = int(vectors.shape[1])
+        column = self.ensure_column(dim, "archon_code_examples")
+        names = ("url", "chunk_number", "content", "summary", "language", "metadata", "source_id", "page_id",
+                 "code_start", "code_end", "content_hash")
+        table = pa.table({**{k: pa.array([r[k] for r in rows]) for k in names},
+                          "vec": pa.FixedSizeListArray.from_arrays(
+                              pa.array(np.asarray(vectors, np.float32).ravel(), pa.float32()), dim)})
+        with self.transaction():
+            self.con.execute("DELETE FROM archon_code_examples WHERE collection = ?", [collection])
+            if rows:
+                self.con.register("kbench_incoming_code", table)
+                try:
+                    self.con.execute(
+                        f"INSERT INTO archon_code_examples (collection, {', '.join(names)}, {column}, "
+                        "embedding_dimension, embedding_model, llm_chat_model) SELECT ?, "
+                        f"{', '.join(n + '::JSON' if n == 'metadata' else n for n in names)}, vec, ?, ?, ? "
+                        "FROM kbench_incoming_code", [collection, dim, embedding_model, llm_chat_model])
+                finally:
+                    self.con.unregister("kbench_incoming_code")
+        return len(rows)
+
+    def count_code_examples(self, collection: str) -> int:
+        return int(self.con.execute("SELECT count(*) FROM archon_code_examples WHERE collection = ?",
+                                    [collection]).fetchone()[0])
 
     # ------------------------------------------------------------------ reading back
     def read_vectors(self, collection: Collection, chunks: list[Chunk]) -> tuple[np.ndarray, np.ndarray]:

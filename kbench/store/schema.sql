@@ -1,4 +1,4 @@
--- kbench's DuckDB mirror of reference 000's schema (archon_sources, archon_crawled_pages).
+-- kbench's DuckDB mirror of reference 000's schema (archon_sources, archon_crawled_pages, archon_code_examples).
 -- Differences from production, each for a reason:
 --   * `collection` scopes rows to one chunking + embedding of one corpus (a workspace holds many runs);
 --   * ids are BIGINT from a sequence (DuckDB has no UUID default that is stable for FAISS ids);
@@ -71,5 +71,36 @@ CREATE TABLE IF NOT EXISTS kbench_embedding_failures (
     chunk_number INTEGER,
     content_hash TEXT,
     reason TEXT,
+    created_at TIMESTAMP DEFAULT current_timestamp
+);
+
+-- Reference 000/002's second collection ("agentic RAG"): one row per fenced code block of a page, with its
+-- LLM summary and the vector of code + summary (kbench/enrichment/code_examples.py). As for the pages, kbench
+-- adds `collection`, `page_id` and where the block sits in its page (code_start/code_end: the code between the
+-- fences, so page text[code_start:code_end] = content). A block whose embedding failed gets no row.
+CREATE SEQUENCE IF NOT EXISTS archon_code_examples_id_seq START 1;
+
+CREATE TABLE IF NOT EXISTS archon_code_examples (
+    id BIGINT DEFAULT nextval('archon_code_examples_id_seq'),
+    collection TEXT NOT NULL,
+    url TEXT NOT NULL,
+    chunk_number INTEGER NOT NULL,
+    content TEXT NOT NULL,
+    summary TEXT,
+    language TEXT,
+    metadata JSON,
+    embedding_384 FLOAT[384],
+    embedding_768 FLOAT[768],
+    embedding_1024 FLOAT[1024],
+    embedding_1536 FLOAT[1536],
+    embedding_3072 FLOAT[3072],
+    embedding_dimension INTEGER NOT NULL,
+    embedding_model TEXT NOT NULL,
+    llm_chat_model TEXT,
+    source_id TEXT,
+    page_id TEXT NOT NULL,
+    code_start INTEGER NOT NULL,
+    code_end INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
     created_at TIMESTAMP DEFAULT current_timestamp
 );

@@ -74,7 +74,8 @@ def make_collection(experiment, embedding_namespace: str, dimension: int) -> Col
     key = {
         "dataset": dataset_id,
         "chunking": experiment.chunking.model_dump(mode="json"),
-        "enrichment": experiment.enrichment.model_dump(mode="json"),
+        # the code-example index is a collection of its own: its knobs never rename the pages' collection
+        "enrichment": experiment.enrichment.model_dump(mode="json", exclude={"code_examples"}),
         "embedding": embedding_namespace,
     }
     dataset_name = ds.name or (ds.path or "data").rstrip("/").rsplit("/", 1)[-1]

@@ -3,7 +3,8 @@
 It speaks the real wire protocol (``POST /v1/chat/completions``, bearer auth) to the real ``openai`` client,
 records every request, and answers deterministically from the prompt itself:
 - an enrichment prompt gets "This chunk is from the document '<its first heading or line>'.";
-- a rerank prompt gets a JSON array of the candidates ordered by words shared with the query.
+- a rerank prompt gets a JSON array of the candidates ordered by words shared with the query;
+- a code-example summary prompt gets "A <language> example: <the code's first non-empty line>".
 So tests check kbench's side for real: prompts sent, caching, the key reaching only the endpoint, parsing.
 A test that needs a weak model's answers (no index list, an empty rewrite) sets ``server.reply``.
 """
@@ -35,9 +36,17 @@ def rank_by_overlap(prompt: str) -> str:
     return "```json\n" + json.dumps([int(i) for i, _ in order]) + "\n```"
 
 
+def summarize_code(prompt: str) -> str:
+    language, code = re.search(r"```(\w*)\n(.*?)\n```", prompt, re.DOTALL).groups()
+    first = next((ln.strip() for ln in code.splitlines() if ln.strip()), "")
+    return f"A {language} example: {first}"
+
+
 def answer(prompt: str) -> str:
     if prompt.startswith("<document>"):
         return situate(prompt)
+    if prompt.startswith("Summarize this code example"):
+        return summarize_code(prompt)
     if prompt.startswith("Query: "):
         return rank_by_overlap(prompt)
     return "I do not understand the request."

@@ -29,7 +29,7 @@ def test_unit_keys_leave_a_config_without_units_unchanged():
 
 
 @pytest.mark.parametrize("unit, message", [
-    ("pages", "'pages' is neither chunk, document nor a chunker"),
+    ("pages", "'pages' is neither chunk, document, code_example nor a chunker"),
     ({"strategy": "fixed", "chunk_size": -5}, "chunk_size"),
 ])
 def test_a_bad_unit_is_refused_naming_the_leg(unit, message):
