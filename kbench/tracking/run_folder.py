@@ -68,16 +68,24 @@ def folder_name(name: str) -> str:
     return text or "run"
 
 
+WORKSPACE_FOLDERS = ("runs", "cache", "stores", "sweeps")  # what kbench creates inside a workspace
+
+
 def check_workspace(workspace: Path) -> None:
-    """Before any work: the workspace is a folder this process can write, or will be one."""
+    """Before any work: the workspace is a folder this process can write, or will be one, and so is each folder
+    kbench keeps in it (a file named ``runs`` failed only after the whole run, with a traceback)."""
     fix = "set workspace (or KBENCH_WORKSPACE) to a writable folder"
     existing = next(p for p in (workspace, *workspace.parents) if p.exists())
     if not existing.is_dir():
         where = "" if existing == workspace else f" (its parent {existing} is a file)"
         raise ConfigError(f"workspace {workspace} is not a folder{where}; move that file away or {fix}")
-    if not os.access(existing, os.W_OK | os.X_OK):  # EROFS on a read-only mount, even for root
-        what = "is read-only" if os.statvfs(existing).f_flag & os.ST_RDONLY else "is not writable by this user"
-        raise ConfigError(f"workspace {workspace}: {existing} {what}; {fix}")
+    for path in (existing, *(workspace / name for name in WORKSPACE_FOLDERS if existing == workspace)):
+        if path != existing and path.exists() and not path.is_dir():
+            raise ConfigError(f"workspace {workspace}: {path} is a file where kbench keeps its {path.name} folder; "
+                              f"move that file away or {fix}")
+        if path.is_dir() and not os.access(path, os.W_OK | os.X_OK):  # EROFS on a read-only mount, even for root
+            what = "is read-only" if os.statvfs(path).f_flag & os.ST_RDONLY else "is not writable by this user"
+            raise ConfigError(f"workspace {workspace}: {path} {what}; {fix}")
 
 
 PARTIAL = ".partial-"  # + the writing process's pid + "-" + the folder's final name

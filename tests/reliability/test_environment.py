@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from kbench.errors import ConfigError
+from kbench.tracking.run_folder import WORKSPACE_FOLDERS, check_workspace
 from tests.reliability.inputs import (DEMO, KBENCH, assert_nothing_written, config, error_lines, run_kbench,
                                       write_yaml)
 
@@ -96,6 +98,28 @@ def test_a_sweep_in_a_workspace_that_is_a_file_exits_2(tmp_path):
     done = run_kbench("sweep", str(write_yaml(tmp_path / "s.yaml", cfg)), cwd=tmp_path)
     assert done.code == 2 and "is not a folder" in "".join(error_lines(done.err)), done.err[-2000:]
     assert workspace.read_text() == ""
+
+
+@pytest.mark.parametrize("folder", ["runs", "cache"])
+def test_a_file_where_the_workspace_keeps_a_folder_exits_2_before_any_work(tmp_path, folder):
+    """A file named ``runs`` failed after the whole run with a FileExistsError traceback; ``cache`` with a bare
+    "Not a directory". Both are refused up front, the file left as it was."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / folder).write_text("my notes\n")
+    done = run_kbench("run", str(bm25_config(tmp_path, workspace)), "--quiet", cwd=tmp_path)
+    assert done.code == 2 and error_lines(done.err) == [
+        f"kbench: error: workspace {workspace}: {workspace / folder} is a file where kbench keeps its {folder} "
+        "folder; move that file away or set workspace (or KBENCH_WORKSPACE) to a writable folder"], done.err[-2000:]
+    assert sorted(p.name for p in workspace.iterdir()) == [folder]
+    assert (workspace / folder).read_text() == "my notes\n"
+
+
+@pytest.mark.parametrize("folder", WORKSPACE_FOLDERS)
+def test_check_workspace_names_each_folder_that_is_a_file(tmp_path, folder):
+    (tmp_path / folder).write_text("")
+    with pytest.raises(ConfigError, match=f"{tmp_path / folder} is a file where kbench keeps its {folder} folder"):
+        check_workspace(tmp_path)
 
 
 @needs_mount
