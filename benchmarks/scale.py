@@ -70,7 +70,9 @@ def build(n: int, backend: str, embedder: CachedEmbedder, workspace: Path) -> di
     vectors = synthetic_vectors(n)
     experiment = load_experiment({
         "name": f"scale-{n}-{backend}", "workspace": str(workspace), "dataset": {"path": str(workspace)},
-        "chunking": {"strategy": "none"}, "store": {"backend": backend, "recall_sample_queries": 0},
+        "chunking": {"strategy": "none"},
+        # the store file named here: KBENCH_WORKSPACE, when set, would otherwise put every size in one file
+        "store": {"backend": backend, "recall_sample_queries": 0, "path": str(workspace / "kbench.duckdb")},
         "tracking": {"enabled": False}})
     before_kb = reset_peak()
     t0 = time.perf_counter()

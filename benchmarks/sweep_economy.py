@@ -83,6 +83,8 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     workspace = args.workspace or Path(tempfile.mkdtemp(prefix="kbench-sweep-economy-"))
+    # KBENCH_WORKSPACE overrides a config's workspace: the cold sweep would then meet another run's warm cache
+    outer_workspace = os.environ.pop("KBENCH_WORKSPACE", None)
 
     cold_plan = expand_sweep(sweep_data("economy-cold", workspace, args.documents, args.backend))
     warm_plan = expand_sweep(sweep_data("economy-warm", workspace, args.documents, args.backend))
@@ -100,6 +102,8 @@ def main() -> None:
     warm_s, _ = timed_sweep(warm_plan)
     print(f"warm sweep (12 configs, warm caches): {warm_s:.1f} s", flush=True)
 
+    if outer_workspace is not None:
+        os.environ["KBENCH_WORKSPACE"] = outer_workspace  # the JSON goes where the caller's workspace is
     rows = [["embed the unique texts once", f"{unique_s:.1f}", "1.00x"],
             ["cold sweep", f"{cold_s:.1f}", f"{cold_s / unique_s:.2f}x"],
             ["warm sweep", f"{warm_s:.1f}", f"{warm_s / unique_s:.2f}x"]]

@@ -80,7 +80,9 @@ class CachedEmbedder:
         return l2_normalize(vectors) if self.config.normalize else vectors
 
     def embed(self, texts: list[str], progress: bool = False) -> EmbeddingResult:
-        prefixed = [self.config.document_prefix + t for t in texts]
+        return self._embed_prefixed([self.config.document_prefix + t for t in texts], progress)
+
+    def _embed_prefixed(self, prefixed: list[str], progress: bool = False) -> EmbeddingResult:
         hashes = [sha256_text(t) for t in prefixed]
         found = self.cache.get_many(hashes)
         todo: dict[str, str] = {}
@@ -121,7 +123,7 @@ class CachedEmbedder:
             self.cache.put_many(good_keys, computed[~bad])
             found.update({k: v for k, v, b in zip(keys, computed, bad) if not b})
         dim = next(iter(found.values())).shape[0] if found else (self.dimension or 1)
-        vectors = np.zeros((len(texts), dim), dtype=np.float32)
+        vectors = np.zeros((len(prefixed), dim), dtype=np.float32)
         failed: dict[int, str] = {}
         for row, h in enumerate(hashes):
             if h in found:
@@ -131,7 +133,16 @@ class CachedEmbedder:
         return EmbeddingResult(vectors, failed, cache_hits=len(set(hashes)) - len(todo), cache_misses=len(todo))
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
-        """Queries are not cached (cheap, and a cache would grow with every ad-hoc question)."""
-        # one query is the latency path (embedding.query_threads); a batch of queries encodes as documents do
-        vectors = self.encoder.encode([self.config.query_prefix + t for t in texts], for_queries=len(texts) == 1)
-        return self._finish(vectors)
+        """One query is always encoded: it is the latency path (``embedding.query_threads``), and an ad-hoc
+        question is never cached. A batch of queries (an evaluation set, embedded at once under
+        ``retrieval.latency: batch`` or for the index recall check) goes through the vector cache like
+        chunks: the 12 configs of a sweep then embed their 300 queries once, not 12 times. API encoders
+        are never asked for queries through the cache (a failed query must fail the run, not be a zero row)."""
+        prefixed = [self.config.query_prefix + t for t in texts]
+        if len(prefixed) < 2 or isinstance(self.encoder, ReportingEncoder):
+            return self._finish(self.encoder.encode(prefixed, for_queries=len(prefixed) == 1))
+        result = self._embed_prefixed(prefixed)
+        if result.failed:
+            row, reason = next(iter(result.failed.items()))
+            raise RuntimeError(f"query {row} of {len(texts)} could not be embedded: {reason}")
+        return result.vectors

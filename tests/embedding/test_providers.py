@@ -77,3 +77,22 @@ def test_openai_provider_without_endpoint_or_key_says_what_to_set(monkeypatch):
     with pytest.raises(ValueError, match="KBENCH_TEST_NO_KEY is not set"):
         load_encoder(EmbeddingConfig(provider="openai", base_url="http://127.0.0.1:9/v1",
                                      api_key_env="KBENCH_TEST_NO_KEY"))
+
+
+def test_a_batch_of_queries_goes_through_the_vector_cache_and_one_query_never_does(tmp_path, monkeypatch):
+    config = EmbeddingConfig(model="tokenlearn-static-64", provider="static", query_prefix="query: ")
+    embedder = CachedEmbedder(config, tmp_path)
+    questions = ["which gene regulates cell growth?", "does vitamin D lower blood pressure?"]
+    first = embedder.embed_queries(questions)
+    direct = embedder._finish(embedder.encoder.encode(["query: " + q for q in questions]))
+    np.testing.assert_allclose(first, direct, rtol=1e-6, atol=1e-7)  # the prefix applied, vectors normalized
+    calls = []
+    encode = embedder.encoder.encode
+    monkeypatch.setattr(embedder.encoder, "encode", lambda texts, **kw: calls.append(list(texts)) or encode(texts, **kw))
+    again = CachedEmbedder(config, tmp_path)
+    again.encoder = embedder.encoder
+    assert np.array_equal(again.embed_queries(questions), first) and calls == []  # a sweep's next config: cached
+    again.embed_queries(questions[:1])  # the latency path: always encoded, never served from the cache
+    assert calls == [["query: " + questions[0]]]
+    # a query's vector is never served to a chunk of the same text (the prefixes differ, so the keys do)
+    assert again.embed([questions[0]]).cache_misses == 1
