@@ -77,9 +77,10 @@ def real_tie(scores: dict[str, np.ndarray]) -> tuple[str, set[str]]:
     return best, {best} | {k for k, pk in zip(others, p) if pk >= ALPHA}
 
 
-def build(documents, out: Path, method: str, n_questions: int, seed: int, llm: LLMOptions | None = None):
+def build(documents, out: Path, method: str, n_questions: int, seed: int, llm: LLMOptions | None = None,
+          llm_params: dict | None = None):
     if method == "llm":
-        return build_llm_set(documents, out, llm, seed=seed, max_questions=n_questions)
+        return build_llm_set(documents, out, llm, seed=seed, max_questions=n_questions, params=llm_params)
     module = METHODS[method]
     return build_synthetic(documents, out, method=method, propose=partial(module.propose, params=module.DEFAULTS),
                            seed=seed, max_questions=n_questions, verbatim_scope=VERBATIM_SCOPE[method])
@@ -97,6 +98,15 @@ def main() -> int:
     parser.add_argument("--json", help="also write every figure here")
     parser.add_argument("--llm-base-url", default="http://127.0.0.1:8000/v1", help="llm: `kbench serve`'s address")
     parser.add_argument("--llm-model", default="SmolLM2-135M-Instruct", help="llm: the chat model")
+    parser.add_argument("--llm-timeout-s", type=float, default=600.0,
+                        help="llm: seconds per answer (SmolLM2 on 2 busy cores can take minutes)")
+    parser.add_argument("--llm-max-questions", type=int, default=None,
+                        help="llm: at most this many questions (default: as many as the real set; SmolLM2 on 2 busy "
+                             "cores takes about a minute per question)")
+    parser.add_argument("--llm-max-tokens", type=int, default=None,
+                        help="llm: tokens per answer (default: the llm method's 200)")
+    parser.add_argument("--llm-concurrency", type=int, default=1,
+                        help="llm: requests in flight (kbench serve generates one at a time; more only queue there)")
     args = parser.parse_args()
     methods = [m for m in args.methods.split(",") if m]
     unknown = sorted(set(methods) - set(ALL_METHODS))
@@ -105,7 +115,8 @@ def main() -> int:
         return 2
     workspace = Path(args.workspace).resolve()
     os.environ.setdefault("OPENAI_API_KEY", "local")  # kbench serve checks no key; the client wants one set
-    llm = LLMOptions(args.llm_base_url, args.llm_model, "OPENAI_API_KEY", str(workspace))
+    llm = LLMOptions(args.llm_base_url, args.llm_model, "OPENAI_API_KEY", str(workspace), args.llm_timeout_s,
+                     args.llm_concurrency)
     rows, figures = [], {}
     with tempfile.TemporaryDirectory(prefix="synthetic-agreement-") as tmp:
         for name in [d for d in args.datasets.split(",") if d]:
@@ -128,7 +139,11 @@ def main() -> int:
             for method in methods:
                 out = Path(tmp) / f"{name}-{method}"
                 try:
-                    report = build(real.documents, out, method, len(real.queries), args.seed, llm)
+                    n = len(real.queries)
+                    if method == "llm" and args.llm_max_questions:
+                        n = min(n, args.llm_max_questions)
+                    report = build(real.documents, out, method, n, args.seed, llm,
+                                   {"max_tokens": args.llm_max_tokens} if args.llm_max_tokens else None)
                 except SyntheticError as e:
                     rows.append((name, method, 0, "n/a", "-", "-", "-"))
                     figures[name]["generated"][method] = {"error": str(e)}
@@ -139,8 +154,11 @@ def main() -> int:
                 tau = float(kendalltau(real_means, means).statistic)
                 winner = max(scores, key=lambda k: scores[k].mean())
                 rows.append((name, method, report.kept, f"{tau:+.3f}", winner, "yes" if winner in tie else "no", ""))
+                print(f"{name} {method}: kept {report.kept} of {report.proposals} proposals; rejected "
+                      f"{dict(sorted(report.rejected.items()))}; {report.cache or ''}", file=sys.stderr, flush=True)
                 figures[name]["generated"][method] = {
-                    "questions": report.kept, "tau": tau, "winner": winner, "winner_in_real_tie": winner in tie,
+                    "questions": report.kept, "proposals": report.proposals, "rejected": dict(report.rejected),
+                    "cache": report.cache, "tau": tau, "winner": winner, "winner_in_real_tie": winner in tie,
                     "means": {k: float(scores[k].mean()) for k in labels}, "leakage": report.leakage}
             print(f"done: {name} in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
 
@@ -159,6 +177,11 @@ def main() -> int:
             gen = [f"{f['generated'][m]['means'][k]:.4f}" if "means" in f["generated"].get(m, {}) else "  n/a "
                    for m in methods]
             print(f"    {k:24s} {f['real'][k]:.4f} | " + " | ".join(gen))
+    print("\nBuilder reports (kept; rejected by reason)")
+    for name, f in figures.items():
+        for m, g in f["generated"].items():
+            print(f"  {name} {m}: " + (f"kept {g['questions']} of {g['proposals']}; rejected "
+                                       f"{dict(sorted(g['rejected'].items()))}" if "questions" in g else g["error"]))
     for method in methods:
         done = [f["generated"][method] for f in figures.values() if "tau" in f["generated"].get(method, {})]
         if done:

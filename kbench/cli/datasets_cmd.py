@@ -68,6 +68,10 @@ def add_synthetic_parser(bsub) -> None:
     sy.add_argument("--model", help="llm: the chat model")
     sy.add_argument("--api-key-env", default="OPENAI_API_KEY", help="llm: the variable holding the key")
     sy.add_argument("--workspace", default="experiments", help="llm: answers are cached under WORKSPACE/cache/llm")
+    sy.add_argument("--timeout-s", type=float, default=None, metavar="S",
+                    help="llm: seconds to wait for one answer (default 60; a small model on a busy CPU needs more)")
+    sy.add_argument("--concurrency", type=_positive, default=None, metavar="N",
+                    help="llm: requests in flight (default 4; `kbench serve` answers one at a time, so 1 there)")
     sy.add_argument("--force", action="store_true", help="replace a non-empty --out")
     sy.set_defaults(func=build_synthetic_cmd)
 
@@ -117,7 +121,8 @@ def build_synthetic_cmd(args) -> int:
                                max_questions=args.max_questions, force=args.force, include=args.include,
                                exclude=args.exclude, since=args.since, max_commits=args.max_commits,
                                filters=Filters(args.max_word_overlap, args.min_bm25_rank),
-                               llm_options=LLMOptions(args.base_url, args.model, args.api_key_env, args.workspace))
+                               llm_options=LLMOptions(args.base_url, args.model, args.api_key_env, args.workspace,
+                                                      args.timeout_s, args.concurrency))
     print(f"{report.kept} questions ({args.method}) from {report.documents_with_questions} of {report.documents} "
           f"documents; {report.proposals} candidates")
     rows = [[reason, count] for reason, count in sorted(report.rejected.items(), key=lambda x: -x[1])]

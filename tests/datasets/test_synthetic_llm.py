@@ -48,7 +48,8 @@ def server(monkeypatch):
 def test_llm_set_from_the_demo_docs(tmp_path, server):
     from tests.conftest import DEMO
 
-    options = LLMOptions(server.base_url, "test-model", "KBENCH_TEST_KEY", str(tmp_path / "ws"))
+    options = LLMOptions(server.base_url, "test-model", "KBENCH_TEST_KEY", str(tmp_path / "ws"), timeout_s=30.0,
+                         concurrency=1)  # the policy a CPU-served model needs (benchmarks/synthetic_agreement.py)
     report = build_from_source(str(DEMO / "docs"), tmp_path / "set", method="llm", max_questions=40, seed=3,
                                llm_options=options)
     assert len(server.requests) == 40 and server.requests[0]["authorization"] == "Bearer local-secret"

@@ -19,7 +19,7 @@ from kbench.datasets.synthetic import commits, heading, ict, llm
 from kbench.datasets.synthetic.base import Proposal, Proposals, SyntheticError, stratified_sample
 from kbench.datasets.synthetic.build import BuildReport, Filters, build_synthetic
 from kbench.hashing import stable_hash
-from kbench.llm import Endpoint, LLMClient
+from kbench.llm import Endpoint, LLMClient, LLMPolicy
 from kbench.paths import workspace_dir
 from kbench.records import Document
 from kbench.sources.folder import DEFAULT_EXCLUDE, FolderSource
@@ -72,6 +72,8 @@ class LLMOptions:
     model: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     workspace: str = "experiments"  # answers are cached under <workspace>/cache/llm
+    timeout_s: float | None = None  # per request; None: the client's default (LLMPolicy)
+    concurrency: int | None = None  # requests in flight; a local CPU server answers one at a time
 
 
 def build_from_source(source: str, out: str | Path, *, method: str, seed: int = 0, per_doc: int | None = None,
@@ -119,8 +121,10 @@ def build_llm_set(documents: list[Document], out: str | Path, options: LLMOption
     rejected.update(dropped)
     own_client = client is None
     if own_client:
+        overrides = {k: v for k, v in (("timeout_s", options.timeout_s), ("concurrency", options.concurrency))
+                     if v is not None}
         client = LLMClient(Endpoint("synthetic", options.base_url, options.model, options.api_key_env),
-                           stage="synthetic", cache_root=workspace_dir(options.workspace) / "cache",
+                           stage="synthetic", policy=LLMPolicy(**overrides), cache_root=workspace_dir(options.workspace) / "cache",
                            cache_params={"prompt_sha256": llm.PROMPT_SHA256})
     try:
         generated = llm.generate(by_id, chosen, client, options_) if chosen else None
