@@ -16,8 +16,9 @@ language and the summary. What production embeds, and the ``code_examples`` leg 
 ``code + "\\n\\nSummary: " + summary`` (the code alone when there is no summary).
 
 Summaries go through the one LLM client (kbench.llm): cached by prompt, retried, counted under stage
-``code_examples``. A block whose request fails is indexed with its code alone and counted; if every request
-fails the run stops (the endpoint or model is wrong). A quota or an unreachable endpoint stops the run at once
+``code_examples``. A block whose request fails is indexed with its code alone and counted; so is a block whose
+answer is empty (``code_examples_summaries_empty``, ``llm_code_examples_unusable_answers``: a weak model's
+habit). If every request fails the run stops (the endpoint or model is wrong). A quota or an unreachable endpoint stops the run at once
 (LLMStoppedError) with the answers received so far cached.
 """
 from __future__ import annotations
@@ -96,11 +97,12 @@ class CodeExamples:
     cache_hits: int = 0
     computed: int = 0
     failed: dict[int, str] = field(default_factory=dict)  # unit row -> reason
+    empty: int = 0  # answers that held no summary (the code alone is embedded)
 
     def counts(self) -> dict[str, int]:
         return {"code_examples": len(self.units), "code_examples_summaries_cached": self.cache_hits,
                 "code_examples_summaries_computed": self.computed,
-                "code_examples_summaries_failed": len(self.failed)}
+                "code_examples_summaries_failed": len(self.failed), "code_examples_summaries_empty": self.empty}
 
 
 def build_code_examples(documents: list[Document], config: CodeExamplesConfig, cache_root: Path, *,
@@ -118,6 +120,8 @@ def build_code_examples(documents: list[Document], config: CodeExamplesConfig, c
     unique = list(dict.fromkeys(prompts))
     try:
         batch = client.chat_many(unique, max_tokens=config.max_tokens)
+        empty = sum(1 for a in batch.answers.values() if not a.strip())
+        client.count_unusable(empty)
     finally:
         client.close()
     if batch.stopped is not None:
@@ -131,13 +135,13 @@ def build_code_examples(documents: list[Document], config: CodeExamplesConfig, c
     errors = {unique[f.index]: f.error for f in batch.failed_items}
     summarized, texts, failed = [], [], {}
     for row, (unit, prompt) in enumerate(zip(units, prompts)):
-        summary = answers.get(prompt)
-        if summary is None:
+        summary = answers.get(prompt) or None  # an empty answer: no summary
+        if prompt not in answers:
             failed[row] = errors.get(prompt, "no answer")
         summarized.append(_with_summary(unit, summary))
         texts.append(embedded_text(unit.text, summary))
     return CodeExamples(summarized, texts, cache_hits=batch.cache_hits,
-                        computed=len(unique) - batch.cache_hits - len(batch.failed_items), failed=failed)
+                        computed=len(unique) - batch.cache_hits - len(batch.failed_items), failed=failed, empty=empty)
 
 
 def _with_summary(unit: Chunk, summary: str | None) -> Chunk:

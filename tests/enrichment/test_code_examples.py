@@ -12,7 +12,7 @@ from kbench.config import CodeExamplesConfig, ConfigError, DatasetConfig, load_e
 from kbench.datasets import load_dataset
 from kbench.enrichment import (CODE_EXAMPLE_UNIT, build_code_examples, embedded_text, extract_code_examples,
                                summary_prompt)
-from kbench.llm import LLMStoppedError
+from kbench.llm import LLMStoppedError, UsageMeter
 from kbench.records import Document
 from tests.enrichment.chat_server import start_chat_server
 
@@ -66,7 +66,8 @@ def test_summaries_through_the_client_are_cached(demo, chat_server, tmp_path, mo
     config = CodeExamplesConfig(enabled=True, base_url=chat_server.base_url, model="summarizer", api_key_env=KEY_ENV)
     first = build_code_examples(documents, config, tmp_path / "cache")
     assert first.counts() == {"code_examples": 6, "code_examples_summaries_cached": 0,
-                              "code_examples_summaries_computed": 6, "code_examples_summaries_failed": 0}
+                              "code_examples_summaries_computed": 6, "code_examples_summaries_failed": 0,
+                              "code_examples_summaries_empty": 0}
     assert len(chat_server.requests) == 6
     for unit, text in zip(first.units, first.texts):
         first_line = next(ln.strip() for ln in unit.text.splitlines() if ln.strip())
@@ -78,6 +79,18 @@ def test_summaries_through_the_client_are_cached(demo, chat_server, tmp_path, mo
     again = build_code_examples(documents, config, tmp_path / "cache")
     assert len(chat_server.requests) == 6 and again.counts()["code_examples_summaries_cached"] == 6
     assert again.texts == first.texts
+
+
+def test_an_empty_summary_keeps_the_code_alone_and_is_counted_unusable(demo, chat_server, tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "local")
+    chat_server.reply = lambda prompt: "  \n"  # what a weak model sometimes answers
+    documents = [d for d in demo.documents if d.doc_id.startswith("api/")]
+    config = CodeExamplesConfig(enabled=True, base_url=chat_server.base_url, model="terse", api_key_env=KEY_ENV)
+    meter = UsageMeter()
+    built = build_code_examples(documents, config, tmp_path / "cache", meter=meter)
+    assert built.texts == [u.text for u in built.units] and all(u.metadata["summary"] is None for u in built.units)
+    assert built.counts()["code_examples_summaries_empty"] == 6 and not built.failed
+    assert meter.metrics({})["llm_code_examples_unusable_answers"] == 6
 
 
 def test_context_chars_shows_the_page_around_the_fences(demo):
