@@ -180,8 +180,8 @@ def main() -> None:
         n = args.mpnet_passages if mpnet else args.passages
         texts = [d.text for d in pool[:n]]
         queries, docs = sample(dataset, args.ndcg_queries, args.mpnet_ndcg_docs if mpnet else args.ndcg_docs)
-        bench_transformer(model, texts, query_texts, queries, docs, dataset.qrels, args.rounds,
-                          TRANSFORMER_BACKENDS, results)
+        backends = [b for b in TRANSFORMER_BACKENDS if b in CATALOGUE[model].backends]  # mpnet: no int8
+        bench_transformer(model, texts, query_texts, queries, docs, dataset.qrels, args.rounds, backends, results)
         payload.setdefault("pipeline_overhead", {})[model] = bench_overhead(model, texts, args.rounds)
         if not mpnet:
             payload["changes"] = bench_changes(model, texts, args.rounds)

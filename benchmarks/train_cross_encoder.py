@@ -59,9 +59,13 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--force", action="store_true", help="replace an existing model of that name")
+    parser.add_argument("--if-missing", action="store_true", help="do nothing when the model exists (make bench)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     target = models_dir() / args.out
+    if target.exists() and args.if_missing and not args.force:
+        print(f"{target} exists: not trained again (--force does)")
+        return
     if target.exists() and not args.force:
         raise SystemExit(f"{target} exists; pass --force to train it again")
 
