@@ -8,7 +8,7 @@ from kbench.cli.tables import format_table
 from kbench.judging import calibrate, judge_runs
 from kbench.judging.judge import JudgeError
 from kbench.judging.prompt import PROMPT_SHA256
-from kbench.llm import Endpoint, LLMClient
+from kbench.llm import Endpoint, LLMClient, LLMPolicy
 from kbench.paths import workspace_dir
 
 
@@ -26,6 +26,10 @@ def add_parser(sub) -> None:
     p.add_argument("--model", help="the judge's chat model")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="the variable holding the key")
     p.add_argument("--workspace", default="experiments", help="judgements are cached under WORKSPACE/cache/llm")
+    p.add_argument("--timeout-s", type=float, default=None, metavar="S",
+                   help="seconds to wait for one answer (default 60; a small model on a busy CPU needs more)")
+    p.add_argument("--concurrency", type=int, default=None, metavar="N",
+                   help="requests in flight (default 4; `kbench serve` answers one at a time, so 1 there)")
     p.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or experiments/mlflow.db)")
     p.set_defaults(func=run_judge)
 
@@ -37,8 +41,13 @@ def run_judge(args) -> int:
     if args.k < 1 or args.sample < 2:
         print("kbench: error: --k must be >= 1 and --sample >= 2", file=sys.stderr)
         return 2
+    if (args.timeout_s is not None and args.timeout_s <= 0) or (args.concurrency is not None and args.concurrency < 1):
+        print("kbench: error: --timeout-s must be > 0 and --concurrency >= 1", file=sys.stderr)
+        return 2
+    policy = LLMPolicy(**{k: v for k, v in (("timeout_s", args.timeout_s), ("concurrency", args.concurrency))
+                          if v is not None})
     endpoint = Endpoint("judge", args.base_url, args.model, args.api_key_env)
-    with LLMClient(endpoint, stage="judge", cache_root=workspace_dir(args.workspace) / "cache",
+    with LLMClient(endpoint, stage="judge", policy=policy, cache_root=workspace_dir(args.workspace) / "cache",
                    cache_params={"prompt_sha256": PROMPT_SHA256}) as client:
         try:
             if args.calibrate:

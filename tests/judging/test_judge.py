@@ -147,7 +147,8 @@ def test_judged_qrels_keep_the_sampled_corpus(tmp_path):
 
 
 def test_calibration_reports_kappa_and_the_table(two_runs, server, workspace, capsys):
-    assert kbench_main(judge_args(server, workspace, *two_runs, "--calibrate", "--sample", "20")) == 0
+    assert kbench_main(judge_args(server, workspace, *two_runs, "--calibrate", "--sample", "20",
+                                  "--concurrency", "1", "--timeout-s", "30")) == 0  # the policy for kbench serve
     out = capsys.readouterr().out
     assert "Cohen's kappa" in out and "label 1" in out
     table = [[int(x) for x in line.split()[2:]] for line in out.splitlines() if line.startswith("label")]
