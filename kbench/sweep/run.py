@@ -30,6 +30,8 @@ import yaml
 from kbench.compare import Comparison, compare_runs, headline_metric, write_report
 from kbench.compare.report import md_table, ranking_rows
 from kbench.paths import workspace_dir
+from kbench.retrieval.stage import legs_need_query_vectors
+from kbench.store.stage import check_store
 from kbench.sweep.executors import ComputedRun, JobFailure, make_job
 from kbench.sweep.expand import SweepConfig, SweepPlan
 from kbench.trace import traced
@@ -149,6 +151,7 @@ def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = T
         raise SweepError("tracking.enabled is false: a sweep records its progress in MLflow and cannot resume "
                          "without it; enable tracking (or run configs one by one with `kbench run --no-log`)")
     check_workspace(workspace)
+    check_stores(plan)
     with SweepLock(workspace / "sweeps" / f"{plan.sweep_key}.lock"):
         client = mlflow_client(baseline.tracking.tracking_uri, workspace)
         experiment_id = ensure_experiment(client, baseline.tracking.experiment, workspace)
@@ -173,6 +176,19 @@ def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = T
             except Exception:  # the store itself failing: the next start or run marks the parent
                 pass
             raise
+
+
+def check_stores(plan: SweepPlan) -> None:
+    """Before the parent run: each distinct store the configs search is checked once (``check_store``), so a
+    store.dsn nothing answers at or a damaged DuckDB file fails the sweep in seconds with one message, not every
+    config after its embedding."""
+    checked: set[str] = set()
+    for config in plan.configs:
+        experiment = config.experiment
+        key = json.dumps([str(workspace_dir(experiment.workspace)), experiment.store.model_dump(mode="json")])
+        if legs_need_query_vectors(experiment.retrieval) and key not in checked:
+            checked.add(key)
+            check_store(experiment.store, workspace_dir(experiment.workspace))
 
 
 def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPlan, executor, workspace: Path,

@@ -143,3 +143,15 @@ def test_a_collection_schema_of_another_shape_is_refused_before_any_write(pg, tm
     assert f"schema {schema}: {message}" in line, line
     assert f'DROP SCHEMA "{schema}" CASCADE' in line and f"database {case}" in line, line
     assert state_of(dsn) == before
+
+
+def test_a_sweep_whose_store_nothing_answers_at_exits_2_before_its_parent_run(tmp_path):
+    """Each config failed on its own (two FAILED children, exit 1, 53 s here); now the sweep stops at once."""
+    workspace = tmp_path / "ws"
+    cfg = pg_config(workspace, make_beir(tmp_path / "beir"), f"postgresql://kb@127.0.0.1:{closed_port()}/kb")
+    cfg["sweep"] = {"chunking.chunk_size": [300, 400]}
+    done = run_kbench("sweep", str(write_yaml(tmp_path / "s.yaml", cfg)), "--no-report", cwd=tmp_path, timeout=300)
+    assert done.code == 2, done.err[-3000:]
+    (line,) = error_lines(done.err)
+    assert "store.dsn: cannot connect to PostgreSQL at 127.0.0.1:" in line and "Traceback" not in done.err
+    assert not workspace.exists()  # no MLflow store, no parent run, no sweep folder
