@@ -27,8 +27,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kbench.enrichment.asking import ask_once_per_prompt
 from kbench.enrichment.config import CodeExamplesConfig
-from kbench.llm import Endpoint, LLMClient, LLMError, LLMPolicy, UsageMeter, stop_error
+from kbench.llm import Endpoint, LLMClient, LLMError, LLMPolicy, UsageMeter
 from kbench.records import Chunk, Document
 
 CODE_EXAMPLE_UNIT = "code_example"  # Chunk.unit of a code example: ids read "<doc>#code_example:<n>"
@@ -117,31 +118,19 @@ def build_code_examples(documents: list[Document], config: CodeExamplesConfig, c
     policy = (policy or LLMPolicy()).model_copy(update={"concurrency": config.concurrency})
     client = LLMClient(endpoint(config), stage="code_examples", policy=policy, cache_root=cache_root, meter=meter,
                        cache_params={"purpose": "code_example_summary", "prompt_template": SUMMARY_PROMPT})
-    unique = list(dict.fromkeys(prompts))
-    try:
-        batch = client.chat_many(unique, max_tokens=config.max_tokens)
-        empty = sum(1 for a in batch.answers.values() if not a.strip())
-        client.count_unusable(empty)
-    finally:
-        client.close()
-    if batch.stopped is not None:
-        raise stop_error("enrichment.code_examples", batch.stopped, batch.success_count, len(unique))
-    if not batch.answers:
-        first = batch.failed_items[0].error
-        raise CodeExamplesError(
-            f"enrichment.code_examples: all {len(unique)} summary requests failed (first: {first}); check "
-            "enrichment.code_examples.base_url and .model, or set enrichment.code_examples.summary: none")
-    answers = {unique[i]: a.strip() for i, a in batch.answers.items()}
-    errors = {unique[f.index]: f.error for f in batch.failed_items}
-    summarized, texts, failed = [], [], {}
-    for row, (unit, prompt) in enumerate(zip(units, prompts)):
-        summary = answers.get(prompt) or None  # an empty answer: no summary
-        if prompt not in answers:
-            failed[row] = errors.get(prompt, "no answer")
-        summarized.append(_with_summary(unit, summary))
-        texts.append(embedded_text(unit.text, summary))
-    return CodeExamples(summarized, texts, cache_hits=batch.cache_hits,
-                        computed=len(unique) - batch.cache_hits - len(batch.failed_items), failed=failed, empty=empty)
+    asked = ask_once_per_prompt(client, prompts, max_tokens=config.max_tokens, all_failed=all_summaries_failed)
+    summaries = {prompt: answer.strip() for prompt, answer in asked.answers.items()}
+    summarized = [_with_summary(unit, summaries.get(prompt) or None)  # an empty answer: no summary
+                  for unit, prompt in zip(units, prompts)]
+    return CodeExamples(summarized, [embedded_text(u.text, u.metadata["summary"]) for u in summarized],
+                        cache_hits=asked.cache_hits, computed=asked.computed, failed=asked.failed_rows(prompts),
+                        empty=asked.empty)
+
+
+def all_summaries_failed(n: int, first: str) -> CodeExamplesError:
+    return CodeExamplesError(
+        f"enrichment.code_examples: all {n} summary requests failed (first: {first}); check "
+        "enrichment.code_examples.base_url and .model, or set enrichment.code_examples.summary: none")
 
 
 def _with_summary(unit: Chunk, summary: str | None) -> Chunk:

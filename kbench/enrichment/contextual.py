@@ -22,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kbench.enrichment.asking import ask_once_per_prompt
 from kbench.enrichment.config import EnrichmentConfig
-from kbench.llm import Endpoint, LLMClient, LLMError, LLMPolicy, UsageMeter, stop_error
+from kbench.llm import Endpoint, LLMClient, LLMError, LLMPolicy, UsageMeter
 from kbench.records import Chunk, Document
 
 # Reference 002's contextual-embedding prompt, as production sends it (one user message).
@@ -71,6 +72,11 @@ class EnrichmentResult:
                 "enrichment_failed": len(self.failed), "enrichment_empty": self.empty}
 
 
+def all_requests_failed(n: int, first: str) -> EnrichmentError:
+    return EnrichmentError(f"enrichment: all {n} LLM requests failed (first: {first}); check "
+                           "enrichment.base_url and enrichment.model, or disable enrichment")
+
+
 def enrich_chunks(chunks: list[Chunk], documents: list[Document], config: EnrichmentConfig,
                   cache_root: Path, *, policy: LLMPolicy | None = None,
                   meter: UsageMeter | None = None) -> EnrichmentResult:
@@ -83,30 +89,9 @@ def enrich_chunks(chunks: list[Chunk], documents: list[Document], config: Enrich
     policy = (policy or LLMPolicy()).model_copy(update={"concurrency": config.concurrency})
     client = LLMClient(endpoint(config), stage="enrichment", policy=policy, cache_root=cache_root, meter=meter,
                        cache_params={"purpose": "contextual_enrichment", "prompt_template": CONTEXT_PROMPT})
-    unique = list(dict.fromkeys(prompts))
-    try:
-        batch = client.chat_many(unique, max_tokens=config.max_tokens)
-    finally:
-        client.close()
-    if batch.stopped is not None:
-        raise stop_error("enrichment", batch.stopped, batch.success_count, len(unique))
-    if unique and not batch.answers:
-        first = batch.failed_items[0].error
-        raise EnrichmentError(f"enrichment: all {len(unique)} LLM requests failed (first: {first}); check "
-                              f"enrichment.base_url and enrichment.model, or disable enrichment")
-    answers = {unique[i]: a for i, a in batch.answers.items()}
-    empty = sum(not a.strip() for a in answers.values())
-    client.count_unusable(empty)
-    errors = {unique[f.index]: f.error for f in batch.failed_items}
-    texts, contexts, failed = [], [], {}
-    for row, (chunk, prompt) in enumerate(zip(chunks, prompts)):
-        if prompt in answers:
-            contexts.append(answers[prompt])
-            texts.append(contextual_text(answers[prompt], chunk.text))
-        else:
-            contexts.append(None)
-            texts.append(chunk.text)
-            failed[row] = errors.get(prompt, "no answer")
-    return EnrichmentResult(texts, contexts, cache_hits=batch.cache_hits,
-                            computed=len(unique) - batch.cache_hits - len(batch.failed_items), failed=failed,
-                            empty=empty)
+    asked = ask_once_per_prompt(client, prompts, max_tokens=config.max_tokens, all_failed=all_requests_failed)
+    contexts = [asked.answers.get(prompt) for prompt in prompts]  # None: failed, the plain text is kept
+    texts = [chunk.text if context is None else contextual_text(context, chunk.text)
+             for chunk, context in zip(chunks, contexts)]
+    return EnrichmentResult(texts, contexts, cache_hits=asked.cache_hits, computed=asked.computed,
+                            failed=asked.failed_rows(prompts), empty=asked.empty)

@@ -6,7 +6,8 @@ records every request, and answers deterministically from the prompt itself:
 - a rerank prompt gets a JSON array of the candidates ordered by words shared with the query;
 - a code-example summary prompt gets "A <language> example: <the code's first non-empty line>".
 So tests check kbench's side for real: prompts sent, caching, the key reaching only the endpoint, parsing.
-A test that needs a weak model's answers (no index list, an empty rewrite) sets ``server.reply``.
+A test that needs a weak model's answers (no index list, an empty rewrite) sets ``server.reply``; one that needs
+an endpoint's refusals sets ``server.status`` (a prompt -> an HTTP error status, OpenAI's error body with it).
 """
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ class ChatServer:
     base_url: str
     requests: list[dict] = field(default_factory=list)  # {"authorization", "model", "prompt", "max_tokens"}
     reply: Callable[[str], str] | None = None  # prompt -> answer, instead of the deterministic ones above
+    status: Callable[[str], int | None] | None = None  # prompt -> an error status (400, 402 ...), None: answer
     _server: ThreadingHTTPServer | None = None
 
     def prompts(self) -> list[str]:
@@ -83,15 +85,23 @@ def start_chat_server() -> ChatServer:
                 state.requests.append({"authorization": self.headers.get("Authorization", ""),
                                        "model": body.get("model"), "prompt": prompt,
                                        "max_tokens": body.get("max_tokens")})
-            payload = json.dumps({
+            refused = state.status(prompt) if state.status else None
+            if refused is not None:
+                self.send_json(refused, {"error": {"message": f"the test server refuses with HTTP {refused}",
+                                                   "type": "invalid_request_error", "code": None}})
+                return
+            self.send_json(200, {
                 "id": f"chatcmpl-{len(state.requests)}", "object": "chat.completion", "created": 0,
                 "model": body.get("model"),
                 "choices": [{"index": 0, "finish_reason": "stop",
                              "message": {"role": "assistant",
                                          "content": (state.reply or answer)(prompt)}}],
                 "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-            }).encode()
-            self.send_response(200)
+            })
+
+        def send_json(self, status: int, body: dict) -> None:
+            payload = json.dumps(body).encode()
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
