@@ -28,7 +28,7 @@ from kbench.retrieval.contracts import SearchContext
 from kbench.retrieval.legs.bm25 import BM25Leg, BM25Params
 from kbench.retrieval.rerank.cross_encoder import CrossEncoderParams, CrossEncoderReranker, resolve_cross_encoder
 
-BACKENDS = ["torch", "onnx", "onnx-int8", "openvino"]
+BACKENDS = ["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"]
 
 
 def stand_in_model(folder: Path) -> Path:

@@ -11,6 +11,9 @@ A plain embedding model (all-MiniLM-L6-v2) is refused: loaded as a cross-encoder
 
 ``backend: onnx | onnx-int8 | openvino`` scores the pairs with the model exported to ONNX once (cached under
 models_dir()/exported/, as the bi-encoders' are), in length-sorted batches, with the folder's own activation.
+``openvino-int8`` is that export quantized to static int8 (embedding/openvino_int8.py), calibrated on pairs
+drawn from the run's own corpus (a seeded sample: a chunk's opening words as the query, 25 chunks as its
+candidates), cached per model and calibration sample.
 """
 from __future__ import annotations
 
@@ -23,8 +26,10 @@ from pydantic import Field
 
 from kbench.embedding.models import CATALOGUE, ModelNotInstalledError, resolve_model_path
 from kbench.embedding.onnx_export import exported_model
-from kbench.embedding.onnx_runtime import OnnxPairScorer
+from kbench.embedding.onnx_runtime import OnnxPairScorer, length_sorted_batches, load_tokenizer
+from kbench.embedding.openvino_int8 import calibrated_int8
 from kbench.embedding.sentence_transformers import model_revision, torch_threads
+from kbench.hashing import stable_hash
 from kbench.paths import models_dir
 from kbench.records import Hit
 from kbench.retrieval.contracts import Reranker, SearchContext
@@ -40,8 +45,11 @@ class CrossEncoderParams(CandidateParams):
                        description="folder, name of a kbench-trained model, or a hub id already in the local HF cache")
     batch_size: int = Field(32, ge=1, description="pairs per forward pass")
     max_length: int | None = Field(None, ge=8, description="tokens per (query, chunk) pair; default: the model's own")
-    backend: Literal["torch", "onnx", "onnx-int8", "openvino"] = Field(
-        "torch", description="torch, or the model exported to ONNX: onnx (fp32), onnx-int8, openvino")
+    backend: Literal["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"] = Field(
+        "torch", description="torch, or the model exported to ONNX: onnx (fp32), onnx-int8 (dynamic), openvino, "
+                             "openvino-int8 (static int8, calibrated on the corpus)")
+    calibration_queries: int = Field(12, ge=1, description="openvino-int8: calibration batches (one pseudo-query "
+                                                          "and its candidates each)")
     threads: int | None = Field(None, ge=1, description="intra-op threads; default: the runtime's")
 
 
@@ -96,7 +104,24 @@ def _read_json(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
-def onnx_pair_scorer(folder: Path, params: CrossEncoderParams) -> OnnxPairScorer:
+def calibration_pairs(texts: list[str], queries: int, candidates: int = 25, seed: int = 0,
+                      query_words: int = 12) -> list[list[tuple[str, str]]]:
+    """Pseudo-queries and their candidates from the corpus itself, for static int8 calibration: per query, a
+    seeded chunk's opening words paired with that chunk and ``candidates - 1`` others (rerank's input shape)."""
+    texts = [t for t in texts if t.strip()]
+    if not texts:
+        return []
+    rng = np.random.default_rng(seed)
+    batches = []
+    for _ in range(queries):
+        picks = rng.choice(len(texts), size=min(candidates, len(texts)), replace=False)
+        query = " ".join(texts[picks[0]].split()[:query_words])
+        batches.append([(query, texts[i]) for i in picks])
+    return batches
+
+
+def onnx_pair_scorer(folder: Path, params: CrossEncoderParams,
+                     calibration: list[list[tuple[str, str]]] | None = None) -> OnnxPairScorer:
     """The cross-encoder in ``folder`` on ONNX, scoring as sentence-transformers' CrossEncoder.predict does:
     the same truncation (longest first, the model's max length) and activation (Sigmoid for one label
     unless the folder names another)."""
@@ -114,10 +139,20 @@ def onnx_pair_scorer(folder: Path, params: CrossEncoderParams) -> OnnxPairScorer
     max_length = params.max_length or int(_read_json(folder / "tokenizer_config.json").get("model_max_length")
                                            or 512)
     max_length = min(max_length, int(config.get("max_position_embeddings") or max_length))
-    onnx_path = exported_model(folder, folder.name, model_revision(folder), int8=params.backend == "onnx-int8",
+    revision = model_revision(folder)
+    onnx_path = exported_model(folder, folder.name, revision, int8=params.backend == "onnx-int8",
                                head="sequence_classification")
-    return OnnxPairScorer(onnx_path, folder / "tokenizer.json", max_length, int(config.get("pad_token_id") or 0),
-                          params.backend, activation, threads=params.threads)
+    pad_id = int(config.get("pad_token_id") or 0)
+    backend = params.backend
+    if backend == "openvino-int8":
+        tokenizer = load_tokenizer(folder / "tokenizer.json", max_length)
+        feeds = [feed for pairs in calibration or [] for _, feed in
+                 length_sorted_batches(tokenizer.encode_batch(pairs), params.batch_size, pad_id)]
+        key = stable_hash({"pairs": calibration, "max_length": max_length, "batch_size": params.batch_size}, 12)
+        onnx_path = calibrated_int8(onnx_path, onnx_path.parent / f"{onnx_path.stem}-openvino-int8-{key}", feeds)
+        backend = "openvino"
+    return OnnxPairScorer(onnx_path, folder / "tokenizer.json", max_length, pad_id, backend, activation,
+                          threads=params.threads)
 
 
 @RERANKERS.register("cross_encoder", CrossEncoderParams)
@@ -138,7 +173,10 @@ class CrossEncoderReranker(Reranker):
             kwargs = {"max_length": params.max_length} if params.max_length else {}
             self.model = CrossEncoder(str(self.path), device="cpu", local_files_only=True, **kwargs)
         else:
-            self.onnx = onnx_pair_scorer(self.path, params)
+            calibration = None
+            if params.backend == "openvino-int8":
+                calibration = calibration_pairs([c.text for c in context.chunks], params.calibration_queries)
+            self.onnx = onnx_pair_scorer(self.path, params, calibration)
 
     def score(self, query_text: str, texts: list[str]) -> list[float]:
         if not texts:

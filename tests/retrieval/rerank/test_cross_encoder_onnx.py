@@ -11,7 +11,8 @@ import pytest
 from kbench import ChunkingConfig, DatasetConfig, chunked_corpus
 from kbench.config import ConfigError, load_experiment
 from kbench.embedding.models import resolve_model_path
-from kbench.retrieval.rerank.cross_encoder import CrossEncoderParams, onnx_pair_scorer, resolve_cross_encoder
+from kbench.retrieval.rerank.cross_encoder import (CrossEncoderParams, calibration_pairs, onnx_pair_scorer,
+                                                  resolve_cross_encoder)
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +47,36 @@ def test_onnx_backends_score_as_torch_does(seeded_cross_encoder, pairs, monkeypa
         assert scores.shape == torch_scores.shape
         assert np.abs(scores - torch_scores).max() < tolerance, backend
     assert (tmp_path / "exported").is_dir()
+
+
+def test_openvino_int8_is_calibrated_on_the_corpus_and_ranks_as_torch(seeded_cross_encoder, pairs, monkeypatch,
+                                                                     tmp_path):
+    """Static int8 (NNCF, calibrated on pseudo-queries from the demo corpus): scores near torch's, the same
+    order for each question's best passages, and the quantized model built once and then reused."""
+    from sentence_transformers import CrossEncoder
+
+    monkeypatch.setenv("KBENCH_MODELS_DIR", str(tmp_path))
+    _, chunks = chunked_corpus(DatasetConfig(name="demo"), ChunkingConfig(strategy="fixed", chunk_size=600,
+                                                                            chunk_overlap=100))
+    calibration = calibration_pairs([c.text for c in chunks], queries=3)
+    assert calibration == calibration_pairs([c.text for c in chunks], queries=3)  # seeded: same sample
+    assert [len(batch) for batch in calibration] == [25, 25, 25]
+    assert all(query.split() == text.split()[:12] for query, text in (batch[0] for batch in calibration))
+
+    folder = resolve_cross_encoder(str(seeded_cross_encoder))
+    torch_scores = CrossEncoder(str(folder), device="cpu", local_files_only=True).predict(
+        [list(p) for p in pairs], show_progress_bar=False)
+    params = CrossEncoderParams(model=str(folder), backend="openvino-int8", batch_size=25)
+    scores = onnx_pair_scorer(folder, params, calibration).score(pairs, params.batch_size)
+    assert np.abs(scores - torch_scores).max() < 0.05
+    built = sorted((tmp_path / "exported").glob("*/scorer-openvino-int8-*/model.xml"))
+    assert len(built) == 1 and not list(built[0].parent.parent.glob(".partial-*"))
+    stamp = built[0].stat().st_mtime_ns
+    onnx_pair_scorer(folder, params, calibration)  # the same model and sample: loaded, not rebuilt
+    assert built[0].stat().st_mtime_ns == stamp
+    for start in range(0, len(pairs), 12):  # each question's passages: the int8 order of the top 3 is torch's
+        top = lambda s: list(np.argsort(-np.asarray(s[start:start + 12]), kind="stable")[:3])
+        assert top(scores) == top(torch_scores)
 
 
 def test_an_unknown_rerank_backend_is_a_config_error(config_for):
