@@ -14,7 +14,8 @@ from typing import Iterator
 import numpy as np
 
 from kbench.records import Chunk
-from kbench.store.sync import Collection, PageRows, ProductionStore, StoreDimensionError, embedding_column, page_batch
+from kbench.store.sync import (Collection, PageBatch, PageRows, ProductionStore, StoreDimensionError,
+                               embedding_column, page_batch, page_groups, page_vectors)
 
 SCHEMA_SQL = Path(__file__).with_name("schema.sql")
 VECTOR_TABLES = ("archon_crawled_pages", "archon_code_examples")  # tables with per-dimension embedding columns
@@ -22,6 +23,11 @@ VECTOR_TABLES = ("archon_crawled_pages", "archon_code_examples")  # tables with 
 
 # DuckDB would fetch an extension from the internet to read a SQLite file or a remote path: never at run time.
 NO_DOWNLOADS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+
+# Bounded write memory (see attach): rows per row group of the store file, and rows per INSERT in insert_pages
+# (whole row groups, so each INSERT goes to the file rather than staying in memory until COMMIT).
+STORE_ROW_GROUP_ROWS = 2048
+INSERT_BATCH_ROWS = 4 * STORE_ROW_GROUP_ROWS
 
 
 class StoreLockedError(RuntimeError):
@@ -42,7 +48,7 @@ def connect_with_retry(path: Path, lock_timeout_s: float):
     deadline = time.monotonic() + lock_timeout_s
     while True:
         try:
-            return duckdb.connect(str(path), config=NO_DOWNLOADS)
+            return attach(path)
         except duckdb.IOException as e:
             held = "could not set lock" in str(e).lower()  # not "block": a corrupt file names a block
             if not held or time.monotonic() > deadline:
@@ -57,6 +63,31 @@ def connect_with_retry(path: Path, lock_timeout_s: float):
         except duckdb.Error as e:
             raise StoreFileError(f"{path}: cannot open it as a DuckDB database ({first_line(e)}); move it away "
                                  "or point store.path at another file") from None
+
+
+def attach(path: Path):
+    """A connection whose default database is the store file, attached with small row groups.
+
+    Why: every row carries the five per-dimension columns of production's schema, and DuckDB keeps a NULL
+    FLOAT[N] with its N child values until they are compressed, so an uncompressed row is ~27 KB at 384-d (6,784
+    floats) against 1.5 KB of vector. Rows inserted inside a transaction are held uncompressed in memory until
+    COMMIT unless one INSERT fills whole row groups, which DuckDB then writes to the file at once (rolled back
+    with the transaction). The default row group (122,880 rows) is 3.3 GB of such rows; ``STORE_ROW_GROUP_ROWS``
+    with insert_pages' ``INSERT_BATCH_ROWS`` keeps a sync's memory bounded whatever its size. Row group size is a
+    storage detail: the rows, ids and values are the same, and any DuckDB reads the file.
+    """
+    import duckdb
+
+    con = duckdb.connect(config=NO_DOWNLOADS)
+    try:
+        con.execute(f"ATTACH '{str(path).replace(chr(39), chr(39) * 2)}' AS kbench_store "
+                    f"(ROW_GROUP_SIZE {STORE_ROW_GROUP_ROWS})")
+        con.execute("USE kbench_store")
+        con.execute("SET write_buffer_row_group_count = 1")  # flush each full row group, do not buffer five
+    except BaseException:
+        con.close()
+        raise
+    return con
 
 
 def file_head(path: Path) -> bytes:
@@ -114,10 +145,11 @@ def check_store_file(path: Path, lock_timeout_s: float = 120.0) -> None:
 
 
 class DuckStore(ProductionStore):
-    def __init__(self, path: Path | str, lock_timeout_s: float = 120.0):
+    def __init__(self, path: Path | str, lock_timeout_s: float = 120.0, insert_batch_rows: int = INSERT_BATCH_ROWS):
         import duckdb
 
         self.path = Path(path)
+        self.insert_batch_rows = insert_batch_rows
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.con = connect_with_retry(self.path, lock_timeout_s)
         try:
@@ -133,8 +165,9 @@ class DuckStore(ProductionStore):
 
     @classmethod
     @contextmanager
-    def open(cls, path: Path | str, lock_timeout_s: float = 120.0) -> Iterator["DuckStore"]:
-        store = cls(path, lock_timeout_s)
+    def open(cls, path: Path | str, lock_timeout_s: float = 120.0,
+             insert_batch_rows: int = INSERT_BATCH_ROWS) -> Iterator["DuckStore"]:
+        store = cls(path, lock_timeout_s, insert_batch_rows)
         try:
             yield store
         finally:
@@ -206,12 +239,33 @@ class DuckStore(ProductionStore):
 
     def insert_pages(self, collection: Collection, pages: list[PageRows], chunks: list[Chunk],
                      vectors: np.ndarray, failures: dict[int, str], column: str | None = None) -> int:
+        """Write ``pages``' rows, page state and failures, about ``insert_batch_rows`` rows per INSERT (see
+        ``attach``); the caller's transaction (``sync``) makes them one write, so a failure leaves nothing. Every
+        vector is checked before the first row is written."""
+        groups = page_groups(pages, self.insert_batch_rows)
+        for group in groups:
+            page_vectors(collection, group, vectors, column)
+        written = 0
+        for group in groups:
+            batch = page_batch(collection, group, chunks, vectors, failures, column)
+            if batch.column not in self.vector_columns():
+                self.ensure_column(collection.embedding_dimension)
+            self._insert_rows(collection, batch)
+            self._insert_arrow("kbench_page_state", ["page_id", "url", "source_id", "state", "chunk_count"],
+                               collection, [[p.document.doc_id for p in group], [p.document.url for p in group],
+                                            [p.document.source_id for p in group], [p.state for p in group],
+                                            [len(p.chunk_indices) for p in group]])
+            if batch.failed:
+                self._insert_arrow("kbench_embedding_failures", ["page_id", "chunk_number", "content_hash", "reason"],
+                                   collection, [list(values) for values in zip(*batch.failed)])
+            written += len(batch.vectors)
+        self._refresh_sources(collection)
+        return written
+
+    def _insert_rows(self, collection: Collection, batch: PageBatch) -> None:
         import pyarrow as pa
 
-        batch = page_batch(collection, pages, chunks, vectors, failures, column)
         dim = collection.embedding_dimension
-        if batch.column not in self.vector_columns():
-            self.ensure_column(dim)
         table = pa.table({
             **{k: pa.array(v) for k, v in batch.columns.items()},
             "vec": pa.FixedSizeListArray.from_arrays(pa.array(batch.vectors.ravel(), pa.float32()), dim),
@@ -226,17 +280,18 @@ class DuckStore(ProductionStore):
                 [collection.name, dim, collection.embedding_model, collection.llm_chat_model])
         finally:
             self.con.unregister("kbench_incoming")
-        self.con.executemany(
-            "INSERT INTO kbench_page_state (collection, page_id, url, source_id, state, chunk_count) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            [[collection.name, p.document.doc_id, p.document.url, p.document.source_id, p.state,
-              len(p.chunk_indices)] for p in pages])
-        if batch.failed:
-            self.con.executemany("INSERT INTO kbench_embedding_failures (collection, page_id, chunk_number, "
-                                 "content_hash, reason) VALUES (?, ?, ?, ?, ?)",
-                                 [[collection.name, *failure] for failure in batch.failed])
-        self._refresh_sources(collection)
-        return len(batch.vectors)
+
+    def _insert_arrow(self, table_name: str, names: list[str], collection: Collection, values: list[list]) -> None:
+        """INSERT the columns ``names`` (with the collection) from Python lists in one statement: executemany
+        took ~2 ms a row."""
+        import pyarrow as pa
+
+        self.con.register("kbench_incoming_rows", pa.table(dict(zip(names, (pa.array(v) for v in values)))))
+        try:
+            self.con.execute(f"INSERT INTO {table_name} (collection, {', '.join(names)}) "
+                             f"SELECT ?, {', '.join(names)} FROM kbench_incoming_rows", [collection.name])
+        finally:
+            self.con.unregister("kbench_incoming_rows")
 
     def _refresh_sources(self, collection: Collection) -> None:
         """archon_sources: one row per source_id with its word count, rebuilt from the pages."""
@@ -290,23 +345,36 @@ class DuckStore(ProductionStore):
 
     # ------------------------------------------------------------------ reading back
     def read_vectors(self, collection: Collection, chunks: list[Chunk]) -> tuple[np.ndarray, np.ndarray]:
-        """(chunk indices, vectors) of the collection's stored rows, mapped onto the run's chunk list."""
+        """(chunk indices, vectors) of the collection's stored rows, mapped onto the run's chunk list.
+
+        Read in record batches into one preallocated matrix: the vectors are held once, not as an Arrow table,
+        its combined copy and a reordered copy (three times 1.5 GB at 1M x 384)."""
         column = embedding_column(collection.embedding_dimension)
-        table = self.con.execute(
-            f"SELECT page_id, chunk_number, {column} AS vec FROM archon_crawled_pages WHERE collection = ? "
-            f"AND {column} IS NOT NULL", [collection.name]).to_arrow_table()
-        position = {(c.doc_id, c.chunk_number): i for i, c in enumerate(chunks)}
-        try:
-            ids = np.array([position[(p, n)] for p, n in zip(table.column("page_id").to_pylist(),
-                                                           table.column("chunk_number").to_pylist())], dtype=np.int64)
-        except KeyError as e:
-            raise RuntimeError(f"store {collection.name} holds chunk {e.args[0]} that this run did not produce; "
-                               "sync before reading") from None
         dim = collection.embedding_dimension
-        flat = table.column("vec").combine_chunks().flatten().to_numpy() if len(ids) else np.zeros(0, np.float32)
-        vectors = np.asarray(flat, dtype=np.float32).reshape(len(ids), dim)
-        order = np.argsort(ids)
-        return ids[order], vectors[order]
+        where = f"FROM archon_crawled_pages WHERE collection = ? AND {column} IS NOT NULL"
+        (n,) = self.con.execute(f"SELECT count(*) {where}", [collection.name]).fetchone()
+        position = {(c.doc_id, c.chunk_number): i for i, c in enumerate(chunks)}
+        ids = np.empty(n, dtype=np.int64)
+        vectors = np.empty((n, dim), dtype=np.float32)
+        reader = self.con.execute(f"SELECT page_id, chunk_number, {column} AS vec {where}",
+                                  [collection.name]).to_arrow_reader(INSERT_BATCH_ROWS)
+        at = 0
+        for part in reader:
+            rows = part.num_rows
+            try:
+                ids[at:at + rows] = [position[key] for key in zip(part.column("page_id").to_pylist(),
+                                                                  part.column("chunk_number").to_pylist())]
+            except KeyError as e:
+                raise RuntimeError(f"store {collection.name} holds chunk {e.args[0]} that this run did not produce; "
+                                   "sync before reading") from None
+            vectors[at:at + rows] = part.column("vec").flatten().to_numpy().reshape(rows, dim)
+            at += rows
+        if at != n:
+            raise RuntimeError(f"store {collection.name}: read {at} vectors, counted {n}")
+        if n > 1 and not (ids[1:] > ids[:-1]).all():  # rows stored in another order than this run's chunks
+            order = np.argsort(ids)
+            return ids[order], vectors[order]
+        return ids, vectors
 
     def vector_search(self, collection: Collection, query: np.ndarray, k: int) -> list[tuple[str, int, float]]:
         """Exact cosine top-k in SQL, column picked from the query's width: (page_id, chunk_number, similarity).

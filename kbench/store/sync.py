@@ -156,9 +156,9 @@ class PageBatch:
     failed: list[tuple[str, int, str, str]]  # (page_id, chunk_number, content_hash, reason) of unembedded chunks
 
 
-def page_batch(collection: Collection, pages: list[PageRows], chunks: list[Chunk], vectors: np.ndarray,
-               failures: dict[int, str], column: str | None = None) -> PageBatch:
-    """The rows of ``pages``, refusing a column of another width and a zero or non-finite vector."""
+def page_vectors(collection: Collection, pages: list[PageRows], vectors: np.ndarray,
+                 column: str | None = None) -> tuple[str, np.ndarray]:
+    """(column, the vectors of ``pages``' rows), refusing a column of another width and a zero or non-finite vector."""
     dim = collection.embedding_dimension
     column = column or embedding_column(dim)
     check_column_width(column, vectors, collection.embedding_model, dim)
@@ -166,6 +166,27 @@ def page_batch(collection: Collection, pages: list[PageRows], chunks: list[Chunk
     block = np.ascontiguousarray(vectors[rows], dtype=np.float32) if rows else np.zeros((0, dim), np.float32)
     if rows and not (np.isfinite(block).all() and (np.abs(block).sum(axis=1) > 0).all()):
         raise ValueError("refusing to store a zero or non-finite vector (record it as a failed embedding)")
+    return column, block
+
+
+def page_groups(pages: list[PageRows], max_rows: int) -> list[list[PageRows]]:
+    """``pages`` in order, cut into runs of at most ``max_rows`` stored rows (a larger page is a run of its own),
+    so a backend writes a large sync in bounded pieces."""
+    groups: list[list[PageRows]] = [[]]
+    rows = 0
+    for page in pages:
+        if groups[-1] and rows + len(page.chunk_indices) > max_rows:
+            groups.append([])
+            rows = 0
+        groups[-1].append(page)
+        rows += len(page.chunk_indices)
+    return groups if groups[0] else []
+
+
+def page_batch(collection: Collection, pages: list[PageRows], chunks: list[Chunk], vectors: np.ndarray,
+               failures: dict[int, str], column: str | None = None) -> PageBatch:
+    """The rows of ``pages``, refusing a column of another width and a zero or non-finite vector."""
+    column, block = page_vectors(collection, pages, vectors, column)
     failed = [(chunks[i].doc_id, chunks[i].chunk_number, sha256_text(chunks[i].text), failures.get(i, "not embedded"))
               for p in pages for i in p.failed_indices]
     return PageBatch(column, row_columns(collection, pages, chunks), block, failed)

@@ -158,3 +158,73 @@ def test_collections_do_not_mix(store, corpus):
                unit_vectors(sum(c.doc_id in {docs[0].doc_id, docs[1].doc_id} for c in chunks), 384), {})
     assert store.count_rows(a) == len(chunks)
     assert store.count_rows(b) < len(chunks)
+
+
+def store_contents(store) -> dict[str, list[tuple]]:
+    """Every kbench table's rows and values (ids and vectors included), timestamps left out."""
+    queries = {
+        "archon_crawled_pages": "SELECT * EXCLUDE (created_at, updated_at) FROM archon_crawled_pages ORDER BY id",
+        "kbench_page_state": "SELECT * EXCLUDE (updated_at) FROM kbench_page_state ORDER BY collection, page_id",
+        "kbench_embedding_failures": "SELECT * EXCLUDE (created_at) FROM kbench_embedding_failures "
+                                     "ORDER BY collection, page_id, chunk_number",
+        "archon_sources": "SELECT * EXCLUDE (created_at, updated_at) FROM archon_sources "
+                          "ORDER BY collection, source_id",
+    }
+    return {table: store.con.execute(sql).fetchall() for table, sql in queries.items()}
+
+
+@pytest.fixture(scope="module")
+def many_chunks():
+    """The whole demo corpus in small chunks: more rows than one row group of the store file."""
+    docs = load_dataset(DatasetConfig(name="demo")).documents
+    return docs, chunk_corpus(docs, ChunkingConfig(strategy="fixed", chunk_size=60, chunk_overlap=0))
+
+
+def test_a_store_written_in_batches_equals_one_written_at_once(tmp_path, many_chunks):
+    """insert_pages writes bounded batches (memory); the file holds the same rows, ids and values as one INSERT,
+    through a first sync with failures and a second that rewrites the healed pages and deletes a page."""
+    from kbench.store.duckdb_store import STORE_ROW_GROUP_ROWS
+
+    docs, chunks = many_chunks
+    assert len(chunks) > STORE_ROW_GROUP_ROWS  # at least one row group goes to the file before COMMIT
+    coll = collection(384)
+    vectors = unit_vectors(len(chunks), 384)
+    failed = {3: "RateLimitError: quota", len(chunks) - 5: "zero or non-finite vector"}
+    first = vectors.copy()
+    first[list(failed)] = 0.0
+    kept = [c for c in chunks if c.doc_id != docs[0].doc_id]
+    kept_vectors = vectors[[i for i, c in enumerate(chunks) if c.doc_id != docs[0].doc_id]]
+    contents, reports = [], []
+    for name, batch_rows in (("at-once", 10**9), ("batched", 97)):
+        with DuckStore.open(tmp_path / name / "kbench.duckdb", insert_batch_rows=batch_rows) as store:
+            reports.append([store.sync(coll, docs, chunks, first, failed),
+                            store.sync(coll, docs[1:], kept, kept_vectors, {})])
+        with DuckStore.open(tmp_path / name / "kbench.duckdb") as store:  # reopened: what was committed
+            contents.append(store_contents(store))
+    assert reports[0] == reports[1]
+    assert reports[0][0].rows_written == len(chunks) - 2 and reports[0][1].pages_deleted == 1
+    assert reports[0][1].pages_written >= 1  # the healed page(s) were rewritten
+    assert contents[0] == contents[1]
+    assert len(contents[1]["archon_crawled_pages"]) == len(kept)
+    assert contents[0]["kbench_embedding_failures"] == []
+
+
+def test_a_failure_after_batches_reached_the_file_leaves_nothing(tmp_path, many_chunks, monkeypatch):
+    """Full row groups are written to the file before COMMIT; a failure later in the sync rolls them back."""
+    docs, chunks = many_chunks
+    coll = collection(384)
+    path = tmp_path / "kbench.duckdb"
+
+    def crash(self, collection):
+        raise RuntimeError("stand-in for a crash after the rows were inserted")
+
+    with DuckStore.open(path, insert_batch_rows=500) as store:
+        monkeypatch.setattr(DuckStore, "_refresh_sources", crash)
+        with pytest.raises(RuntimeError, match="stand-in"):
+            store.sync(coll, docs, chunks, unit_vectors(len(chunks), 384), {})
+        assert store_contents(store) == {"archon_crawled_pages": [], "kbench_page_state": [],
+                                         "kbench_embedding_failures": [], "archon_sources": []}
+    monkeypatch.undo()
+    with DuckStore.open(path) as store:
+        assert store.count_rows(coll) == 0
+        assert store.sync(coll, docs, chunks, unit_vectors(len(chunks), 384), {}).rows_total == len(chunks)
