@@ -80,14 +80,20 @@ def attach(path: Path):
 
     con = duckdb.connect(config=NO_DOWNLOADS)
     try:
-        con.execute(f"ATTACH '{str(path).replace(chr(39), chr(39) * 2)}' AS kbench_store "
-                    f"(ROW_GROUP_SIZE {STORE_ROW_GROUP_ROWS})")
+        con.execute(f"ATTACH {sql_text(str(path))} AS kbench_store (ROW_GROUP_SIZE {STORE_ROW_GROUP_ROWS})")
         con.execute("USE kbench_store")
         con.execute("SET write_buffer_row_group_count = 1")  # flush each full row group, do not buffer five
+        # where DuckDB spills when memory runs short: beside the store (its default for a file it opens), not
+        # the working directory, which is where it would go for a database ATTACHed to an in-memory one
+        con.execute(f"SET temp_directory = {sql_text(str(path) + '.tmp')}")
     except BaseException:
         con.close()
         raise
     return con
+
+
+def sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
 
 
 def file_head(path: Path) -> bytes:
