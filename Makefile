@@ -47,7 +47,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/rerank.py --model scifact-minilm-ce-bm25
 	$(BIN)/python benchmarks/keyword_legs.py --repeat 1
 	$(BIN)/python benchmarks/cache_sweep.py
-	$(BIN)/python benchmarks/sweep_economy.py
+	$(BIN)/python benchmarks/sweep_economy.py --documents 400 --backend onnx-int8
 	$(BIN)/python benchmarks/ann_recall.py
 	$(BIN)/python benchmarks/vector_scale.py
 	$(BIN)/python benchmarks/scale.py

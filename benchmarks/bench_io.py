@@ -11,6 +11,9 @@ from pathlib import Path
 
 from kbench.paths import workspace_dir
 
+# a sweep reads its children's artifacts back; MLflow's per-file progress bars would bury the figures
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
 
 def interleaved_best(rounds: int, candidates: dict, *args) -> dict[str, float]:
     """Best wall time per candidate over ``rounds`` rounds, candidates run in turn within each round, so

@@ -74,7 +74,8 @@ def bench_transformer(model: str, texts, query_texts, queries, docs, qrels, roun
               f"{row['query_p50_ms_all_threads']:.1f} ms (runtime default threads)", flush=True)
     for row, b in zip(mine, backends):
         row["ndcg_at_10_sample"] = ndcg10(encoders[b], queries, docs, qrels) if queries else None
-        print(f"{b:10s} nDCG@10 (sample) {row['ndcg_at_10_sample']}", flush=True)
+        if row["ndcg_at_10_sample"] is not None:
+            print(f"{b:10s} nDCG@10 (sample) {row['ndcg_at_10_sample']:.4f}", flush=True)
     print(format_table(["backend", "passages/s", "vs torch", "query p50 ms", "query p50 ms, all threads",
                         "nDCG@10 (sample)"],
                        [[r["backend"], f"{r['passages_per_s']:.1f}", f"{r['speedup_vs_torch']:.2f}x",
