@@ -37,6 +37,12 @@ def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
     return h.hexdigest()
 
 
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes, read once per process while its size and mtime stay the same."""
+    stat = Path(path).stat()
+    return _file_sha256(str(path), stat.st_size, stat.st_mtime_ns)
+
+
 def folder_content_hash(folder: Path, length: int = 16) -> str:
     """Hash of every file under ``folder`` (relative path and bytes, in path order): any edit, addition,
     removal or rename of a file changes it. Version-control and cache folders are left out."""

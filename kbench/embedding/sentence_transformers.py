@@ -18,17 +18,22 @@ from kbench.embedding.models import CATALOGUE, resolve_model_path
 from kbench.embedding.onnx_export import exported_model
 from kbench.embedding.onnx_runtime import OnnxEncoder, Pooling
 from kbench.embedding.registry import EMBEDDING_PROVIDERS
+from kbench.hashing import file_sha256
 
 
 def model_revision(folder: Path) -> str:
-    """A short fingerprint of a model folder: its config files and the sizes of its weight files."""
+    """A short fingerprint of a model folder: its config files and the bytes of its weight files.
+
+    The weights' contents, not their sizes: a model retrained under the same name has weights of the same
+    size, and its exports and cached vectors must not be taken for the old model's (about 0.1 s per 100 MB,
+    once per process)."""
     h = hashlib.sha256()
     for name in ("config.json", "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json"):
         p = folder / name
         if p.is_file():
             h.update(p.read_bytes())
     for p in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")) + sorted(folder.glob("*.onnx")):
-        h.update(f"{p.name}:{p.stat().st_size}".encode())
+        h.update(f"{p.name}:{file_sha256(p)}".encode())
     return h.hexdigest()[:12]
 
 

@@ -102,3 +102,21 @@ def test_the_dimension_knob_keeps_the_first_dims_renormalized(config, tmp_path):
     assert np.allclose(vectors, l2_normalize(full[:, :64]), atol=1e-6)
     with pytest.raises(ValueError, match="embedding.dimension: 4096 is larger"):
         load_encoder(EmbeddingConfig(**config, dimension=4096))
+
+
+def test_a_model_retrained_under_the_same_name_gets_a_new_revision(tmp_path):
+    """Exports and cached vectors are keyed by the revision; retrained weights have the same size as the old."""
+    import shutil
+
+    from kbench.embedding.sentence_transformers import model_revision
+
+    original = resolve_model_path("all-MiniLM-L6-v2")
+    folder = tmp_path / "retrained"
+    shutil.copytree(original, folder)
+    assert model_revision(folder) == model_revision(original)  # same bytes, same revision wherever they sit
+    weights = next(folder.glob("*.safetensors"))
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF  # one byte of one weight changed, the size unchanged
+    weights.write_bytes(bytes(data))
+    assert weights.stat().st_size == next(original.glob("*.safetensors")).stat().st_size
+    assert model_revision(folder) != model_revision(original)
