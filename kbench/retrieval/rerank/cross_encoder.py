@@ -27,7 +27,7 @@ from pydantic import Field
 from kbench.embedding.models import CATALOGUE, ModelNotInstalledError, resolve_model_path
 from kbench.embedding.onnx_export import exported_model
 from kbench.embedding.onnx_runtime import OnnxPairScorer, length_sorted_batches, load_tokenizer
-from kbench.embedding.openvino_int8 import calibrated_int8
+from kbench.embedding.openvino_int8 import INT8_RECIPE, calibrated_int8
 from kbench.embedding.sentence_transformers import model_revision, torch_threads
 from kbench.hashing import stable_hash
 from kbench.paths import models_dir
@@ -148,7 +148,8 @@ def onnx_pair_scorer(folder: Path, params: CrossEncoderParams,
         tokenizer = load_tokenizer(folder / "tokenizer.json", max_length)
         feeds = [feed for pairs in calibration or [] for _, feed in
                  length_sorted_batches(tokenizer.encode_batch(pairs), params.batch_size, pad_id)]
-        key = stable_hash({"pairs": calibration, "max_length": max_length, "batch_size": params.batch_size}, 12)
+        key = stable_hash({"pairs": calibration, "max_length": max_length, "batch_size": params.batch_size,
+                           "recipe": INT8_RECIPE}, 12)
         onnx_path = calibrated_int8(onnx_path, onnx_path.parent / f"{onnx_path.stem}-openvino-int8-{key}", feeds)
         backend = "openvino"
     return OnnxPairScorer(onnx_path, folder / "tokenizer.json", max_length, pad_id, backend, activation,

