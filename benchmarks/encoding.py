@@ -61,9 +61,14 @@ def bench_transformer(model: str, texts, query_texts, queries, docs, qrels, roun
     times = interleaved_best(rounds, {b: (lambda e=e: e.encode(texts)) for b, e in encoders.items()})
     base = times["torch"]
     for b in backends:
-        results.append({"model": model, "backend": b, "dimension": encoders[b].dimension,
+        # OpenVINO picks bf16 on a CPU with bf16 instructions (embedding.precision: auto): the row says so
+        computes_in = encoders[b].onnx.precision if encoders[b].onnx is not None else "f32"
+        if b.endswith("int8"):
+            computes_in = f"int8/{computes_in}"
+        results.append({"model": model, "backend": b, "computes_in": computes_in, "dimension": encoders[b].dimension,
                         "passages_per_s": len(texts) / times[b], "speedup_vs_torch": base / times[b]})
-        print(f"{b:10s} {len(texts) / times[b]:8.1f} passages/s  {base / times[b]:.2f}x torch", flush=True)
+        print(f"{b:10s} {len(texts) / times[b]:8.1f} passages/s  {base / times[b]:.2f}x torch ({computes_in})",
+              flush=True)
     mine = [r for r in results if r["model"] == model]
     for row, b in zip(mine, backends):
         row["query_p50_ms"] = p50_ms(lambda t, e=encoders[b]: e.encode([t], for_queries=True), query_texts)
@@ -76,9 +81,9 @@ def bench_transformer(model: str, texts, query_texts, queries, docs, qrels, roun
         row["ndcg_at_10_sample"] = ndcg10(encoders[b], queries, docs, qrels) if queries else None
         if row["ndcg_at_10_sample"] is not None:
             print(f"{b:10s} nDCG@10 (sample) {row['ndcg_at_10_sample']:.4f}", flush=True)
-    print(format_table(["backend", "passages/s", "vs torch", "query p50 ms", "query p50 ms, all threads",
-                        "nDCG@10 (sample)"],
-                       [[r["backend"], f"{r['passages_per_s']:.1f}", f"{r['speedup_vs_torch']:.2f}x",
+    print(format_table(["backend", "computes in", "passages/s", "vs torch", "query p50 ms",
+                        "query p50 ms, all threads", "nDCG@10 (sample)"],
+                       [[r["backend"], r["computes_in"], f"{r['passages_per_s']:.1f}", f"{r['speedup_vs_torch']:.2f}x",
                          f"{r['query_p50_ms']:.1f}", f"{r['query_p50_ms_all_threads']:.1f}",
                          "-" if r["ndcg_at_10_sample"] is None else f"{r['ndcg_at_10_sample']:.4f}"] for r in mine]))
 

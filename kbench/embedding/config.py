@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from kbench.embedding.onnx_runtime import Precision
 from kbench.embedding.registry import EMBEDDING_PROVIDERS
 from kbench.registry import StrictModel
 
@@ -17,8 +18,12 @@ class EmbeddingConfig(StrictModel):
     provider: str = Field("sentence_transformers",
                           description="a registered provider: sentence_transformers, static, openai")
     backend: Backend = Field("torch", description="sentence_transformers runtime: torch, onnx (exported fp32), "
-                                                  "onnx-int8 (dynamic int8), openvino (the fp32 export)")
+                                                  "onnx-int8 (dynamic int8), openvino (the fp32 export, computed "
+                                                  "at embedding.precision)")
     device: Device = Field("auto", description="auto: cuda when a GPU is visible, else cpu")
+    precision: Precision = Field("auto", description="backend openvino: the float precision it computes in; auto: "
+                                                     "OpenVINO's choice (bf16 on a CPU with bf16 instructions, "
+                                                     "else f32); f32: vectors that match torch's")
     batch_size: int = Field(64, ge=1, description="texts per encode call")
     threads: int | None = Field(None, ge=1, description="intra-op threads for batch encoding; default: the runtime's")
     query_threads: int | None = Field(1, ge=1, description="intra-op threads for encoding one query (latency); "
@@ -31,6 +36,14 @@ class EmbeddingConfig(StrictModel):
     document_prefix: str = ""
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint, provider=openai")
     api_key_env: str = Field("OPENAI_API_KEY", description="name of the env var holding the key (never the key)")
+
+    @model_validator(mode="after")
+    def _precision_is_openvino_s(self) -> EmbeddingConfig:
+        if self.precision != "auto" and self.backend != "openvino":
+            raise ValueError(f"embedding.precision: {self.precision} applies to embedding.backend=openvino only "
+                             f"(torch and onnx compute in f32); remove embedding.precision or set "
+                             f"embedding.backend=openvino")
+        return self
 
     @field_validator("provider")
     @classmethod

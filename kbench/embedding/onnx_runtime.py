@@ -5,12 +5,17 @@ longest text; vectors come back in the caller's order. Pooling (mean or CLS, the
 module if it has one) follows the sentence-transformers folder's own config, so the vectors match torch.
 Batch encoding and query encoding may use different thread counts (a one-query call on many threads
 spends more time waking them than computing).
+
+OpenVINO computes in bf16, not f32, by default on a CPU with bf16 instructions (this machine's EPYC has
+avx512_bf16): 1.9x faster than f32 here, with cross-encoder scores 0.02 from torch's at most. ``precision``
+asks for one (``auto`` keeps the runtime's choice); ``runner.precision`` says which one runs.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -59,8 +64,15 @@ def onnx_device_providers(device: str) -> list[str]:
     return ["CPUExecutionProvider"]
 
 
+# OpenVINO's floating-point precision: auto (the runtime's choice for the CPU), f32, bf16
+Precision = Literal["auto", "f32", "bf16"]
+
+
 class _OrtRunner:
-    def __init__(self, path: Path, threads: int | None, device: str, output_rank: int = 3):
+    precision = "f32"  # ONNX Runtime on CPU computes the file's own float32 (int8 files: int8 MatMuls)
+
+    def __init__(self, path: Path, threads: int | None, device: str, output_rank: int = 3,
+                 precision: Precision = "auto"):
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -80,13 +92,16 @@ class _OrtRunner:
 
 
 class _OpenVinoRunner:
-    def __init__(self, path: Path, threads: int | None, device: str, output_rank: int = 3):
+    def __init__(self, path: Path, threads: int | None, device: str, output_rank: int = 3,
+                 precision: Precision = "auto"):
         import openvino as ov
 
         if device == "cuda":
             raise ValueError("embedding.device: cuda does not apply to embedding.backend=openvino (CPU here); "
                              "use embedding.backend=onnx on a CUDA machine")
         config = {"INFERENCE_NUM_THREADS": threads} if threads else {}
+        if precision != "auto":
+            config["INFERENCE_PRECISION_HINT"] = precision
         model = ov.Core().read_model(str(path))
         self.inputs = [i.get_any_name() for i in model.inputs]
         outputs = [o for o in model.outputs if o.get_partial_shape().rank.get_length() == output_rank]
@@ -94,6 +109,8 @@ class _OpenVinoRunner:
             raise ValueError(f"{path}: no output of rank {output_rank} (3: token vectors, 2: logits)")
         self.output = outputs[0].get_any_name()
         self.compiled = ov.Core().compile_model(model, "CPU", config)
+        # what runs, which on a CPU without bf16 instructions is f32 even when bf16 was asked for
+        self.precision = self.compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
 
     def __call__(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
         result = self.compiled({k: v for k, v in feeds.items() if k in self.inputs})
@@ -133,13 +150,14 @@ class OnnxEncoder:
     """texts -> pooled vectors through an ONNX file; ``encode(texts, batch_size, for_queries)``."""
 
     def __init__(self, onnx_path: Path, tokenizer_file: Path, pooling: Pooling, max_length: int, pad_id: int,
-                 backend: str, device: str = "auto", threads: int | None = None, query_threads: int | None = None):
+                 backend: str, device: str = "auto", threads: int | None = None, query_threads: int | None = None,
+                 precision: Precision = "auto"):
         self.tokenizer = load_tokenizer(tokenizer_file, max_length)
         self.pooling, self.pad_id, self.max_length = pooling, pad_id, max_length
-        self._make = lambda n: RUNNERS[backend](onnx_path, n, device)
+        self._make = lambda n: RUNNERS[backend](onnx_path, n, device, precision=precision)
         self._threads, self._query_threads = threads, query_threads
         self._runners: dict[int | None, object] = {}
-        self._runner(threads)  # load now: a bad device or file fails before any work
+        self.precision = self._runner(threads).precision  # load now: a bad device or file fails before any work
 
     def _runner(self, threads: int | None):
         if threads not in self._runners:
@@ -162,9 +180,11 @@ class OnnxPairScorer:
     cross-encoder), in length-sorted batches; ``activation`` as the sentence-transformers folder says."""
 
     def __init__(self, onnx_path: Path, tokenizer_file: Path, max_length: int, pad_id: int, backend: str,
-                 activation: str | None, device: str = "auto", threads: int | None = None):
+                 activation: str | None, device: str = "auto", threads: int | None = None,
+                 precision: Precision = "auto"):
         self.tokenizer = load_tokenizer(tokenizer_file, max_length)
-        self.runner = RUNNERS[backend](onnx_path, threads, device, output_rank=2)
+        self.runner = RUNNERS[backend](onnx_path, threads, device, output_rank=2, precision=precision)
+        self.precision = self.runner.precision
         self.pad_id, self.activation = pad_id, activation
 
     def score(self, pairs: list[tuple[str, str]], batch_size: int) -> np.ndarray:

@@ -124,7 +124,7 @@ class SentenceTransformerEncoder:
         default_length = spec.max_tokens if spec is not None else None
         encoder = OnnxEncoder(onnx_path, tokenizer_folder / "tokenizer.json", pooling,
                               _max_seq_length(self.path, config, default_length), pad_id, config.backend,
-                              config.device, config.threads, config.query_threads)
+                              config.device, config.threads, config.query_threads, config.precision)
         return encoder, native
 
     @property

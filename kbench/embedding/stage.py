@@ -42,11 +42,14 @@ def _result_changing_knobs(config: EmbeddingConfig) -> dict:
     """Knobs that change the vectors, keyed only when not at their default so older caches stay valid.
 
     int8 and even fp32 ONNX vectors differ from torch's in the last digits: a run on one backend is never
-    served another backend's vectors."""
+    served another backend's vectors. ``precision: auto`` is keyed as auto: the cache lives in one workspace on
+    one machine, whose CPU decides what auto computes in."""
     knobs = {}
     if config.backend != "torch":
         knobs["backend"] = config.backend
         knobs["export"] = EXPORT_VERSION  # a changed export changes the vectors (int8 most)
+    if config.precision != "auto":
+        knobs["precision"] = config.precision
     if config.max_seq_length is not None:
         knobs["max_seq_length"] = config.max_seq_length
     return knobs

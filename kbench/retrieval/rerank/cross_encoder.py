@@ -11,6 +11,7 @@ A plain embedding model (all-MiniLM-L6-v2) is refused: loaded as a cross-encoder
 
 ``backend: onnx | onnx-int8 | openvino`` scores the pairs with the model exported to ONNX once (cached under
 models_dir()/exported/, as the bi-encoders' are), in length-sorted batches, with the folder's own activation.
+OpenVINO computes in bf16 where the CPU can (``precision: auto``; ``f32`` for torch's scores to 1e-5).
 ``openvino-int8`` is that export quantized to static int8 (embedding/openvino_int8.py), calibrated on pairs
 drawn from the run's own corpus (a seeded sample: a chunk's opening words as the query, 25 chunks as its
 candidates), cached per model and calibration sample.
@@ -22,11 +23,11 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from kbench.embedding.models import CATALOGUE, ModelNotInstalledError, resolve_model_path
 from kbench.embedding.onnx_export import exported_model
-from kbench.embedding.onnx_runtime import OnnxPairScorer, length_sorted_batches, load_tokenizer
+from kbench.embedding.onnx_runtime import OnnxPairScorer, Precision, length_sorted_batches, load_tokenizer
 from kbench.embedding.openvino_int8 import INT8_RECIPE, calibrated_int8
 from kbench.embedding.sentence_transformers import model_revision, torch_threads
 from kbench.hashing import stable_hash
@@ -51,6 +52,16 @@ class CrossEncoderParams(CandidateParams):
     calibration_queries: int = Field(12, ge=1, description="openvino-int8: calibration batches (one pseudo-query "
                                                           "and its candidates each)")
     threads: int | None = Field(None, ge=1, description="intra-op threads; default: the runtime's")
+    precision: Precision = Field("auto", description="openvino, openvino-int8: the float precision of what is not "
+                                                     "int8; auto: OpenVINO's choice (bf16 on a CPU with bf16 "
+                                                     "instructions, else f32); f32: scores that match torch's")
+
+    @model_validator(mode="after")
+    def _precision_is_openvino_s(self) -> CrossEncoderParams:
+        if self.precision != "auto" and not self.backend.startswith("openvino"):
+            raise ValueError(f"rerank.precision: {self.precision} applies to rerank.backend=openvino or "
+                             f"openvino-int8 only (torch and onnx compute in f32); remove rerank.precision")
+        return self
 
 
 def _cached_hub_snapshot(repo_id: str) -> Path | None:
@@ -153,7 +164,7 @@ def onnx_pair_scorer(folder: Path, params: CrossEncoderParams,
         onnx_path = calibrated_int8(onnx_path, onnx_path.parent / f"{onnx_path.stem}-openvino-int8-{key}", feeds)
         backend = "openvino"
     return OnnxPairScorer(onnx_path, folder / "tokenizer.json", max_length, pad_id, backend, activation,
-                          threads=params.threads)
+                          threads=params.threads, precision=params.precision)
 
 
 @RERANKERS.register("cross_encoder", CrossEncoderParams)
