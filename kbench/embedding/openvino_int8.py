@@ -13,7 +13,7 @@ close to fp32, both measured on a SciFact cross-encoder (benchmarks/rerank.py):
   claims; 3.46x, -0.0060 on 100 (the first half of the layers instead: 3.09x, +0.0072; all six: 3.01x,
   -0.0017). Near-tied candidates swap places under any int8 recipe, so nDCG moves by a few thousandths: on all
   300 test claims this recipe gives -0.0050, 95% interval [-0.0117, +0.0011], at 2.99x. Over those claims the
-  mean score difference to fp32 stayed 0.011-0.014 with every variant tried (the pooler and classifier, the
+  mean score difference to fp32 stayed 0.011-0.016 with every variant tried (the pooler and classifier, the
   attention projections, the FFN inputs, or whole layers 0-1 in floating point; 48 calibration queries; full
   bias correction; other range estimators; SmoothQuant at 0.15-0.5): per-tensor int8 activations spread their
   error over every layer, and no single group carries it.
