@@ -15,8 +15,8 @@ close to fp32, both measured on a SciFact cross-encoder (benchmarks/rerank.py):
   300 test claims this recipe gives -0.0050, 95% interval [-0.0117, +0.0011], at 2.99x. Over those claims the
   mean score difference to fp32 stayed 0.011-0.016 with every variant tried (the pooler and classifier, the
   attention projections, the FFN inputs, or whole layers 0-1 in floating point; 48 calibration queries; full
-  bias correction; other range estimators; SmoothQuant at 0.15-0.5): per-tensor int8 activations spread their
-  error over every layer, and no single group carries it.
+  bias correction; the MINMAX range estimator; SmoothQuant at 0.15-0.5; a quantile range estimator was far
+  worse, 0.23): per-tensor int8 activations spread their error over every layer, no single group carries it.
 The parts left in floating point run at ``precision`` (OpenVINO's default here is bf16; see onnx_runtime.py).
 The result is a folder (model.xml + model.bin) built under a temporary name and renamed into place, so a
 process killed mid-build leaves nothing a later run would load.
