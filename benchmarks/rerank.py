@@ -56,6 +56,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=20, help="judged SciFact test claims reranked")
     parser.add_argument("--candidates", type=int, default=25)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--max-length", type=int, default=None,
+                        help="tokens per (query, abstract) pair; default: the model's own")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -67,8 +69,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = resolve_cross_encoder(args.model) if args.model else stand_in_model(Path(tmp) / "seeded-minilm-ce")
-        rerankers = {label: CrossEncoderReranker(context, CrossEncoderParams(model=str(folder), backend=backend,
-                                                                               precision=precision))
+        rerankers = {label: CrossEncoderReranker(context, CrossEncoderParams(
+            model=str(folder), backend=backend, precision=precision, max_length=args.max_length))
                      for label, backend, precision in VARIANTS}
         computes_in = {label: ("int8/" if backend.endswith("int8") else "") + (
             rerankers[label].onnx.precision if rerankers[label].onnx is not None else "f32")

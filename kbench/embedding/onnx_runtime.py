@@ -13,6 +13,7 @@ asks for one (``auto`` keeps the runtime's choice); ``runner.precision`` says wh
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -120,14 +121,78 @@ class _OpenVinoRunner:
 RUNNERS = {"onnx": _OrtRunner, "onnx-int8": _OrtRunner, "openvino": _OpenVinoRunner}
 
 
-def load_tokenizer(tokenizer_file: Path, max_length: int):
-    """A fast tokenizer that truncates (longest first, as transformers does for pairs) and never pads."""
-    from tokenizers import Tokenizer
+# A run of non-space characters from its first ASCII letter or digit to its end. Each such run yields at least
+# one WordPiece token (the letter or digit survives BERT's normalizer), and distinct runs yield distinct tokens.
+_WORD_WITH_ASCII_ALNUM = re.compile(r"[A-Za-z0-9][^ \t\n\r]*")
 
-    tokenizer = Tokenizer.from_file(str(tokenizer_file))
-    tokenizer.no_padding()
-    tokenizer.enable_truncation(max_length)
-    return tokenizer
+
+def _is_bert_wordpiece(tokenizer_file: Path) -> bool:
+    spec = json.loads(Path(tokenizer_file).read_text(encoding="utf-8"))
+    return ((spec.get("normalizer") or {}).get("type") == "BertNormalizer"
+            and (spec.get("pre_tokenizer") or {}).get("type") == "BertPreTokenizer"
+            and (spec.get("model") or {}).get("type") == "WordPiece")
+
+
+def text_prefix_with_tokens(text: str, tokens: int) -> str:
+    """The shortest prefix of ``text``, cut on whitespace, that surely holds ``tokens`` BERT WordPiece tokens
+    (``text`` itself when it is shorter). BERT's normalizer works per character and its pre-tokenizer splits
+    on the whitespace the cut falls on, so the prefix's tokens are the whole text's first tokens."""
+    for count, word in enumerate(_WORD_WITH_ASCII_ALNUM.finditer(text), start=1):
+        if count == tokens:
+            return text[: word.end()]
+    return text
+
+
+class TruncatingTokenizer:
+    """A fast tokenizer that truncates (longest first, as transformers does for pairs) and never pads.
+
+    A BERT WordPiece tokenizer reads a long text only as far as truncation can keep: a single text up to the
+    prefix that surely holds ``max_length`` tokens; the second text of a pair up to the prefix that surely
+    holds ``max_length`` tokens, plus the first text's count when that is over half the budget. Longest-first
+    truncation keeps the shorter side whole or cuts both to halves, the longer side taking the odd token, so
+    it depends on the second text's length only up to that bound: the encodings are identical to the whole
+    texts' (tests/embedding/test_truncating_tokenizer.py). Tokenizing 25 whole (claim, SciFact abstract)
+    pairs to keep 128 tokens took 15.1 ms here, their prefixes 9.3 ms. Other tokenizers (byte-level BPE,
+    SentencePiece) read the whole text."""
+
+    def __init__(self, tokenizer_file: Path, max_length: int):
+        from tokenizers import Tokenizer
+
+        self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length)
+        self.max_length = max_length
+        self.reads_prefixes = _is_bert_wordpiece(tokenizer_file)
+        self._counter = Tokenizer.from_file(str(tokenizer_file))  # untruncated, for the first texts' lengths
+        self._counter.no_truncation()
+        self._counter.no_padding()
+
+    def _pair_prefixes(self, pairs: list) -> list:
+        first_tokens: dict[str, int] = {}
+        cut = []
+        for first, second in pairs:
+            if first not in first_tokens:  # a reranker's pairs share one query: counted once
+                first_tokens[first] = len(self._counter.encode(first, add_special_tokens=False).ids)
+            n_first = first_tokens[first]
+            # A first text within half the budget (less up to 4 special tokens) is kept whole whatever the
+            # second's length; a longer one needs the second's prefix to stay the longer side.
+            needed = self.max_length + (0 if 2 * n_first <= self.max_length - 4 else n_first)
+            cut.append((first, text_prefix_with_tokens(second, needed)))
+        return cut
+
+    def encode_batch(self, inputs: list) -> list:
+        """Texts, or (first, second) pairs -> tokenizers Encodings, in order."""
+        if self.reads_prefixes and inputs:
+            if all(isinstance(x, str) for x in inputs):
+                inputs = [text_prefix_with_tokens(x, self.max_length) for x in inputs]
+            elif not any(isinstance(x, str) for x in inputs):
+                inputs = self._pair_prefixes(inputs)
+        return self.tokenizer.encode_batch(inputs)
+
+
+def load_tokenizer(tokenizer_file: Path, max_length: int) -> TruncatingTokenizer:
+    """The tokenizer the ONNX runners feed from (see ``TruncatingTokenizer``)."""
+    return TruncatingTokenizer(tokenizer_file, max_length)
 
 
 def length_sorted_batches(encodings, batch_size: int, pad_id: int):
