@@ -17,7 +17,7 @@ from kbench.paths import workspace_dir
 from kbench.pipeline import RunError, chunked_corpus, run_pipeline
 from kbench.tracking import tags as tag
 from kbench.tracking.autorag import write_autorag
-from kbench.tracking.fingerprint import run_fingerprint
+from kbench.tracking.fingerprint import fingerprint_tags, run_fingerprint
 from kbench.tracking.export import (TrecFormatError, chunk_qrels, doc_qrels, read_trec_run, run_from_trec,
                                     write_trec_qrels, write_trec_run)
 from kbench.tracking.guard import store_fault
@@ -42,9 +42,8 @@ def run_experiment(experiment: Experiment, *, progress: bool = True, log: bool =
     result = RunResult(experiment, done.metrics, done.per_query, done.stage_seconds, done.counts, run_dir,
                        chunks=done.chunks, dataset=done.dataset, run=done.run)
     if log and experiment.tracking.enabled:
-        fingerprint_tags = {tag.FINGERPRINT: fingerprint["hash"], tag.DATASET_HASH: fingerprint["dataset_hash"]}
         try:
-            log_to_mlflow(result, workspace, parent_run_id, {**fingerprint_tags, **(extra_tags or {})})
+            log_to_mlflow(result, workspace, parent_run_id, {**fingerprint_tags(fingerprint), **(extra_tags or {})})
         except Exception as e:  # a server or disk fault: the results are kept; the caller says where they are
             result.tracking_error = store_fault(e)
             if result.tracking_error is None:

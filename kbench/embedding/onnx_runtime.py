@@ -69,6 +69,20 @@ def onnx_device_providers(device: str) -> list[str]:
 Precision = Literal["auto", "f32", "bf16"]
 
 
+def openvino_computes_in(precision: Precision) -> str:
+    """The float precision OpenVINO's CPU plugin computes in when asked for ``precision``, known without
+    compiling a model: auto is the plugin's default for this CPU, and bf16 on a CPU without bf16
+    instructions is f32. The same value a compiled model reports (``_OpenVinoRunner.precision``)."""
+    import openvino as ov
+
+    core = ov.Core()
+    if precision == "auto":
+        return core.get_property("CPU", "INFERENCE_PRECISION_HINT").get_type_name()
+    if precision == "bf16" and "BF16" not in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
+        return "f32"
+    return precision
+
+
 class _OrtRunner:
     precision = "f32"  # ONNX Runtime on CPU computes the file's own float32 (int8 files: int8 MatMuls)
 

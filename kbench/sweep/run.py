@@ -36,6 +36,7 @@ from kbench.sweep.executors import ComputedRun, JobFailure, make_job
 from kbench.sweep.expand import SweepConfig, SweepPlan
 from kbench.trace import traced
 from kbench.tracking import tags as tag
+from kbench.tracking.fingerprint import FINGERPRINT_FILE, fingerprint_tags
 from kbench.tracking.mlflow_run import (MAX_PARAM_CHARS, ensure_experiment, fill_run, mlflow_client,
                                         record_failed_run, run_params, run_tags)
 from kbench.tracking.guard import mark_abandoned, owner_tags
@@ -366,6 +367,9 @@ def _finished_child(client, experiment_id, parent_id, plan, config, result: Comp
             **run_tags(config.experiment, result.metrics), **config.experiment.tracking.tags,
             **child_tags(plan, config), tag.SWEEP_EXECUTOR: executor_name, tag.WORKER: f"{result.host}:{result.pid}"}
     run_dir = _materialize(result, workspace)
+    fingerprint_file = run_dir / FINGERPRINT_FILE
+    if fingerprint_file.is_file():  # written where the config ran (a Dask worker's own precision)
+        tags.update(fingerprint_tags(json.loads(fingerprint_file.read_text(encoding="utf-8"))))
     started_ms, ended_ms = run_times(run_dir)
     with traced("mlflow"):
         run_id = _create_child(client, experiment_id, parent_id, config.label, tags, started_ms)

@@ -2,7 +2,9 @@
 
 ``fingerprint.json`` in every run folder (and so in MLflow's artifacts) records the dataset's content hash
 (documents, questions, judgements), the chunker's source, the embedding model's id and revision, the index
-parameters and the kbench version. ``kbench gate`` reads it to refuse comparing runs made on different
+parameters and the kbench version; with an OpenVINO backend, the float precision it computes in on this
+machine (``precision: auto`` is bf16 on a CPU with bf16 instructions and f32 elsewhere, and the scores
+differ in the third decimal). ``kbench gate`` reads it to refuse comparing runs made on different
 data; two runs with equal fingerprints and equal configs computed from the same inputs.
 """
 from __future__ import annotations
@@ -14,8 +16,10 @@ from typing import Any
 
 from kbench.chunking.registry import CHUNKERS
 from kbench.embedding.models import ModelNotInstalledError, resolve_model_path
+from kbench.embedding.onnx_runtime import openvino_computes_in
 from kbench.embedding.sentence_transformers import model_revision
 from kbench.hashing import stable_hash
+from kbench.tracking import tags as tag
 
 FINGERPRINT_FILE = "fingerprint.json"
 INDEX_KNOBS = ("backend", "index", "hnsw_m", "hnsw_ef_search", "hnsw_ef_construction", "ivf_nlist", "ivf_nprobe")
@@ -49,8 +53,23 @@ def model_fingerprint(embedding) -> dict[str, str | None]:
             revision = "not installed"
     else:
         revision = f"api:{embedding.base_url or 'default'}"
-    return {"id": embedding.model, "provider": embedding.provider, "revision": revision,
-            "dimension": embedding.dimension}
+    found = {"id": embedding.model, "provider": embedding.provider, "revision": revision,
+             "dimension": embedding.dimension}
+    if embedding.provider == "sentence_transformers" and embedding.backend == "openvino":
+        found["computes_in"] = openvino_computes_in(embedding.precision)
+    return found
+
+
+def rerank_fingerprint(rerank) -> dict[str, str] | None:
+    """What a cross-encoder's scores depend on beyond its knobs: the float precision OpenVINO computes in
+    here (int8 models: of what is not int8). None when nothing is machine-dependent."""
+    if not rerank.enabled or rerank.method != "cross_encoder":
+        return None
+    params = rerank.params
+    if not params.backend.startswith("openvino"):
+        return None
+    return {"computes_in": ("int8/" if params.backend.endswith("int8") else "")
+            + openvino_computes_in(params.precision)}
 
 
 def run_fingerprint(experiment, dataset_hash: str | None = None) -> dict[str, Any]:
@@ -66,5 +85,19 @@ def run_fingerprint(experiment, dataset_hash: str | None = None) -> dict[str, An
         "index": {k: store[k] for k in INDEX_KNOBS},
         "kbench_version": kbench_version(),
     }
+    rerank = rerank_fingerprint(experiment.rerank)
+    if rerank is not None:  # absent otherwise, so fingerprints of runs without it keep their hash
+        data["rerank"] = rerank
     data["hash"] = stable_hash(data)
     return data
+
+
+def fingerprint_tags(fingerprint: dict[str, Any]) -> dict[str, str]:
+    """The MLflow tags a run's fingerprint gives: its hash, the dataset's hash and, with OpenVINO, the
+    precision computed in (``kbench.computes_in``: "embedding bf16, rerank int8/bf16")."""
+    tags = {tag.FINGERPRINT: fingerprint["hash"], tag.DATASET_HASH: fingerprint["dataset_hash"]}
+    computes_in = [f"{stage} {fingerprint[key]['computes_in']}" for stage, key in (("embedding", "model"),
+                   ("rerank", "rerank")) if "computes_in" in (fingerprint.get(key) or {})]
+    if computes_in:
+        tags[tag.COMPUTES_IN] = ", ".join(computes_in)
+    return tags

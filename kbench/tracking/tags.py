@@ -10,6 +10,7 @@ LABEL = "kbench.label"                # a notebook study's label for one of its 
 FAILED_CELL = "kbench.failed_cell"    # the notebook cell that failed
 FINGERPRINT = "kbench.fingerprint"    # hash of the run's fingerprint.json (tracking/fingerprint.py)
 DATASET_HASH = "kbench.dataset_hash"  # content hash of the dataset's documents, questions and judgements
+COMPUTES_IN = "kbench.computes_in"    # OpenVINO's float precision here: "embedding bf16, rerank int8/bf16"
 WORKER = "kbench.worker"              # host:pid that computed a sweep config
 OWNER = "kbench.owner"                # host:pid:process start of the process writing a run (tracking/guard.py)
 ABANDONED = "kbench.abandoned"        # why a later run marked this one KILLED (its process died mid-logging)

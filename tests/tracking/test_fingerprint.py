@@ -69,3 +69,43 @@ def test_resumed_sweep_reruns_configs_whose_dataset_changed(tmp_path):
     again = run_sweep(expand_sweep(data), make_executor("local"), say=lambda s: None, report=False)
     assert again.status == {"top_k=5": "ran", "top_k=10": "ran"}  # never "done" or "reused" from stale runs
     assert again.parent_run_id != first.parent_run_id
+
+
+def test_openvino_precision_is_fingerprinted_and_tagged_as_what_runs(tmp_path, workspace):
+    """``precision: auto`` computes in bf16 on a CPU with bf16 instructions and in f32 elsewhere: the same
+    config gives different scores on two machines, so the fingerprint (and a tag) say which ran."""
+    from mlflow.tracking import MlflowClient
+
+    from kbench.embedding.config import EmbeddingConfig
+    from kbench.embedding.onnx_runtime import openvino_computes_in
+    from kbench.embedding.stage import load_encoder
+
+    folder = demo_copy(tmp_path)
+    plain = run_fingerprint(load_experiment(config(workspace, folder)))
+    assert "computes_in" not in plain["model"] and "rerank" not in plain  # other backends: hashes as before
+
+    rerank = {"enabled": True, "method": "cross_encoder", "model": "any-cross-encoder", "backend": "openvino-int8",
+              "precision": "f32"}
+    data = make_config(workspace, dataset={"path": str(folder), "max_queries": 4},
+                       embedding={"backend": "openvino", "threads": 1}, rerank=rerank)
+    fingerprint = run_fingerprint(load_experiment(data))
+    runs_in = load_encoder(EmbeddingConfig(backend="openvino", threads=1)).onnx.precision  # a compiled model says
+    assert fingerprint["model"]["computes_in"] == openvino_computes_in("auto") == runs_in
+    assert fingerprint["rerank"] == {"computes_in": "int8/f32"}
+    as_f32 = run_fingerprint(load_experiment({**data, "embedding": {"backend": "openvino", "precision": "f32"}}))
+    assert as_f32["model"]["computes_in"] == "f32"
+    assert (as_f32["hash"] != fingerprint["hash"]) == (runs_in != "f32")
+
+    del data["rerank"]
+    result = run_experiment(load_experiment(data), progress=False)
+    tags = MlflowClient(result.tracking_uri).get_run(result.run_id).data.tags
+    assert tags["kbench.computes_in"] == f"embedding {runs_in}"
+    # a sweep's children carry it too (each from the fingerprint written where it ran)
+    swept = run_sweep(expand_sweep({**data, "name": "ov", "sweep": {"embedding.precision": ["f32", "bf16"]}}),
+                      make_executor("local"), say=lambda s: None, report=False)
+    children = MlflowClient(result.tracking_uri).search_runs(
+        [MlflowClient(result.tracking_uri).get_run(swept.parent_run_id).info.experiment_id],
+        f"tags.`mlflow.parentRunId` = '{swept.parent_run_id}'")
+    assert set(swept.status.values()) == {"ran"}
+    assert sorted(c.data.tags["kbench.computes_in"] for c in children) == sorted(
+        ["embedding f32", f"embedding {openvino_computes_in('bf16')}"])
