@@ -9,6 +9,7 @@ import numpy as np
 from kbench.cache import EmbeddingCache
 from kbench.embedding.config import EmbeddingConfig
 from kbench.embedding.onnx_export import EXPORT_VERSION
+from kbench.embedding.onnx_runtime import openvino_computes_in
 from kbench.embedding.registry import EMBEDDING_PROVIDERS, Encoder, ReportingEncoder
 from kbench.hashing import sha256_text
 from kbench.llm import stop_error
@@ -42,14 +43,15 @@ def _result_changing_knobs(config: EmbeddingConfig) -> dict:
     """Knobs that change the vectors, keyed only when not at their default so older caches stay valid.
 
     int8 and even fp32 ONNX vectors differ from torch's in the last digits: a run on one backend is never
-    served another backend's vectors. ``precision: auto`` is keyed as auto: the cache lives in one workspace on
-    one machine, whose CPU decides what auto computes in."""
+    served another backend's vectors. OpenVINO is keyed by the precision it computes in on this machine, not
+    the one asked for: ``auto`` is bf16 on one CPU and f32 on another, and a workspace may be shared (a Dask
+    sweep's workers), while ``auto`` and ``bf16`` on a bf16 CPU compute the same vectors."""
     knobs = {}
     if config.backend != "torch":
         knobs["backend"] = config.backend
         knobs["export"] = EXPORT_VERSION  # a changed export changes the vectors (int8 most)
-    if config.precision != "auto":
-        knobs["precision"] = config.precision
+    if config.backend == "openvino":
+        knobs["computes_in"] = openvino_computes_in(config.precision)
     if config.max_seq_length is not None:
         knobs["max_seq_length"] = config.max_seq_length
     return knobs

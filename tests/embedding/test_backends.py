@@ -67,9 +67,15 @@ def test_openvino_at_f32_matches_torch_to_the_last_digits(abstracts, torch_vecto
 def test_precision_is_an_openvino_knob_and_keys_the_cache(tmp_path):
     with pytest.raises(ValueError, match="embedding.precision: f32 applies to embedding.backend=openvino"):
         EmbeddingConfig(backend="onnx", precision="f32")
-    auto = CachedEmbedder(EmbeddingConfig(backend="openvino"), tmp_path).fingerprint
+    auto = CachedEmbedder(EmbeddingConfig(backend="openvino"), tmp_path)
     f32 = CachedEmbedder(EmbeddingConfig(backend="openvino", precision="f32"), tmp_path).fingerprint
-    assert "precision" not in auto and f32["precision"] == "f32"  # openvino caches of before stay valid
+    bf16 = CachedEmbedder(EmbeddingConfig(backend="openvino", precision="bf16"), tmp_path).fingerprint
+    # keyed by what runs here: auto is what the compiled model reports; bf16 on a CPU without it is f32
+    assert auto.fingerprint["computes_in"] == auto.encoder.onnx.precision and f32["computes_in"] == "f32"
+    bf16_runs_in = load_encoder(EmbeddingConfig(backend="openvino", precision="bf16", threads=1)).onnx.precision
+    assert bf16["computes_in"] == bf16_runs_in
+    assert (bf16 == auto.fingerprint) == (bf16_runs_in == auto.encoder.onnx.precision)  # one cache when equal
+    assert "computes_in" not in CachedEmbedder(EmbeddingConfig(backend="onnx"), tmp_path).fingerprint
 
 
 def test_query_encoding_on_its_own_thread_count_gives_the_same_vectors(abstracts):
