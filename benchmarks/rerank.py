@@ -12,7 +12,7 @@ embedding. The model is ``--model`` (a cross-encoder folder or a name under mode
 from a fixed seed. Its rankings mean nothing for relevance (its nDCG is not a reranker's), but it has the
 same architecture and cost as a MiniLM cross-encoder, so the time ratios hold, and the backends must agree.
 
-    .venv/bin/python benchmarks/rerank.py [--model NAME] [--queries 20] [--rounds 2]
+    .venv/bin/python benchmarks/rerank.py [--model NAME] [--queries 20] [--rounds 2] [--max-length N]
 """
 from __future__ import annotations
 
