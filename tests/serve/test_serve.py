@@ -113,3 +113,35 @@ def test_faults_are_retried_and_recorded_and_the_key_is_nowhere_in_the_store(kbe
     for path in (workspace / "cache").resolve().rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.slow  # SmolLM2 generates on CPU
+def test_a_client_that_goes_away_stops_its_generation(kbench_server):
+    """A client whose timeout gives up closes its socket; the server stops generating at the next token
+    instead of finishing an answer nobody reads while the next request waits for the model."""
+    import http.client
+    import time
+    from urllib.parse import urlparse
+
+    url = urlparse(kbench_server.base_url)
+    health = f"{url.scheme}://{url.netloc}/health"
+    before = get(health)["cancelled_generations"]
+    body = json.dumps({"model": "SmolLM2-135M-Instruct", "max_tokens": 2000, "messages": [
+        {"role": "user", "content": "Count from 1 to 1000, one number per line."}]})
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=600)
+    connection.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
+    deadline = time.monotonic() + 300
+    while not get(health)["chat_busy"]:  # the request reached the model (after any earlier generation)
+        assert time.monotonic() < deadline, "the chat model never started generating"
+        time.sleep(0.05)
+    connection.close()  # the client gives up
+    while get(health)["chat_busy"]:
+        assert time.monotonic() < deadline, "the generation went on after its client left"
+        time.sleep(0.05)
+    assert get(health)["cancelled_generations"] == before + 1
+    assert not kbench_server.alive(), kbench_server.alive()
+    # the model is free for the next client
+    request = urllib.request.Request(f"{kbench_server.base_url}/chat/completions", headers={
+        "Content-Type": "application/json"}, data=json.dumps({"max_tokens": 4, "messages": [
+            {"role": "user", "content": "Say hello."}]}).encode())
+    assert json.loads(urllib.request.urlopen(request, timeout=600).read())["usage"]["completion_tokens"] >= 1
