@@ -42,10 +42,23 @@ def host_tag() -> str:
     return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 
 
+def _writer_temp(path: Path) -> tuple[int, str]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return tempfile.mkstemp(dir=path.parent, prefix=f"{TMP_PREFIX}{host_tag()}-{os.getpid()}-", suffix=path.suffix)
+
+
+def writer_temp_path(path: Path) -> Path:
+    """A new empty temp file beside ``path``, named after its writer, for a library that writes by file name
+    (FAISS): rename it into place when done. A killed writer's one is swept like the others
+    (``remove_abandoned_temps``)."""
+    fd, tmp = _writer_temp(path)
+    os.close(fd)
+    return Path(tmp)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``path`` whole or not at all: a temp file named after its writer, fsynced, renamed into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TMP_PREFIX}{host_tag()}-{os.getpid()}-", suffix=path.suffix)
+    fd, tmp = _writer_temp(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -16,7 +16,7 @@ import numpy as np
 
 from kbench.store.config import StoreConfig
 from kbench.hashing import stable_hash
-from kbench.cache import atomic_write_text
+from kbench.cache import atomic_write_text, remove_abandoned_temps, writer_temp_path
 
 
 class VectorIndex:
@@ -77,10 +77,13 @@ class VectorIndex:
     def save(self, path: Path) -> None:
         import faiss
 
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        faiss.write_index(self.index, str(tmp))
-        tmp.replace(path)
+        tmp = writer_temp_path(path)  # named after this writer: two workers never share it, a killed one is swept
+        try:
+            faiss.write_index(self.index, str(tmp))
+            tmp.replace(path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
 
     @classmethod
     def load(cls, path: Path, config: StoreConfig) -> "VectorIndex":
@@ -105,6 +108,7 @@ def load_or_build(folder: Path, vectors: np.ndarray, ids: np.ndarray, config: St
     Returns (index, reopened). The index file is renamed into place before its sidecar is written, so a
     crash in between leaves a sidecar that does not match and the next run rebuilds.
     """
+    remove_abandoned_temps(folder)  # index files a killed save left (never a live writer's)
     params = build_params(config)
     stem = f"{params['kind']}-{stable_hash(params, 8)}"
     index_path, sidecar = folder / f"{stem}.faiss", folder / f"{stem}.json"

@@ -68,3 +68,39 @@ def test_recall_is_one_for_flat_and_measured_for_approximate_indexes(tmp_path, c
     truth = exact_top_k(vectors, ids, queries, 10)
     brute = np.argsort(-(queries @ vectors.T), axis=1)[:, :10]
     assert np.array_equal(truth, brute)
+
+
+def test_an_index_file_a_killed_save_left_is_swept_and_a_live_writers_kept(tmp_path, clustered_vectors):
+    """A kill between FAISS's write and the rename leaves a temp file named after its writer; the next build in
+    that folder removes it once the writer is dead, and a failed save leaves nothing."""
+    import os
+    import subprocess
+    import sys
+
+    import faiss
+
+    from kbench.cache import TMP_PREFIX, host_tag
+
+    vectors, _ = clustered_vectors
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    killed = tmp_path / f"{TMP_PREFIX}{host_tag()}-{dead.pid}-abc.faiss"
+    live = tmp_path / f"{TMP_PREFIX}{host_tag()}-{os.getpid()}-def.faiss"
+    for path in (killed, live):
+        path.write_bytes(b"half an index")
+    load_or_build(tmp_path, vectors, np.arange(len(vectors)), StoreConfig(index="flat"), state="s")
+    assert not killed.exists() and live.exists()
+    live.unlink()
+
+    def disk_full(index, name):
+        with open(name, "wb") as f:
+            f.write(b"part")
+        raise OSError("No space left on device")
+
+    original, faiss.write_index = faiss.write_index, disk_full
+    try:
+        with pytest.raises(OSError, match="No space"):
+            load_or_build(tmp_path, vectors, np.arange(len(vectors)), StoreConfig(index="hnsw"), state="s")
+    finally:
+        faiss.write_index = original
+    assert not list(tmp_path.glob(f"{TMP_PREFIX}*")) and not list(tmp_path.glob("hnsw-*"))
