@@ -26,7 +26,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -47,13 +47,18 @@ def _writer_temp(path: Path) -> tuple[int, str]:
     return tempfile.mkstemp(dir=path.parent, prefix=f"{TMP_PREFIX}{host_tag()}-{os.getpid()}-", suffix=path.suffix)
 
 
-def writer_temp_path(path: Path) -> Path:
-    """A new empty temp file beside ``path``, named after its writer, for a library that writes by file name
-    (FAISS): rename it into place when done. A killed writer's one is swept like the others
-    (``remove_abandoned_temps``)."""
+def atomic_write_file(path: Path, write: Callable[[Path], None]) -> None:
+    """Write ``path`` whole or not at all through ``write(temp_path)``, for a library that writes by file name
+    (FAISS): the temp file is named after its writer like ``atomic_write_bytes``'s, so a killed writer's one
+    is swept (``remove_abandoned_temps``), and renamed into place once ``write`` returns."""
     fd, tmp = _writer_temp(path)
     os.close(fd)
-    return Path(tmp)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

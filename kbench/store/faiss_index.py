@@ -16,7 +16,7 @@ import numpy as np
 
 from kbench.store.config import StoreConfig
 from kbench.hashing import stable_hash
-from kbench.cache import atomic_write_text, remove_abandoned_temps, writer_temp_path
+from kbench.cache import atomic_write_file, atomic_write_text, remove_abandoned_temps
 
 
 class VectorIndex:
@@ -77,13 +77,8 @@ class VectorIndex:
     def save(self, path: Path) -> None:
         import faiss
 
-        tmp = writer_temp_path(path)  # named after this writer: two workers never share it, a killed one is swept
-        try:
-            faiss.write_index(self.index, str(tmp))
-            tmp.replace(path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        # a temp file named after this writer: two workers never share one, a killed save's is swept
+        atomic_write_file(path, lambda tmp: faiss.write_index(self.index, str(tmp)))
 
     @classmethod
     def load(cls, path: Path, config: StoreConfig) -> "VectorIndex":
