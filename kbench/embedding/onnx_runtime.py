@@ -140,8 +140,7 @@ RUNNERS = {"onnx": _OrtRunner, "onnx-int8": _OrtRunner, "openvino": _OpenVinoRun
 _WORD_WITH_ASCII_ALNUM = re.compile(r"[A-Za-z0-9][^ \t\n\r]*")
 
 
-def _is_bert_wordpiece(tokenizer_file: Path) -> bool:
-    spec = json.loads(Path(tokenizer_file).read_text(encoding="utf-8"))
+def _is_bert_wordpiece(spec: dict) -> bool:
     return ((spec.get("normalizer") or {}).get("type") == "BertNormalizer"
             and (spec.get("pre_tokenizer") or {}).get("type") == "BertPreTokenizer"
             and (spec.get("model") or {}).get("type") == "WordPiece")
@@ -172,14 +171,16 @@ class TruncatingTokenizer:
     def __init__(self, tokenizer_file: Path, max_length: int):
         from tokenizers import Tokenizer
 
-        self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        spec = Path(tokenizer_file).read_text(encoding="utf-8")
+        self.tokenizer = Tokenizer.from_str(spec)
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length)
         self.max_length = max_length
-        self.reads_prefixes = _is_bert_wordpiece(tokenizer_file)
-        self._counter = Tokenizer.from_file(str(tokenizer_file))  # untruncated, for the first texts' lengths
-        self._counter.no_truncation()
-        self._counter.no_padding()
+        self.reads_prefixes = _is_bert_wordpiece(json.loads(spec))
+        if self.reads_prefixes:
+            self._counter = Tokenizer.from_str(spec)  # untruncated, for the first texts' lengths
+            self._counter.no_truncation()
+            self._counter.no_padding()
 
     def _pair_prefixes(self, pairs: list) -> list:
         first_tokens: dict[str, int] = {}
