@@ -27,6 +27,7 @@ from kbench import DatasetConfig, format_table, load_dataset
 from kbench.cache import EmbeddingCache
 from kbench.embedding.config import EmbeddingConfig
 from kbench.embedding.models import CATALOGUE, resolve_model_path
+from kbench.embedding.onnx_runtime import computes_in
 from kbench.embedding.stage import CachedEmbedder, l2_normalize, load_encoder
 from kbench.evaluation.metrics.ndcg import ndcg_at_k
 
@@ -62,12 +63,10 @@ def bench_transformer(model: str, texts, query_texts, queries, docs, qrels, roun
     base = times["torch"]
     for b in backends:
         # OpenVINO picks bf16 on a CPU with bf16 instructions (embedding.precision: auto): the row says so
-        computes_in = encoders[b].onnx.precision if encoders[b].onnx is not None else "f32"
-        if b.endswith("int8"):
-            computes_in = f"int8/{computes_in}"
-        results.append({"model": model, "backend": b, "computes_in": computes_in, "dimension": encoders[b].dimension,
+        runs_in = computes_in(b, encoders[b].onnx.precision if encoders[b].onnx is not None else "f32")
+        results.append({"model": model, "backend": b, "computes_in": runs_in, "dimension": encoders[b].dimension,
                         "passages_per_s": len(texts) / times[b], "speedup_vs_torch": base / times[b]})
-        print(f"{b:10s} {len(texts) / times[b]:8.1f} passages/s  {base / times[b]:.2f}x torch ({computes_in})",
+        print(f"{b:10s} {len(texts) / times[b]:8.1f} passages/s  {base / times[b]:.2f}x torch ({runs_in})",
               flush=True)
     mine = [r for r in results if r["model"] == model]
     for row, b in zip(mine, backends):

@@ -28,6 +28,7 @@ import numpy as np
 from bench_io import write_json
 from kbench import ChunkingConfig, DatasetConfig, chunked_corpus, format_table
 from kbench.embedding.models import resolve_model_path
+from kbench.embedding.onnx_runtime import computes_in
 from kbench.evaluation.metrics.ndcg import ndcg_at_k
 from kbench.evaluation.significance import bootstrap_ci
 from kbench.retrieval.contracts import SearchContext
@@ -72,9 +73,8 @@ def main() -> None:
         rerankers = {label: CrossEncoderReranker(context, CrossEncoderParams(
             model=str(folder), backend=backend, precision=precision, max_length=args.max_length))
                      for label, backend, precision in VARIANTS}
-        computes_in = {label: ("int8/" if backend.endswith("int8") else "") + (
-            rerankers[label].onnx.precision if rerankers[label].onnx is not None else "f32")
-            for label, backend, _ in VARIANTS}
+        runs_in = {label: computes_in(backend, "f32" if rerankers[label].onnx is None
+                                      else rerankers[label].onnx.precision) for label, backend, _ in VARIANTS}
         times = {label: [] for label in rerankers}
         scores: dict[str, list[list[float]]] = {label: [] for label in rerankers}
         for round_ in range(args.rounds):
@@ -106,11 +106,11 @@ def main() -> None:
         per_query = ndcg10(scores[label])
         gap = per_query - torch_ndcg
         low, high = bootstrap_ci(gap) if label != "torch" else (0.0, 0.0)
-        results.append({"backend": backend, "precision": precision, "computes_in": computes_in[label],
+        results.append({"backend": backend, "precision": precision, "computes_in": runs_in[label],
                         "p50_ms_per_query": p50 * 1000, "speedup_vs_torch": base / p50,
                         "ndcg_at_10": float(per_query.mean()), "ndcg_at_10_minus_torch": float(gap.mean()),
                         "ndcg_at_10_minus_torch_ci95": [low, high], "score_correlation_with_torch": agree})
-        rows.append([label, computes_in[label], f"{p50 * 1000:.0f}", f"{base / p50:.2f}x",
+        rows.append([label, runs_in[label], f"{p50 * 1000:.0f}", f"{base / p50:.2f}x",
                      f"{per_query.mean():.4f}", f"{gap.mean():+.4f} [{low:+.4f}, {high:+.4f}]", f"{agree:.5f}"])
     print(f"rerank of {args.candidates} BM25 candidates, {len(queries)} SciFact claims x {args.rounds} rounds, "
           f"model {folder.name}{'' if args.model else ' (seeded stand-in, untrained)'}; BM25 alone nDCG@10 "

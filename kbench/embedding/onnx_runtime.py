@@ -83,6 +83,12 @@ def openvino_computes_in(precision: Precision) -> str:
     return precision
 
 
+def computes_in(backend: str, float_precision: str) -> str:
+    """What a backend computes in, as benchmarks, fingerprints and the ``kbench.computes_in`` tag say it:
+    ``float_precision`` ("f32", "bf16"), behind "int8/" for an int8 backend (its float parts)."""
+    return f"int8/{float_precision}" if backend.endswith("int8") else float_precision
+
+
 class _OrtRunner:
     precision = "f32"  # ONNX Runtime on CPU computes the file's own float32 (int8 files: int8 MatMuls)
 

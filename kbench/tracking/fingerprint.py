@@ -16,7 +16,7 @@ from typing import Any
 
 from kbench.chunking.registry import CHUNKERS
 from kbench.embedding.models import ModelNotInstalledError, resolve_model_path
-from kbench.embedding.onnx_runtime import openvino_computes_in
+from kbench.embedding.onnx_runtime import computes_in, openvino_computes_in
 from kbench.embedding.sentence_transformers import model_revision
 from kbench.hashing import stable_hash
 from kbench.tracking import tags as tag
@@ -68,8 +68,7 @@ def rerank_fingerprint(rerank) -> dict[str, str] | None:
     params = rerank.params
     if not params.backend.startswith("openvino"):
         return None
-    return {"computes_in": ("int8/" if params.backend.endswith("int8") else "")
-            + openvino_computes_in(params.precision)}
+    return {"computes_in": computes_in(params.backend, openvino_computes_in(params.precision))}
 
 
 def run_fingerprint(experiment, dataset_hash: str | None = None) -> dict[str, Any]:
