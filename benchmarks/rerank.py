@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from bench_io import write_json
-from kbench import ChunkingConfig, DatasetConfig, chunked_corpus, format_table
+from kbench import ChunkingConfig, DatasetConfig, chunked_dataset, format_table
 from kbench.embedding.models import resolve_model_path
 from kbench.embedding.onnx_runtime import computes_in
 from kbench.evaluation.metrics.ndcg import ndcg_at_k
@@ -62,7 +62,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    dataset, chunks = chunked_corpus(DatasetConfig(name="scifact"), ChunkingConfig(strategy="none"))
+    dataset, chunks = chunked_dataset(DatasetConfig(name="scifact"), ChunkingConfig(strategy="none"))
     queries = [q for q in dataset.queries if dataset.qrels.get(q.query_id)][: args.queries]
     context = SearchContext(chunks=chunks)
     first_stage = BM25Leg(context, BM25Params()).search(queries, None, args.candidates)

@@ -42,6 +42,7 @@ from kbench.embedding.stage import CachedEmbedder, EmbeddingResult
 from kbench.pipeline import chunk_dataset
 from kbench.records import Dataset, Document, Query
 from kbench.store.stage import prepare_store
+from kbench.store.sync import make_collection
 from vector_scale import _status_kb, reset_peak
 
 DIM = 384
@@ -85,7 +86,9 @@ def build(n: int, backend: str, embedder: CachedEmbedder, workspace: Path) -> di
     t0 = time.perf_counter()
     chunks = chunk_dataset(dataset, experiment.chunking, cache_dir=workspace / "cache")
     t1 = time.perf_counter()
-    stored = prepare_store(experiment, dataset, chunks, EmbeddingResult(vectors), embedder, workspace)
+    collection = make_collection(experiment.dataset, experiment.chunking, experiment.enrichment,
+                                 experiment.embedding.model, embedder.cache.namespace, vectors.shape[1])
+    stored = prepare_store(experiment.store, collection, dataset, chunks, EmbeddingResult(vectors), workspace)
     t2 = time.perf_counter()
     peak_mb = (_status_kb("VmHWM") - before_kb) / 1024
     assert stored.vector_index is not None and len(stored.ok_ids) == n, (len(stored.ok_ids), n)

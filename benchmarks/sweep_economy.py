@@ -25,7 +25,7 @@ from pathlib import Path
 from bench_io import write_json
 from kbench import format_table
 from kbench.embedding.stage import load_encoder
-from kbench.pipeline import chunked_corpus
+from kbench.pipeline import chunked_dataset
 from kbench.sweep import expand_sweep, make_executor, run_sweep
 
 CHUNKINGS = [
@@ -60,7 +60,7 @@ def unique_texts(plan) -> list[str]:
             if key in done:
                 continue
             done.add(key)
-            _, chunks = chunked_corpus(e.dataset, e.chunking, cache_dir=Path(tmp))
+            _, chunks = chunked_dataset(e.dataset, e.chunking, cache_dir=Path(tmp))
             seen.update(dict.fromkeys(e.embedding.document_prefix + c.text for c in chunks))
     return list(seen)
 

@@ -24,7 +24,7 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-from kbench import ChunkingConfig, DatasetConfig, chunked_corpus
+from kbench import ChunkingConfig, DatasetConfig, chunked_dataset
 from kbench.paths import models_dir
 from kbench.retrieval.contracts import SearchContext
 from kbench.retrieval.legs.bm25 import BM25Leg, BM25Params
@@ -70,7 +70,7 @@ def main() -> None:
         raise SystemExit(f"{target} exists; pass --force to train it again")
 
     started = time.perf_counter()
-    dataset, chunks = chunked_corpus(DatasetConfig(name="scifact", split="train"), ChunkingConfig(strategy="none"))
+    dataset, chunks = chunked_dataset(DatasetConfig(name="scifact", split="train"), ChunkingConfig(strategy="none"))
     pairs, stats = bm25_pairs(dataset, chunks, args.negatives, args.mine_depth, args.seed)
     print(f"SciFact train: {stats['queries']} claims, {stats['positives']} positives, {stats['negatives']} BM25 "
           f"negatives (top {args.mine_depth})", flush=True)

@@ -8,8 +8,10 @@ The public API (README, "Python API"); everything a notebook or a benchmark need
 
 - configs: ``load_experiment``, ``Experiment`` and each stage's section model (``ChunkingConfig``, ...)
 - one experiment: ``run_experiment`` (pipeline + run folder + MLflow) -> ``RunResult``
-- the pipeline's steps: ``load_corpus``, ``chunk_dataset``, ``chunked_corpus``, ``prepare_corpus``,
-  ``search_corpus``, ``evaluate_run``, ``run_pipeline``; ``preflight`` (a missing model or endpoint, before work)
+- the pipeline's steps: ``read_dataset``, ``chunk_dataset``, ``chunked_dataset``, ``prepare_corpus`` (the dataset
+  and the ``Index`` of every unit its legs search), ``search_corpus``, ``evaluate_run``, ``run_pipeline``;
+  ``preflight`` (a missing model or endpoint, before work). ``load_corpus`` and ``chunked_corpus`` are the old
+  names of ``read_dataset`` and ``chunked_dataset``.
 - sweeps: ``load_sweep``, ``make_executor``, ``run_sweep``
 - comparing: ``compare_runs``, ``write_report``; exporting: ``export_run``, ``import_trec_run``
 - records: ``Document``, ``Chunk``, ``Query``, ``Span``, ``Dataset``, ``Run``, ``RankedHit``
@@ -36,8 +38,9 @@ from kbench.evaluation.spans import reference_table  # noqa: E402
 from kbench.paths import REPO_ROOT, models_dir, workspace_dir  # noqa: E402
 from kbench.chunking import CHUNKERS  # noqa: E402
 from kbench.cli.tables import format_table  # noqa: E402
-from kbench.pipeline import (Corpus, PipelineResult, chunk_dataset, chunked_corpus, evaluate_run,  # noqa: E402
-                             load_corpus, preflight, prepare_corpus, run_pipeline, search_corpus)
+from kbench.indexes import Index  # noqa: E402
+from kbench.pipeline import (Corpus, PipelineResult, chunk_dataset, chunked_dataset, evaluate_run,  # noqa: E402
+                             preflight, prepare_corpus, read_dataset, run_pipeline, search_corpus)
 from kbench.records import Chunk, Dataset, Document, Query, RankedHit, Run, Span  # noqa: E402
 from kbench.runner import RunError, RunResult, export_run, import_trec_run, run_experiment  # noqa: E402
 from kbench.studies.study import Study  # noqa: E402
@@ -48,8 +51,10 @@ from kbench.training import RerankerTrainingConfig, train_reranker  # noqa: E402
 
 __version__ = "0.1.0"
 
+load_corpus, chunked_corpus = read_dataset, chunked_dataset  # their names before 2026-11 (both return a Dataset)
+
 __all__ = [
-    "CHUNKERS", "chunk_dataset", "chunked_corpus", "format_table", "load_corpus", "preflight",
+    "CHUNKERS", "chunk_dataset", "chunked_dataset", "format_table", "Index", "read_dataset", "preflight",
     "Chunk", "ChunkingConfig", "compare_runs", "CompareError", "Comparison", "ConfigError", "Corpus",
     "Dataset", "DatasetConfig", "Document", "EmbeddingConfig", "EnrichmentConfig", "evaluate_run",
     "EvaluationConfig", "Experiment", "export_run", "import_trec_run", "load_dataset", "load_encoder",

@@ -15,6 +15,10 @@ class ConfigError(ValueError):
     """A config (or other user input) that cannot run. The message lists every problem, one per line."""
 
 
+class RunError(RuntimeError):
+    """A run that cannot go on with this data (e.g. a chunker that produced nothing); the CLI prints it plainly."""
+
+
 def owner_model(model: type | None, loc: tuple) -> type | None:
     """Follow a pydantic error location down nested models to the model that owns the last key."""
     for part in loc:

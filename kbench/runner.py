@@ -14,7 +14,7 @@ from kbench.datasets import load_dataset
 from kbench.evaluation.stage import evaluate_rankings, summarize
 from kbench.hashing import sha256_bytes
 from kbench.paths import workspace_dir
-from kbench.pipeline import RunError, chunked_corpus, run_pipeline
+from kbench.pipeline import RunError, chunked_dataset, run_pipeline
 from kbench.tracking import tags as tag
 from kbench.tracking.autorag import write_autorag
 from kbench.tracking.fingerprint import fingerprint_tags, run_fingerprint
@@ -99,7 +99,7 @@ def export_run(run_id: str, out_dir: str | Path, level: str = "doc", tracking_ur
         dataset, chunks = load_dataset(experiment.dataset), []
         qrels = doc_qrels(dataset)
     else:
-        dataset, chunks = chunked_corpus(experiment.dataset, experiment.chunking)
+        dataset, chunks = chunked_dataset(experiment.dataset, experiment.chunking)
         qrels = doc_qrels(dataset) if level == "doc" else chunk_qrels(dataset, chunks, experiment.evaluation.overlap)
     out = Path(out_dir)
     if format == "autorag":

@@ -35,3 +35,20 @@ def traced(stage: str):
         yield
     finally:
         _mark(path, "end", stage)
+
+
+class StageTimer:
+    """Wall-clock seconds per named stage of a run (``time_s_<stage>`` in MLflow); a stage entered twice adds up.
+    Every stage is also ``traced``."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str):
+        t = time.perf_counter()
+        try:
+            with traced(name):  # KBENCH_TRACE: where a run is, for the kill/resume test and a user watching
+                yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t

@@ -6,8 +6,12 @@ from pathlib import Path
 from kbench.chunking.metadata import text_metadata
 from kbench.chunking.registry import CHUNKERS
 from kbench.chunking.config import ChunkingConfig
-from kbench.records import Chunk, Document
+from kbench.datasets import read_dataset
+from kbench.datasets.config import DatasetConfig
+from kbench.errors import RunError
+from kbench.records import Chunk, Dataset, Document
 from kbench.cache import ChunkCache, chunker_fingerprint, document_key
+from kbench.trace import StageTimer
 
 
 def chunk_document(document: Document, config: ChunkingConfig, params=None) -> list[Chunk]:
@@ -52,3 +56,29 @@ def chunk_corpus(documents: list[Document], config: ChunkingConfig, *, cache_dir
     if stats is not None:
         stats.update(chunk_cache_hits=cache.hits, chunk_cache_misses=cache.misses)
     return chunks
+
+
+def chunk_dataset(dataset: Dataset, chunking: ChunkingConfig, *, cache_dir: Path | None = None,
+                  timer: StageTimer | None = None, counts: dict[str, int] | None = None) -> list[Chunk]:
+    """Chunk every document (through the chunk cache when ``cache_dir`` is given), timed as stage ``chunk``;
+    ``counts`` receives ``chunks`` and the cache's hits and misses. No chunks at all is a RunError."""
+    timer = timer or StageTimer()
+    counts = {} if counts is None else counts
+    chunk_stats: dict[str, int] = {}
+    with timer.stage("chunk"):
+        chunks = chunk_corpus(dataset.documents, chunking, cache_dir=cache_dir, stats=chunk_stats)
+    counts.update(chunk_stats)  # chunk_cache_hits / chunk_cache_misses, in documents
+    if not chunks:
+        raise RunError(f"chunking.strategy {chunking.strategy!r} produced no chunks from "
+                       f"{len(dataset.documents)} documents; check the dataset and the chunker's knobs")
+    counts["chunks"] = len(chunks)
+    return chunks
+
+
+def chunked_dataset(dataset: DatasetConfig, chunking: ChunkingConfig, *, cache_dir: Path | None = None,
+                    timer: StageTimer | None = None, counts: dict[str, int] | None = None
+                    ) -> tuple[Dataset, list[Chunk]]:
+    """``read_dataset`` then ``chunk_dataset``: what a command that rebuilds a logged run's chunks needs."""
+    timer = timer or StageTimer()
+    loaded = read_dataset(dataset, timer=timer, counts=counts)
+    return loaded, chunk_dataset(loaded, chunking, cache_dir=cache_dir, timer=timer, counts=counts)

@@ -38,7 +38,7 @@ def add_parser(sub) -> None:
     p.set_defaults(func=chunk)
 
 
-def load_corpus(args) -> tuple[str, list, dict[str, list[str]], dict]:
+def read_documents(args) -> tuple[str, list, dict[str, list[str]], dict]:
     """(label, documents, skipped by reason, chunking section) for CONFIG_OR_PATH."""
     source = args.source
     path = Path(source).expanduser()
@@ -100,7 +100,7 @@ def chunk_statistics(chunks, documents) -> dict[str, float]:
 
 def chunk(args) -> int:
 
-    label, documents, skipped, section = load_corpus(args)
+    label, documents, skipped, section = read_documents(args)
     config = chunking_config(section, args.chunker, args.knobs)
     chunks = chunk_corpus(documents, config)
     stats = chunk_statistics(chunks, documents)

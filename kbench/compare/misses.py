@@ -24,7 +24,7 @@ from kbench.compare.compare import headline_metric
 from kbench.config import ConfigError, validate_experiment
 from kbench.evaluation.spans import reference_table
 from kbench.paths import workspace_dir
-from kbench.pipeline import chunked_corpus
+from kbench.pipeline import chunked_dataset
 from kbench.tracking.read import RunReadError, artifact_source, find_run, read_config, read_per_query, tracking_client
 
 
@@ -116,7 +116,7 @@ def read_misses(run_id: str, *, tracking_uri: str | None = None, k: int | None =
         raise RunReadError(f"the config this run was logged with no longer validates, so its dataset cannot be "
                            f"rebuilt: {e}") from None
     cache = workspace_dir(experiment.workspace) / "cache"
-    dataset, chunks = chunked_corpus(experiment.dataset, experiment.chunking,
+    dataset, chunks = chunked_dataset(experiment.dataset, experiment.chunking,
                                      cache_dir=cache if cache.is_dir() else None)
     questions = {q.query_id: q.text for q in dataset.queries}
     chunk_text = {c.chunk_id: c.text for c in chunks}

@@ -17,6 +17,7 @@ from kbench.datasets.tables import is_autorag_folder, is_table_beir_folder, load
 from kbench.paths import REPO_ROOT, shared_datasets_dir
 from kbench.sources.folder import FolderSource
 from kbench.records import Dataset
+from kbench.trace import StageTimer
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,19 @@ def load_dataset(config: DatasetConfig) -> Dataset:
     if not dataset.queries:
         raise DatasetError(f"{path}: no queries with judgements (split {config.split!r}); nothing to evaluate")
     return dataset
+
+
+def read_dataset(config: DatasetConfig, *, timer: StageTimer | None = None,
+                 counts: dict[str, int] | None = None) -> Dataset:
+    """``load_dataset``, timed as stage ``load``; ``counts`` receives documents, queries and skipped files by
+    reason (``count_*`` in MLflow)."""
+    timer = timer or StageTimer()
+    counts = {} if counts is None else counts
+    with timer.stage("load"):
+        loaded = load_dataset(config)
+    counts.update(documents=len(loaded.documents), queries=len(loaded.queries))
+    counts.update({f"skipped_{reason}": len(paths) for reason, paths in loaded.skipped.items()})
+    return loaded
 
 
 def read_judged_qrels(path: Path) -> dict[str, dict[str, int]]:

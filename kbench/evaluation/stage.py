@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 
 from kbench.evaluation.budgets import budget_metric_row
@@ -117,6 +118,15 @@ def diagnostic_row(query: Query, dataset: Dataset, chunks: list[Chunk], ranked: 
         row.update(ceiling_row("chunk", [c.chunk_id for c in pool], [c.chunk_id for c in candidates], grades,
                                config.k))
     return row
+
+
+def latency_summary(latency_ms: dict[str, np.ndarray]) -> dict[str, float]:
+    """``latency_ms_<stage>_p50`` and ``_p95`` of per-query milliseconds."""
+    out = {}
+    for stage, values in latency_ms.items():
+        out[f"latency_ms_{stage}_p50"] = float(np.percentile(values, 50))
+        out[f"latency_ms_{stage}_p95"] = float(np.percentile(values, 95))
+    return out
 
 
 def summarize(per_query: pd.DataFrame) -> dict[str, float]:

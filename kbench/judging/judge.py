@@ -30,7 +30,7 @@ from kbench.judging.agreement import cohen_kappa, confusion
 from kbench.judging.prompt import PROMPT_SHA256, judge_prompt, parse_grade
 from kbench.llm import LLMClient
 from kbench.paths import workspace_dir
-from kbench.pipeline import chunked_corpus
+from kbench.pipeline import chunked_dataset
 from kbench.records import Chunk, Dataset, Run
 from kbench.tracking.read import artifact_source, find_run, read_config, read_run, tracking_client
 
@@ -62,7 +62,7 @@ def load_logged_run(client, run_id: str) -> LoggedRun:
     """A run's rankings, and its dataset and chunks rebuilt from its resolved config (as ``misses`` does)."""
     run = find_run(client, run_id)
     experiment = validate_experiment(read_config(client, run), f"run {artifact_source(run)} config.yaml")
-    dataset, chunks = chunked_corpus(experiment.dataset, experiment.chunking,
+    dataset, chunks = chunked_dataset(experiment.dataset, experiment.chunking,
                                      cache_dir=workspace_dir(experiment.workspace) / "cache")
     return LoggedRun(run.info.run_id, run.data.tags.get("mlflow.runName", run.info.run_id[:8]), read_run(client, run),
                      dataset, {c.chunk_id: c for c in chunks})

@@ -28,7 +28,8 @@ from kbench.config import validate_experiment
 from kbench.datasets import DatasetError
 from kbench.evaluation.stage import evaluate_rankings, summarize
 from kbench.paths import workspace_dir
-from kbench.pipeline import chunked_corpus, count_ranked_tokens
+from kbench.pipeline import chunked_dataset
+from kbench.retrieval.context import count_ranked_tokens
 from kbench.tracking.read import artifact_source, get_run, read_config, read_run
 
 # logged columns a saved ranking cannot recompute (they need the retrieval trace or the context assembly)
@@ -75,7 +76,7 @@ def rescore_run(client, scores: RunScores, judged: JudgedQrels) -> RunScores:
                                                            "judged_qrels_use": judged.use})
     made_on = judged.provenance.get("dataset")
     try:
-        dataset, chunks = chunked_corpus(dataset_config, experiment.chunking,
+        dataset, chunks = chunked_dataset(dataset_config, experiment.chunking,
                                          cache_dir=workspace_dir(experiment.workspace) / "cache")
     except DatasetError as e:
         raise CompareError(f"{scores.label}: {e}") from None

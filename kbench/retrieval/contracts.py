@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Protocol
 
 import numpy as np
 from pydantic import Field
 
+from kbench.indexes import Index
 from kbench.llm import LLMPolicy, UsageMeter
 from kbench.records import Chunk, Hit, Query
 from kbench.registry import StrictModel
@@ -29,9 +30,11 @@ from kbench.store.outcome import StoreHandle, VectorSearch
 LegResult = list[tuple[int, float]]
 
 
-@dataclass
+@dataclass(frozen=True)
 class SearchContext:
-    """What legs and rerankers may use: the run's chunks, their vectors, the query encoder and the store."""
+    """What one leg or reranker may use: the units it searches (one index, kbench/indexes), their vectors and what
+    searches them, plus what every leg of the run shares: the query encoder, the workspace, the LLM policy and
+    meter, the documents' types. ``on(index)`` is the same run's context over another index."""
 
     chunks: list[Chunk]
     chunk_vectors: np.ndarray | None = None  # (n_chunks, dim), L2-normalized, row i = chunks[i]
@@ -42,6 +45,11 @@ class SearchContext:
     llm_policy: LLMPolicy = field(default_factory=LLMPolicy)  # retries/concurrency of LLM stages (config llm.policy)
     llm_meter: UsageMeter = field(default_factory=UsageMeter)  # the run's LLM token/request counts
     doc_types: dict[str, str] = field(default_factory=dict)  # doc_id -> Document.doc_type (per-type analyzers)
+
+    def on(self, index: Index) -> "SearchContext":
+        """This context over ``index``: its units, vectors, vector index and store."""
+        return replace(self, chunks=index.units, chunk_vectors=index.vectors, vector_index=index.vector_index,
+                       store=index.store)
 
 
 class Leg(ABC):

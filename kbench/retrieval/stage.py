@@ -10,19 +10,22 @@ Latency (``retrieval.latency``):
 Stages: ``embed_query`` (when a leg needs vectors), ``leg_<name>`` per leg, ``fusion``, ``rerank`` (when
 on), ``grouping`` (when on) and ``total`` (their sum), in milliseconds per query.
 
-Units (kbench/retrieval/units.py): a leg whose unit is not the run's chunks searches its own context
-(``leg_contexts``). Legs sharing one unit list fuse on its rows as always; legs on different units are
-lifted to documents (timed within ``fusion``), or with ``retrieval.fusion_level: unit`` fused as catalog rows
-(their units compete as they are); the output's ``units`` are the catalog rows hits point at.
+Units (kbench/retrieval/units.py): each leg searches the index its unit names (``retrieval.leg_index``; the
+run's chunks are the context's own, any other comes from ``indexes``, built by kbench/indexes). Legs sharing one
+unit list fuse on its rows as always; legs on different units are lifted to documents (timed within
+``fusion``), or with ``retrieval.fusion_level: unit`` fused as catalog rows (their units compete as they are);
+the output's ``units`` are the catalog rows hits point at. Nothing the search is given is changed.
 """
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from kbench.errors import ConfigError
+from kbench.indexes import CHUNK, Index
 from kbench.records import Chunk, Document, Hit, Query
 from kbench.retrieval.config import RerankConfig, RetrievalConfig
 from kbench.retrieval.contracts import FusionParams, Leg, SearchContext
@@ -61,34 +64,28 @@ def legs_need_query_vectors(config: RetrievalConfig) -> bool:
     return any(LEGS.get(name).impl.needs_query_vectors for name in config.legs)
 
 
-def leg_needs_query_vectors(name: str) -> bool:
-    return LEGS.get(name).impl.needs_query_vectors
-
-
-def chunk_legs_need_query_vectors(config: RetrievalConfig) -> bool:
-    """Whether a leg searching the run's chunks (unit ``chunk``) needs them embedded."""
-    return any(leg_needs_query_vectors(name) for name in config.legs if config.leg_unit(name).unit == "chunk")
-
-
-def build_legs(context: SearchContext, config: RetrievalConfig,
-               leg_contexts: dict[str, SearchContext] | None = None) -> dict[str, Leg]:
-    """Each leg over its own context (its units) when ``leg_contexts`` names one, else the run's."""
-    leg_contexts = leg_contexts or {}
-    return {name: LEGS.get(name).impl(leg_contexts.get(name, context), LEGS.params(name, config.leg_knobs(name)))
-            for name in config.legs}
-
-
-def leg_unit_lists(context: SearchContext, config: RetrievalConfig,
-                   leg_contexts: dict[str, SearchContext] | None) -> dict[str, list[Chunk]]:
-    """Each leg's unit list; a leg whose unit is not ``chunk`` must come with its own context."""
-    leg_contexts = leg_contexts or {}
-    lists = {}
+def leg_contexts(context: SearchContext, config: RetrievalConfig,
+                 indexes: Mapping[str, Index] | None = None) -> dict[str, SearchContext]:
+    """Each leg's context: ``context`` itself for a leg on the run's chunks, else ``context`` over the index its
+    unit names, which ``indexes`` must hold."""
+    indexes = indexes or {}
+    out = {}
     for name in config.legs:
-        if name not in leg_contexts and config.leg_unit(name).unit != "chunk":
+        index = config.leg_index(name)
+        if index == CHUNK:
+            out[name] = context
+        elif index in indexes:
+            out[name] = context.on(indexes[index])
+        else:
             raise SearchError(f"retrieval.leg_params.{name}.unit: {config.leg_unit(name).unit!r} needs the leg's "
-                              "own units; build them with kbench.pipeline.prepare_corpus")
-        lists[name] = leg_contexts.get(name, context).chunks
-    return lists
+                              "own index; build it with kbench.pipeline.prepare_corpus (kbench.indexes)")
+    return out
+
+
+def build_legs(contexts: dict[str, SearchContext], config: RetrievalConfig) -> dict[str, Leg]:
+    """Each leg over its own context (``leg_contexts``)."""
+    return {name: LEGS.get(name).impl(contexts[name], LEGS.params(name, config.leg_knobs(name)))
+            for name in config.legs}
 
 
 def leg_depth(config: RetrievalConfig, fusion_params: FusionParams, keep: int) -> int:
@@ -100,10 +97,11 @@ def leg_depth(config: RetrievalConfig, fusion_params: FusionParams, keep: int) -
 def search(queries: list[Query], context: SearchContext, config: RetrievalConfig,
            rerank: RerankConfig | None = None, legs: dict[str, Leg] | None = None,
            progress: bool = False, documents: list[Document] | None = None,
-           leg_contexts: dict[str, SearchContext] | None = None) -> SearchOutput:
-    """Rank chunks for every query; ``documents`` (the dataset's) give filters their fields;
-    ``leg_contexts`` the units of legs that do not search the run's chunks."""
-    unit_lists = leg_unit_lists(context, config, leg_contexts)
+           indexes: Mapping[str, Index] | None = None) -> SearchOutput:
+    """Rank chunks for every query; ``documents`` (the dataset's) give filters their fields; ``indexes`` (by
+    name) the units of legs that do not search the run's chunks (``context``'s)."""
+    contexts = leg_contexts(context, config, indexes)
+    unit_lists = {name: leg_context.chunks for name, leg_context in contexts.items()}
     context_chunks = context.chunks
     by_id = {d.doc_id: d for d in documents or []}
     masks: dict[int, np.ndarray | None] = {}  # id(unit list) -> its filter mask
@@ -120,7 +118,7 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
     shared = len({id(units) for units in unit_lists.values()}) == 1
     catalog = None if shared else UnitCatalog.build(unit_lists)
     rows = next(iter(unit_lists.values())) if shared else catalog.rows  # what hits' chunk_index point at
-    legs = legs or build_legs(context, config, leg_contexts)
+    legs = legs or build_legs(contexts, config)
     if rows is not context.chunks:
         context = replace(context, chunks=rows)  # the reranker reads hits' passages from here
     fuse, fusion_params = FUSIONS.get(config.fusion.method).impl, config.fusion.params

@@ -1,11 +1,9 @@
-"""What each leg indexes and returns (``retrieval.leg_params.<leg>.unit``), and fusion across units.
+"""Fusion across units: a leg's ``unit`` keys (``retrieval.leg_params.<leg>.unit``), lifting a leg to documents,
+and the catalog of every unit list a search ranks.
 
-A leg's unit is ``chunk`` (the run's chunking: today's behaviour), ``document`` (one unit per document,
-exactly the ``none`` chunker's output, so such a leg equals that leg run with ``chunking: none``),
-``code_example`` (the code blocks ``enrichment.code_examples`` extracts and summarizes; the ``code_examples`` leg
-always searches these), or a chunking of its own: a chunker name with its default knobs (``unit: markdown``) or a chunking section
-(``unit: {strategy: fixed, chunk_size: 400, chunk_overlap: 0}``). The pipeline builds each distinct unit
-list once through the chunk cache, and embeds it through the embedding cache when a leg on it needs vectors.
+A leg's unit names the index it searches (kbench/indexes: ``chunk``, the run's chunking; ``document``;
+``code_example``; any unit kind of kbench/indexes/kinds; a chunker name or a chunking section of its own). The pipeline builds each
+distinct index once (kbench/indexes/build.py) and the search hands each leg its own.
 
 When every leg searches the same units, nothing changes: the fusion sees unit rows as it always did.
 When legs search different units, the only unit they all share is the document, so each leg's ranking is
@@ -33,13 +31,10 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from kbench.chunking.config import ChunkingConfig
-from kbench.chunking.registry import CHUNKERS
-from kbench.enrichment import CODE_EXAMPLE_UNIT
 from kbench.errors import format_error
-from kbench.hashing import stable_hash
+from kbench.indexes import unit_kind
 from kbench.records import Chunk, Hit
-from kbench.registry import StrictModel, UnknownNameError
+from kbench.registry import StrictModel
 from kbench.retrieval.contracts import LegResult
 
 UNIT_KEYS = ("unit", "aggregation", "aggregation_n")
@@ -50,8 +45,8 @@ class LegUnit(StrictModel):
     """The unit keys of one leg's ``leg_params`` (taken out before the leg's own params validate)."""
 
     unit: str | dict[str, Any] = Field(
-        "chunk", description="chunk (the run's chunking) | document | code_example | a chunker name | a chunking "
-                             "section")
+        "chunk", description="the index the leg searches: chunk (the run's chunking) | a unit kind (document, "
+                             "code_example, ...: kbench/indexes/kinds) | a chunker name | a chunking section")
     aggregation: Aggregation = Field(
         "max", description="multi-unit runs: a document's score from its units' scores in this leg: max | sum "
                            "| top-n-mean")
@@ -60,9 +55,7 @@ class LegUnit(StrictModel):
     @field_validator("unit")
     @classmethod
     def _check_unit(cls, value):
-        if value in ("chunk", "document", CODE_EXAMPLE_UNIT):
-            return value
-        chunking = unit_chunking(value)  # raises ValueError with the chunking problem
+        _, chunking = unit_kind(value)  # raises ValueError naming what is allowed
         return value if isinstance(value, str) else chunking.model_dump()
 
     def resolved(self) -> dict[str, Any]:
@@ -70,30 +63,6 @@ class LegUnit(StrictModel):
         units keeps its resolved form (and its run key) unchanged."""
         defaults = LegUnit()
         return {k: getattr(self, k) for k in UNIT_KEYS if getattr(self, k) != getattr(defaults, k)}
-
-
-def unit_chunking(unit: str | dict[str, Any]) -> ChunkingConfig:
-    """The chunking that builds a unit other than ``chunk``: ``document`` is the ``none`` chunker."""
-    if unit == "document":
-        return ChunkingConfig(strategy="none")
-    if isinstance(unit, str):
-        try:
-            CHUNKERS.get(unit)
-        except UnknownNameError:
-            raise ValueError(f"{unit!r} is neither chunk, document, {CODE_EXAMPLE_UNIT} nor a chunker "
-                             f"({', '.join(CHUNKERS.names())})") from None
-        return ChunkingConfig(strategy=unit)
-    try:
-        return ChunkingConfig(**unit)
-    except ValidationError as e:
-        raise ValueError("; ".join(format_error(err, "unit", ChunkingConfig) for err in e.errors())) from None
-
-
-def unit_key(unit: str | dict[str, Any]) -> str:
-    """Equal for units that build the same list (``document`` and ``{strategy: none}`` among them)."""
-    if unit in ("chunk", CODE_EXAMPLE_UNIT):
-        return unit
-    return stable_hash(unit_chunking(unit).model_dump(mode="json"), length=16)
 
 
 def split_leg_params(name: str, values: dict[str, Any]) -> tuple[dict[str, Any], LegUnit]:
@@ -105,13 +74,6 @@ def split_leg_params(name: str, values: dict[str, Any]) -> tuple[dict[str, Any],
         raise ValueError("; ".join(format_error(err, f"retrieval.leg_params.{name}", LegUnit)
                                    for err in e.errors())) from None
     return knobs, unit
-
-
-def unit_label(leg: str, unit: LegUnit) -> str:
-    """How a unit list names its units' ids: ``document``, ``code_example``, or the first leg on that chunking."""
-    if unit.unit == CODE_EXAMPLE_UNIT:
-        return CODE_EXAMPLE_UNIT
-    return "document" if unit_key(unit.unit) == unit_key("document") else leg
 
 
 @dataclass

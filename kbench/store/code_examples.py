@@ -15,19 +15,23 @@ from pathlib import Path
 
 import numpy as np
 
+from kbench.datasets.config import DatasetConfig
 from kbench.embedding.stage import EmbeddingResult
+from kbench.enrichment.config import CodeExamplesConfig
 from kbench.hashing import sha256_text, stable_hash
 from kbench.records import Chunk, Document
+from kbench.store.config import StoreConfig
 from kbench.store.duckdb_store import DuckStore
+from kbench.store.sync import dataset_identity
 
 NOT_ROW_KNOBS = {"enabled", "base_url", "api_key_env", "concurrency"}  # where and how fast, not what is written
 
 
-def code_examples_collection(experiment, embedding_namespace: str) -> str:
-    ds = experiment.dataset
-    dataset_name = ds.name or (ds.path or "data").rstrip("/").rsplit("/", 1)[-1]
-    key = {"dataset": {"name": ds.name, "path": ds.path, "subset": ds.subset},
-           "code_examples": experiment.enrichment.code_examples.model_dump(mode="json", exclude=NOT_ROW_KNOBS),
+def code_examples_collection(dataset: DatasetConfig, code_examples: CodeExamplesConfig,
+                             embedding_namespace: str) -> str:
+    dataset_name, dataset_id = dataset_identity(dataset)
+    key = {"dataset": dataset_id,
+           "code_examples": code_examples.model_dump(mode="json", exclude=NOT_ROW_KNOBS),
            "embedding": embedding_namespace}
     return f"{dataset_name}-code_examples-{stable_hash(key, 12)}".replace("/", "_").replace(" ", "_")
 
@@ -46,14 +50,14 @@ def code_example_rows(units: list[Chunk], documents: list[Document]) -> list[dic
     return rows
 
 
-def store_code_examples(experiment, documents: list[Document], units: list[Chunk], embedded: EmbeddingResult,
-                        embedding_namespace: str, workspace: Path) -> dict[str, int]:
+def store_code_examples(store_config: StoreConfig, dataset: DatasetConfig, config: CodeExamplesConfig,
+                        embedding_model: str, documents: list[Document], units: list[Chunk],
+                        embedded: EmbeddingResult, embedding_namespace: str, workspace: Path) -> dict[str, int]:
     """Write the blocks that have a vector to archon_code_examples; counts for the run."""
     ok = np.flatnonzero(embedded.ok_mask)
-    name = code_examples_collection(experiment, embedding_namespace)
-    config = experiment.enrichment.code_examples
-    with DuckStore.open(experiment.store.duckdb_path(workspace)) as store:
+    name = code_examples_collection(dataset, config, embedding_namespace)
+    with DuckStore.open(store_config.duckdb_path(workspace)) as store:
         written = store.write_code_examples(name, code_example_rows([units[i] for i in ok], documents),
-                                            embedded.vectors[ok], experiment.embedding.model,
+                                            embedded.vectors[ok], embedding_model,
                                             config.model if config.summary == "llm" else None)
     return {"code_examples_stored": written}

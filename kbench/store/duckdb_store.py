@@ -223,7 +223,7 @@ class DuckStore(ProductionStore):
                 "INSERT INTO kbench_collections (collection, dataset, chunker, embedding_model, embedding_dimension, "
                 "llm_chat_model, config) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [collection.name, collection.dataset, collection.chunker, collection.embedding_model,
-                 collection.embedding_dimension, collection.llm_chat_model, json.dumps(collection.config)])
+                 collection.embedding_dimension, collection.llm_chat_model, json.dumps(collection.identity)])
         elif found[0] != collection.embedding_dimension:
             raise StoreDimensionError(
                 f"collection {collection.name} holds {found[0]}-d vectors of {found[1]!r}; "

@@ -1,28 +1,28 @@
 """Store backends by config name (``store.backend``).
 
-A backend is a function ``prepare(experiment, dataset, chunks, embedded, embedder, workspace) -> StoreOutcome``
-that puts the run's vectors where it keeps them and returns what searches them. Its knobs stay on
-``StoreConfig`` (index type, dsn, path), shared by every backend.
+A backend is a function ``prepare(config, collection, dataset, chunks, embedded, workspace) -> StoreOutcome`` that
+puts the run's chunk vectors where it keeps them and returns what searches them. It receives the store section
+and the collection the chunks belong to (kbench/store/sync.py: named from the dataset, chunking, enrichment and
+embedding sections), never the whole experiment. Its knobs stay on ``StoreConfig`` (index type, dsn, path),
+shared by every backend.
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from kbench.embedding.stage import CachedEmbedder, EmbeddingResult
-from kbench.records import Chunk, Dataset
 from kbench.registry import Registry
 from kbench.store.outcome import StoredCorpus, StoreOutcome
 
-# (experiment, dataset, chunks, embedded, embedder, workspace); the experiment is untyped because
-# kbench.config sits above the store
-PrepareStore = Callable[[Any, Dataset, list[Chunk], EmbeddingResult, CachedEmbedder, Path], StoreOutcome]
+# (config: StoreConfig, collection: Collection, dataset: Dataset, chunks: list[Chunk], embedded: EmbeddingResult,
+# workspace: Path); written out here, not typed, because store/config.py imports this registry to check names
+PrepareStore = Callable[..., StoreOutcome]
 
 STORE_BACKENDS: Registry[PrepareStore] = Registry("store.backend")
 
-# Backends that hold the corpus themselves (a live production store): ``load(experiment, workspace)`` gives the run
-# its documents, chunks and stored vectors, so the pipeline neither chunks nor embeds the corpus. Each also
-# registers in STORE_BACKENDS, whose name check the config uses.
-LoadStoredCorpus = Callable[[Any, Path], StoredCorpus]
+# Backends that hold the corpus themselves (a live production store): ``load(config, dataset, workspace,
+# vector_search)`` gives the run its documents, chunks and stored vectors, so the pipeline neither chunks nor
+# embeds the corpus (``vector_search``: a leg will call the store's vector search, so check it exists first).
+# Each also registers in STORE_BACKENDS, whose name check the config uses.
+LoadStoredCorpus = Callable[..., StoredCorpus]  # (config: StoreConfig, dataset: DatasetConfig, workspace, bool)
 
 STORED_CORPORA: Registry[LoadStoredCorpus] = Registry("store.backend")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from kbench.embedding.stage import CachedEmbedder, EmbeddingResult
+from kbench.embedding.stage import EmbeddingResult
 from kbench.records import Chunk, Dataset
 from kbench.store.config import StoreConfig
 from kbench.store.duckdb_store import check_store_file
@@ -21,13 +21,13 @@ from kbench.store.faiss_index import recall_at_k
 from kbench.store.outcome import StoreOutcome
 from kbench.store.pgvector_store import check_server
 from kbench.store.registry import STORE_BACKENDS
+from kbench.store.sync import Collection
 
 
-def prepare_store(experiment, dataset: Dataset, chunks: list[Chunk], embedded: EmbeddingResult,
-                  embedder: CachedEmbedder, workspace: Path) -> StoreOutcome:
+def prepare_store(config: StoreConfig, collection: Collection, dataset: Dataset, chunks: list[Chunk],
+                  embedded: EmbeddingResult, workspace: Path) -> StoreOutcome:
     """Put the run's vectors where ``store.backend`` keeps them; returns what searches them."""
-    prepare = STORE_BACKENDS.get(experiment.store.backend).impl
-    return prepare(experiment, dataset, chunks, embedded, embedder, workspace)
+    return STORE_BACKENDS.get(config.backend).impl(config, collection, dataset, chunks, embedded, workspace)
 
 
 def needs_recall_check(config: StoreConfig, outcome: StoreOutcome) -> bool:

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from kbench.records import Chunk, Document
-from kbench.hashing import sha256_text, stable_hash
 from kbench.cache import document_key
+from kbench.chunking.config import ChunkingConfig
+from kbench.datasets.config import DatasetConfig
+from kbench.enrichment.config import EnrichmentConfig
+from kbench.hashing import sha256_text, stable_hash
+from kbench.records import Chunk, Document
 
 # The per-dimension columns of reference 000, plus MiniLM's 384; other widths are added on demand.
 STANDARD_DIMENSIONS = (384, 768, 1024, 1536, 3072)
@@ -64,27 +66,34 @@ class Collection:
     embedding_model: str
     embedding_dimension: int
     llm_chat_model: str | None = None
-    config: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    identity: dict[str, object] = field(default_factory=dict, compare=False, hash=False)  # what its name hashes
+    embedding_namespace: str = field(default="", compare=False, hash=False)  # the vector cache's namespace
 
 
-def make_collection(experiment, embedding_namespace: str, dimension: int) -> Collection:
-    """The collection a run writes to (see module doc). max_documents/max_queries do not split it."""
-    ds = experiment.dataset
-    dataset_id = {"name": ds.name, "path": ds.path, "subset": ds.subset}
+def dataset_identity(dataset: DatasetConfig) -> tuple[str, dict[str, str | None]]:
+    """(a short name, what identifies the dataset) for collection names: max_documents/max_queries do not split
+    a collection."""
+    name = dataset.name or (dataset.path or "data").rstrip("/").rsplit("/", 1)[-1]
+    return name, {"name": dataset.name, "path": dataset.path, "subset": dataset.subset}
+
+
+def make_collection(dataset: DatasetConfig, chunking: ChunkingConfig, enrichment: EnrichmentConfig,
+                    embedding_model: str, embedding_namespace: str, dimension: int) -> Collection:
+    """The collection a run's chunks are written to (see module doc)."""
+    dataset_name, dataset_id = dataset_identity(dataset)
     key = {
         "dataset": dataset_id,
-        "chunking": experiment.chunking.model_dump(mode="json"),
+        "chunking": chunking.model_dump(mode="json"),
         # the code-example index is a collection of its own: its knobs never rename the pages' collection
-        "enrichment": experiment.enrichment.model_dump(mode="json", exclude={"code_examples"}),
+        "enrichment": enrichment.model_dump(mode="json", exclude={"code_examples"}),
         "embedding": embedding_namespace,
     }
-    dataset_name = ds.name or (ds.path or "data").rstrip("/").rsplit("/", 1)[-1]
-    name = f"{dataset_name}-{experiment.chunking.strategy}-{stable_hash(key, 12)}"
-    enrichment = experiment.enrichment
+    name = f"{dataset_name}-{chunking.strategy}-{stable_hash(key, 12)}"
     return Collection(
-        name=name.replace("/", "_").replace(" ", "_"), dataset=dataset_name, chunker=experiment.chunking.strategy,
-        embedding_model=experiment.embedding.model, embedding_dimension=int(dimension),
-        llm_chat_model=enrichment.model if enrichment.enabled else None, config=key,
+        name=name.replace("/", "_").replace(" ", "_"), dataset=dataset_name, chunker=chunking.strategy,
+        embedding_model=embedding_model, embedding_dimension=int(dimension),
+        llm_chat_model=enrichment.model if enrichment.enabled else None, identity=key,
+        embedding_namespace=embedding_namespace,
     )
 
 

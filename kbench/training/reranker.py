@@ -42,7 +42,7 @@ from kbench.errors import ConfigError
 from kbench.evaluation.config import OverlapRule
 from kbench.evaluation.relevance import relevant_chunks
 from kbench.paths import models_dir, workspace_dir
-from kbench.pipeline import chunk_dataset, load_corpus
+from kbench.pipeline import chunk_dataset, read_dataset
 from kbench.records import Chunk, Dataset, chunks_by_doc
 
 MODEL_CARD = "kbench_model.json"
@@ -216,7 +216,7 @@ def train_reranker(config: RerankerTrainingConfig, log: Callable[[str], None] | 
     if target.exists() and not config.force:
         raise ConfigError(f"--out: {target} already exists; choose another --out name or pass --force to replace it")
     started = time.perf_counter()
-    dataset = load_corpus(_dataset_config(config))
+    dataset = read_dataset(_dataset_config(config))
     chunking = config.chunking or ({"strategy": "fixed"} if dataset.has_spans else {"strategy": "none"})
     chunks = chunk_dataset(dataset, ChunkingConfig(**chunking))
     log(f"{dataset.name} split {config.split!r}: {len(dataset.queries)} queries, {len(chunks)} chunks")

@@ -48,14 +48,14 @@ def test_chunk_statistics_print_at_sensible_precision(capsys):
     from types import SimpleNamespace
 
     from kbench.chunking import chunk_corpus
-    from kbench.cli.chunk_cmd import chunk_statistics, chunking_config, load_corpus
+    from kbench.cli.chunk_cmd import chunk_statistics, chunking_config, read_documents
 
     assert main(["chunk", "demo", "--chunker", "fixed", "--set", "chunk_size=500", "--show", "0"]) == 0
     lines = capsys.readouterr().out.splitlines()
     header = lines[1].split()
     printed = dict(zip(header, lines[3].split()))
     args = SimpleNamespace(source="demo", include=None, exclude=None, max_file_bytes=None)
-    _, documents, _, section = load_corpus(args)
+    _, documents, _, section = read_documents(args)
     stats = chunk_statistics(chunk_corpus(documents, chunking_config(section, "fixed", ["chunk_size=500"])),
                              documents)
     assert list(printed) == list(stats)

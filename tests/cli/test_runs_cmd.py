@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 from kbench.cli import main
 from kbench.config import load_experiment
 from kbench.datasets import load_dataset
-from kbench.pipeline import chunked_corpus
+from kbench.pipeline import chunked_dataset
 
 
 def _flat(text: str) -> str:
@@ -74,7 +74,7 @@ def test_runs_show_counts_misses_and_misses_lists_them_with_references(span_run,
     assert (f"misses: {len(missed)} of {len(per_query)} queries (chunk_recall_at_10 = 0: no chunk overlapping a "
             "reference span in the top 10)") in out
     experiment = load_experiment(path)  # the dataset and chunks, rebuilt here independently
-    dataset, chunks = chunked_corpus(experiment.dataset, experiment.chunking)
+    dataset, chunks = chunked_dataset(experiment.dataset, experiment.chunking)
     questions = {q.query_id: q.text for q in dataset.queries}
     texts = {d.doc_id: d.text for d in dataset.documents}
     chunk_text = {c.chunk_id: c.text for c in chunks}

@@ -29,7 +29,7 @@ def test_unit_keys_leave_a_config_without_units_unchanged():
 
 
 @pytest.mark.parametrize("unit, message", [
-    ("pages", "'pages' is neither chunk, document, code_example nor a chunker"),
+    ("pages", "'pages' is neither an index (chunk, code_example, document"),
     ({"strategy": "fixed", "chunk_size": -5}, "chunk_size"),
 ])
 def test_a_bad_unit_is_refused_naming_the_leg(unit, message):
@@ -144,13 +144,14 @@ def test_units_are_cached_like_chunks(workspace):
                                                               "chunk_overlap": 0}}})
     first = prepare_corpus(experiment, progress=False)
     n_docs = len(first.dataset.documents)
-    documents, windows = first.leg_contexts["vector"].chunks, first.leg_contexts["bm25"].chunks
+    assert list(first.indexes) == ["chunk", "document", "bm25"]  # the run's chunks, then each leg's own index
+    documents, windows = first.indexes["document"].units, first.indexes["bm25"].units
     assert [c.unit for c in documents] == ["document"] * n_docs
     assert all(c.unit == "bm25" and c.end - c.start <= 2000 for c in windows) and len(windows) > n_docs
     assert first.counts["units_document_chunk_cache_misses"] + first.counts["units_document_chunk_cache_hits"] \
         == n_docs
-    assert first.leg_contexts["vector"].vector_index.ntotal == n_docs
-    assert first.leg_contexts["bm25"].vector_index is None  # bm25 reads no vectors: its units are not embedded
+    assert first.indexes["document"].vector_index.ntotal == n_docs
+    assert first.indexes["bm25"].vector_index is None  # bm25 reads no vectors: its units are not embedded
     assert first.embedded is None  # no leg searches the run's chunks by vector: they are not embedded
     again = prepare_corpus(experiment, progress=False)
     assert again.counts["units_document_chunk_cache_hits"] == n_docs

@@ -13,6 +13,7 @@ from kbench.datasets import load_dataset
 from kbench.embedding.stage import EmbeddingResult
 from kbench.store.registry import STORE_BACKENDS
 from kbench.store.stage import needs_recall_check, prepare_store
+from kbench.store.sync import make_collection
 
 
 def test_the_registry_holds_the_four_backends():
@@ -42,7 +43,8 @@ def test_faiss_backend_indexes_the_embedded_rows_in_memory(tmp_path, index, exac
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     embedded = EmbeddingResult(vectors, failed={2: "timeout"})
 
-    outcome = prepare_store(experiment, dataset, [], embedded, None, tmp_path)
+    collection = make_collection(experiment.dataset, experiment.chunking, experiment.enrichment, "m", "ns", 16)
+    outcome = prepare_store(experiment.store, collection, dataset, [], embedded, tmp_path)
     assert outcome.ok_ids.tolist() == [0, 1, 3, 4, 5]  # the failed row is not indexed
     assert outcome.handle is None  # nothing outlives the run
     assert outcome.exact is exact and needs_recall_check(experiment.store, outcome) is not exact

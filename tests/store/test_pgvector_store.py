@@ -15,6 +15,7 @@ from kbench.retrieval.legs.pg_hybrid import PgHybridLeg, PgHybridParams
 from kbench.retrieval.legs.vector import VectorLeg, VectorParams
 from kbench.runner import run_experiment
 from kbench.store.stage import prepare_store
+from kbench.store.sync import make_collection
 from benchmarks.pg_parity import compare_hybrid, compare_vector_lists  # the comparisons the benchmark prints
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow]
@@ -44,6 +45,13 @@ def scifact_run(tmp_path_factory, shared_cache_workspace):
     return config, experiment, dataset, chunks, embedder, embedded, query_vectors, workspace
 
 
+def stored(experiment, dataset, chunks, embedded, embedder, workspace):
+    """The store stage as the run calls it: the store section and the collection the chunks belong to."""
+    collection = make_collection(experiment.dataset, experiment.chunking, experiment.enrichment,
+                                 experiment.embedding.model, embedder.cache.namespace, embedded.vectors.shape[1])
+    return prepare_store(experiment.store, collection, dataset, chunks, embedded, workspace)
+
+
 def vector_top10(index, chunks, query_vectors, queries):
     leg = VectorLeg(SearchContext(chunks=chunks, vector_index=index), VectorParams())
     return leg.search(queries, query_vectors, 10)
@@ -51,9 +59,9 @@ def vector_top10(index, chunks, query_vectors, queries):
 
 def test_vector_leg_and_production_hybrid_match_duckdb_faiss(scifact_run):
     config, experiment, dataset, chunks, embedder, embedded, qv, workspace = scifact_run
-    duck = prepare_store(experiment, dataset, chunks, embedded, embedder, workspace)
+    duck = stored(experiment, dataset, chunks, embedded, embedder, workspace)
     pg_experiment = load_experiment({**config, "store": {**config["store"], "backend": "pgvector"}})
-    pg = prepare_store(pg_experiment, dataset, chunks, embedded, embedder, workspace)
+    pg = stored(pg_experiment, dataset, chunks, embedded, embedder, workspace)
     try:
         assert pg.counts["store_rows_total"] == duck.counts["store_rows_total"] == len(chunks)
         faiss_lists = vector_top10(duck.vector_index, chunks, qv, dataset.queries)
@@ -86,7 +94,7 @@ def test_vector_leg_and_production_hybrid_match_duckdb_faiss(scifact_run):
 
 def test_pgvector_run_end_to_end_equals_faiss_flat(scifact_run):
     config, experiment, dataset, chunks, embedder, embedded, qv, workspace = scifact_run
-    duck = prepare_store(experiment, dataset, chunks, embedded, embedder, workspace)
+    duck = stored(experiment, dataset, chunks, embedded, embedder, workspace)
     faiss_lists = vector_top10(duck.vector_index, chunks, qv, dataset.queries)
     pg = run_experiment(load_experiment({**config, "store": {**config["store"], "backend": "pgvector"}}),
                         progress=False, log=False)

@@ -23,5 +23,5 @@ class CodeExamplesLeg(VectorLeg):
     def __init__(self, context: SearchContext, params: VectorParams):
         if context.vector_index is None or any(c.unit != CODE_EXAMPLE_UNIT for c in context.chunks[:1]):
             raise ValueError("the code_examples leg searches the code-example index; set "
-                             "enrichment.code_examples.enabled: true (kbench.pipeline.prepare_corpus builds it)")
+                             "enrichment.code_examples.enabled: true (kbench.indexes builds it)")
         super().__init__(context, params)

@@ -16,11 +16,13 @@ endpoint stops the run (LLMStoppedError) with the answers received so far cached
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from kbench.indexes import Index
 from kbench.llm import Endpoint, LLMClient, LLMPolicy, UsageMeter, stop_error
 from kbench.records import Document, Hit, Query
 from kbench.retrieval.config import RerankConfig, RetrievalConfig
@@ -135,7 +137,7 @@ def plan_queries(queries: list[Query], config: QueryConfig, cache_root: Path, *,
 def search_planned(queries: list[Query], plan: QueryPlan, context: SearchContext, config: RetrievalConfig,
                    rerank: RerankConfig | None, *, rrf_k: int = 60, progress: bool = False,
                    documents: list[Document] | None = None,
-                   leg_contexts: dict[str, SearchContext] | None = None) -> SearchOutput:
+                   indexes: Mapping[str, Index] | None = None) -> SearchOutput:
     """Search every planned text; fuse a question's parts by RRF. Latency per question = the sum over its parts."""
     parts: list[Query] = []
     owner: dict[str, tuple[str, int]] = {}
@@ -144,8 +146,7 @@ def search_planned(queries: list[Query], plan: QueryPlan, context: SearchContext
             part_id = q.query_id if len(plan.searched[q.query_id]) == 1 else f"{q.query_id}#part{j + 1}"
             parts.append(Query(part_id, text, q.metadata))
             owner[part_id] = (q.query_id, j)
-    output = search(parts, context, config, rerank, progress=progress, documents=documents,
-                    leg_contexts=leg_contexts)
+    output = search(parts, context, config, rerank, progress=progress, documents=documents, indexes=indexes)
     rankings: dict[str, list[Hit]] = {}
     grouped: dict[str, dict[str, list[Hit]]] = {q.query_id: {} for q in queries}
     for part in parts:

@@ -11,14 +11,15 @@ from pathlib import Path
 
 import numpy as np
 
-from kbench.embedding.stage import CachedEmbedder, EmbeddingResult
+from kbench.embedding.stage import EmbeddingResult
 from kbench.hashing import sha256_text, stable_hash
 from kbench.records import Chunk, Dataset
+from kbench.store.config import StoreConfig
 from kbench.store.duckdb_store import DuckStore
 from kbench.store.faiss_index import load_or_build
 from kbench.store.outcome import StoreHandle, StoreOutcome
 from kbench.store.registry import STORE_BACKENDS
-from kbench.store.sync import make_collection
+from kbench.store.sync import Collection
 
 
 def index_state(chunks: list[Chunk], ids: np.ndarray, namespace: str) -> str:
@@ -28,12 +29,10 @@ def index_state(chunks: list[Chunk], ids: np.ndarray, namespace: str) -> str:
 
 
 @STORE_BACKENDS.register("duckdb")
-def prepare_duckdb(experiment, dataset: Dataset, chunks: list[Chunk], embedded: EmbeddingResult,
-                   embedder: CachedEmbedder, workspace: Path) -> StoreOutcome:
+def prepare_duckdb(config: StoreConfig, collection: Collection, dataset: Dataset, chunks: list[Chunk],
+                   embedded: EmbeddingResult, workspace: Path) -> StoreOutcome:
     """Sync into the workspace's DuckDB (production's shape), then search a FAISS index saved beside it."""
-    config = experiment.store
     ok = np.flatnonzero(embedded.ok_mask)
-    collection = make_collection(experiment, embedder.cache.namespace, embedded.vectors.shape[1])
     db_path = config.duckdb_path(workspace)
     with DuckStore.open(db_path) as store:
         report = store.sync(collection, dataset.documents, chunks, embedded.vectors, embedded.failed)
@@ -42,7 +41,7 @@ def prepare_duckdb(experiment, dataset: Dataset, chunks: list[Chunk], embedded: 
         raise RuntimeError(f"{db_path}: collection {collection.name} holds {len(ids)} chunks after sync "
                            f"but the run has {len(ok)} embedded chunks")
     folder = db_path.parent / "faiss" / collection.name
-    index, reopened = load_or_build(folder, stored, ids, config, index_state(chunks, ids, embedder.cache.namespace))
+    index, reopened = load_or_build(folder, stored, ids, config, index_state(chunks, ids, collection.embedding_namespace))
     counts = {**report.counts(), "store_index_reopened": int(reopened)}
     return StoreOutcome(index, counts, handle=StoreHandle(collection.name, duckdb_path=db_path), ok_ids=ids,
                         ok_vectors=stored, exact=config.index == "flat")

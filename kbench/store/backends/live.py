@@ -10,22 +10,27 @@ from pathlib import Path
 
 import numpy as np
 
+from kbench.datasets.config import DatasetConfig
 from kbench.datasets.registry import resolve_dataset_path
+from kbench.embedding.stage import EmbeddingResult
+from kbench.records import Chunk, Dataset
+from kbench.store.config import StoreConfig
 from kbench.store.live_store import LiveStore, build_live_dataset, dsn_from_env, rebuild_pages
 from kbench.store.outcome import StoreHandle, StoredCorpus, StoreOutcome
 from kbench.store.pgvector_store import PgVectorIndex
 from kbench.store.registry import STORE_BACKENDS, STORED_CORPORA
+from kbench.store.sync import Collection
 
 
 @STORED_CORPORA.register("live")
-def load_live_corpus(experiment, workspace: Path) -> StoredCorpus:
+def load_live_corpus(config: StoreConfig, dataset_config: DatasetConfig, workspace: Path,
+                     vector_search: bool) -> StoredCorpus:
     """Open the live store read-only and turn its rows and the question set into the run's corpus."""
-    config = experiment.store
-    folder, name = resolve_dataset_path(experiment.dataset)
+    folder, name = resolve_dataset_path(dataset_config)
     store = LiveStore(dsn_from_env(config.dsn_env), config.live_schema, config.allow_write)
     try:
         rows = store.read_rows()
-        if "vector" in experiment.retrieval.legs:
+        if vector_search:
             store.check_function("match_archon_crawled_pages")  # fail before any search, not on the first query
         documents, chunks = rebuild_pages(rows)
         dataset = build_live_dataset(folder, documents, rows, f"live:{store.schema}:{name}")
@@ -42,7 +47,8 @@ def load_live_corpus(experiment, workspace: Path) -> StoredCorpus:
 
 
 @STORE_BACKENDS.register("live")
-def prepare_live(experiment, dataset, chunks, embedded, embedder, workspace: Path) -> StoreOutcome:
+def prepare_live(config: StoreConfig, collection: Collection, dataset: Dataset, chunks: list[Chunk],
+                 embedded: EmbeddingResult, workspace: Path) -> StoreOutcome:
     """A live store gives the run its corpus (STORED_CORPORA); the pipeline never hands it a chunked dataset."""
-    raise RuntimeError("store.backend live is prepared by kbench.pipeline.prepare_corpus from the store's own rows "
-                       "(kbench.store.backends.live.load_live_corpus), not from a chunked dataset")
+    raise RuntimeError("store.backend live gives the run its index from the store's own rows "
+                       "(kbench.store.backends.live.load_live_corpus), never a chunked dataset")

@@ -10,21 +10,20 @@ from pathlib import Path
 
 import numpy as np
 
-from kbench.embedding.stage import CachedEmbedder, EmbeddingResult
+from kbench.embedding.stage import EmbeddingResult
 from kbench.records import Chunk, Dataset
+from kbench.store.config import StoreConfig
 from kbench.store.outcome import StoreHandle, StoreOutcome
 from kbench.store.pgvector_store import PgVectorIndex, PgVectorStore
 from kbench.store.registry import STORE_BACKENDS
-from kbench.store.sync import make_collection
+from kbench.store.sync import Collection
 
 
 @STORE_BACKENDS.register("pgvector")
-def prepare_pgvector(experiment, dataset: Dataset, chunks: list[Chunk], embedded: EmbeddingResult,
-                     embedder: CachedEmbedder, workspace: Path) -> StoreOutcome:
+def prepare_pgvector(config: StoreConfig, collection: Collection, dataset: Dataset, chunks: list[Chunk],
+                     embedded: EmbeddingResult, workspace: Path) -> StoreOutcome:
     """Sync into PostgreSQL + pgvector and search with the production SQL functions."""
-    config = experiment.store
     ok = np.flatnonzero(embedded.ok_mask)
-    collection = make_collection(experiment, embedder.cache.namespace, embedded.vectors.shape[1])
     store = PgVectorStore(collection, dsn=config.dsn, datadir=config.pg_datadir)
     try:
         report = store.sync(collection, dataset.documents, chunks, embedded.vectors, embedded.failed)

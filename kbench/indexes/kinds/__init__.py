@@ -1,0 +1,2 @@
+"""Unit kinds, one module each; importing this package registers them (kbench/indexes/registry.py)."""
+from kbench.indexes.kinds import chunking, code_example  # noqa: F401

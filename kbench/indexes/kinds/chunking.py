@@ -1,0 +1,34 @@
+"""Units made by a chunker: a leg's own chunking (``unit: markdown``, ``unit: {strategy: fixed, chunk_size: 400}``)
+and ``document``, one unit per document (exactly the ``none`` chunker's output, so a leg on ``document`` equals
+that leg run with ``chunking: none``). Built through the chunk cache; timed as stage ``units``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbench.chunking import chunk_dataset
+from kbench.chunking.config import ChunkingConfig
+from kbench.indexes.index import BuildLog, IndexSections, IndexSpec, Units
+from kbench.indexes.registry import UNIT_KINDS, UnitKind
+from kbench.records import Dataset
+
+DOCUMENT_CHUNKING = ChunkingConfig(strategy="none")
+
+
+@UNIT_KINDS.register("chunking")
+class ChunkingUnits(UnitKind):
+    """A chunking of the dataset of the leg's own (a chunker name or a chunking section)."""
+
+    chunks = True
+
+    def build(self, spec: IndexSpec, dataset: Dataset, sections: IndexSections, log: BuildLog,
+              cache_root: Path) -> Units:
+        counts: dict[str, int] = {}
+        with log.timer.stage("units"):
+            units = chunk_dataset(dataset, spec.chunking or DOCUMENT_CHUNKING, cache_dir=cache_root, counts=counts)
+        log.counts.update({f"units_{spec.name}_{k}": v for k, v in counts.items()})
+        return Units(units)
+
+
+@UNIT_KINDS.register("document")
+class DocumentUnits(ChunkingUnits):
+    """One unit per document, the whole of its text (the ``none`` chunker)."""
