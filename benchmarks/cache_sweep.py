@@ -22,8 +22,8 @@ CHUNKERS = {
 }
 RETRIEVAL = {
     "vector": {"legs": ["vector"]},
-    "archon_hybrid": {"legs": ["vector", "postgres_fts"], "fusion": {"method": "archon_hybrid"}},
-    "rrf": {"legs": ["vector", "bm25"], "fusion": {"method": "rrf"}},
+    "archon_hybrid": {"legs": ["vector", "postgres_fts"], "fusion": {"strategy": "archon_hybrid"}},
+    "rrf": {"legs": ["vector", "bm25"], "fusion": {"strategy": "rrf"}},
 }
 
 

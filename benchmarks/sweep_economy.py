@@ -41,7 +41,7 @@ def sweep_data(name: str, workspace: Path, documents: int, backend: str) -> dict
         "dataset": {"name": "scifact", "max_documents": documents},
         "chunking": CHUNKINGS[0],
         "embedding": {"model": "all-MiniLM-L6-v2", "backend": backend},
-        "retrieval": {"legs": ["vector"], "fusion": {"method": "rrf", "k": 60}, "top_k": 10, "latency": "batch"},
+        "retrieval": {"legs": ["vector"], "fusion": {"strategy": "rrf", "k": 60}, "top_k": 10, "latency": "batch"},
         "evaluation": {"k": [10]},
         "tracking": {"experiment": name},
         "sweep": {"chunking": CHUNKINGS, "retrieval.legs": [["vector"], ["vector", "bm25"]],

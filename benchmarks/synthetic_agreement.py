@@ -45,8 +45,8 @@ CHUNKERS = {"fixed-400": {"strategy": "fixed", "chunk_size": 400, "chunk_overlap
             "recursive-1000": {"strategy": "recursive", "chunk_size": 1000, "chunk_overlap": 200}}
 MODES = {"vector": {"legs": ["vector"]},
          "bm25": {"legs": ["bm25"]},
-         "rrf": {"legs": ["vector", "bm25"], "fusion": {"method": "rrf", "k": 60}},
-         "weighted": {"legs": ["vector", "bm25"], "fusion": {"method": "weighted", "weight": 0.5}}}
+         "rrf": {"legs": ["vector", "bm25"], "fusion": {"strategy": "rrf", "k": 60}},
+         "weighted": {"legs": ["vector", "bm25"], "fusion": {"strategy": "weighted", "weight": 0.5}}}
 ALPHA = 0.05
 
 

@@ -27,7 +27,7 @@ from kbench.dotted import set_dotted
 from kbench.embedding.config import EmbeddingConfig
 from kbench.enrichment import CODE_EXAMPLE_UNIT
 from kbench.enrichment.config import CodeExamplesConfig, EnrichmentConfig
-from kbench.errors import ConfigError, format_error, shorten
+from kbench.errors import ConfigError, deprecated, format_error, shorten
 from kbench.evaluation.config import EvaluationConfig, OverlapRule
 from kbench.hashing import folder_content_hash, stable_hash
 from kbench.llm import LLMConfig
@@ -157,6 +157,10 @@ class Experiment(StrictModel):
         if not self.evaluation.ragas:
             for key in ("ragas", "ragas_k", "ragas_llm"):
                 data["evaluation"].pop(key, None)
+        # keys renamed since runs were logged are hashed under their old names, so renaming orphans no run
+        for section in (data["retrieval"]["fusion"], data["rerank"], data.get("query", {}).get("expansion", {})):
+            if "strategy" in section:
+                section["method"] = section.pop("strategy")
         data["dataset_content"] = self.dataset_content_hash()
         if not data["evaluation"].get("metrics"):  # added later: an empty list keeps the keys runs had before
             data["evaluation"].pop("metrics", None)
@@ -295,9 +299,23 @@ def load_experiment(source: str | Path | dict[str, Any], overrides: list[str] | 
     return validate_experiment(data, origin)
 
 
+# dotted paths renamed since configs were written: the old path still works, and says the new one once
+RENAMED_PATHS = {"retrieval.fusion.method": "retrieval.fusion.strategy", "rerank.method": "rerank.strategy",
+                 "query.expansion.method": "query.expansion.strategy"}
+
+
+def current_path(path: str) -> str:
+    """``path`` under its name now (``retrieval.fusion.method`` -> ``retrieval.fusion.strategy``)."""
+    if path in RENAMED_PATHS:
+        deprecated(path, RENAMED_PATHS[path])
+        return RENAMED_PATHS[path]
+    return path
+
+
 def apply_set_items(data: dict[str, Any], overrides: list[str] | None) -> dict[str, Any]:
     for item in overrides or []:
-        set_dotted(data, *parse_override(item))
+        path, value = parse_override(item)
+        set_dotted(data, current_path(path), value)
     return data
 
 

@@ -7,12 +7,27 @@ from __future__ import annotations
 
 import reprlib
 import socket
+import warnings
 from typing import Any
 from urllib.parse import urlsplit
 
 
 class ConfigError(ValueError):
     """A config (or other user input) that cannot run. The message lists every problem, one per line."""
+
+
+class KbenchDeprecationWarning(FutureWarning):
+    """A config key or name kbench renamed: the old one still works, and the warning says the new one."""
+
+
+def deprecated(old: str, new: str) -> None:
+    """Say once per process that ``old`` is now written ``new`` (shown by default, without a source line)."""
+    warnings.warn_explicit(f"{old} is now {new}; the old name still works, but write {new}",
+                           KbenchDeprecationWarning, filename="kbench", lineno=0, module="kbench",
+                           registry=_DEPRECATIONS_SAID)
+
+
+_DEPRECATIONS_SAID: dict = {}  # warnings' own once-registry for deprecated(), so each is said once
 
 
 class RunError(RuntimeError):

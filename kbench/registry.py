@@ -27,7 +27,7 @@ from typing import Annotated, Any, Callable, ClassVar, Generic, TypeVar, Union, 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from kbench.errors import format_error, shorten
+from kbench.errors import deprecated, format_error, shorten
 
 T = TypeVar("T")
 
@@ -154,6 +154,22 @@ class Registry(Generic[T]):
         return self.get(name).params(**values)
 
 
+def rename_keys(data: Any, renamed: dict[str, str], section: str) -> Any:
+    """``data`` with each old key of ``renamed`` under its new name (saying so once); both given is an error."""
+    if not isinstance(data, dict) or not any(old in data for old in renamed):
+        return data
+    data = dict(data)
+    for old, new in renamed.items():
+        if old not in data:
+            continue
+        if new in data and data[new] != data[old]:
+            raise ValueError(f"{section}.{old} ({shorten(data[old])}) and {section}.{new} ({shorten(data[new])}) "
+                             f"are one setting ({old} is its old name); keep {new}")
+        deprecated(f"{section}.{old}", f"{section}.{new}")
+        data[new] = data.pop(old)
+    return data
+
+
 class StrategySection(StrictModel):
     """A config section whose extra keys are the knobs of the strategy it names.
 
@@ -164,9 +180,15 @@ class StrategySection(StrictModel):
     model_config = ConfigDict(extra="allow", validate_assignment=False)
     registry: ClassVar[Registry]
     name_field: ClassVar[str] = "strategy"
+    renamed_keys: ClassVar[dict[str, str]] = {}  # an old key -> its name now; the old one still works
 
     def _should_validate(self) -> bool:
         return True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        return rename_keys(data, cls.renamed_keys, cls.registry.field.rsplit(".", 1)[0])
 
     @model_validator(mode="after")
     def _validate_knobs(self):

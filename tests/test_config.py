@@ -28,9 +28,9 @@ def error_for(**sections) -> str:
         ({"embedding": {"batch_size": 0}}, ["embedding.batch_size", "0"]),
         ({"store": {"index": "annoy"}}, ["store.index", "'annoy'", "'flat'", "'hnsw'", "'ivf'"]),
         ({"retrieval": {"legs": ["vectr"]}}, ["retrieval.legs", "'vectr'", "vector"]),
-        ({"retrieval": {"fusion": {"method": "magic"}}}, ["retrieval.fusion.method", "'magic'", "none"]),
+        ({"retrieval": {"fusion": {"strategy": "magic"}}}, ["retrieval.fusion.strategy", "'magic'", "none"]),
         ({"retrieval": {"top_k": -1}}, ["retrieval.top_k", "-1"]),
-        ({"rerank": {"enabled": True, "method": "oracle"}}, ["rerank.method", "'oracle'"]),
+        ({"rerank": {"enabled": True, "strategy": "oracle"}}, ["rerank.strategy", "'oracle'"]),
         ({"evaluation": {"k": [0, 10]}}, ["evaluation.k", "k must be >= 1"]),
         ({"evaluation": {"overlap": {"rule": "most"}}}, ["evaluation.overlap.rule", "'most'", "'min_chars'"]),
         ({"tracking": {"uri": "x"}}, ["tracking.uri", "unknown key", "tracking_uri"]),
@@ -82,3 +82,27 @@ def test_yaml_errors_are_reported_with_the_file(tmp_path):
         load_experiment(path)
     with pytest.raises(ConfigError, match="config file not found"):
         load_experiment(tmp_path / "nope.yaml")
+
+
+def test_renamed_keys_still_work_say_their_new_name_and_keep_the_run_key(recwarn):
+    from kbench.errors import KbenchDeprecationWarning
+
+    new = load_experiment({"dataset": {"name": "demo"}, "retrieval": {"legs": ["vector", "bm25"],
+                                                                      "fusion": {"strategy": "rrf", "k": 30}},
+                           "rerank": {"strategy": "llm"}})
+    old = load_experiment({"dataset": {"name": "demo"}, "retrieval": {"legs": ["vector", "bm25"],
+                                                                      "fusion": {"method": "rrf", "k": 30}},
+                           "rerank": {"method": "llm"}})
+    assert old.resolved() == new.resolved() and old.run_key() == new.run_key()
+    assert old.retrieval.fusion.strategy == "rrf" and old.rerank.strategy == "llm"
+    said = {str(w.message) for w in recwarn if issubclass(w.category, KbenchDeprecationWarning)}
+    assert any("retrieval.fusion.method is now retrieval.fusion.strategy" in s for s in said)
+    # the run key hashes the old spelling, so runs logged before the rename are found again
+    assert new.run_key_payload()["retrieval"]["fusion"]["method"] == "rrf"
+    by_set = load_experiment({"dataset": {"name": "demo"}, "retrieval": {"legs": ["vector", "bm25"],
+                                                                         "fusion": {"strategy": "weighted"}}},
+                             ["retrieval.fusion.method=rrf", "retrieval.fusion.k=30", "rerank.method=llm"])
+    assert by_set.run_key() == new.run_key()  # an old dotted path in --set replaces the new key
+    with pytest.raises(ConfigError, match="retrieval.fusion.method .* and retrieval.fusion.strategy .* are one"):
+        load_experiment({"dataset": {"name": "demo"}, "retrieval": {"fusion": {"method": "rrf",
+                                                                               "strategy": "weighted"}}})

@@ -114,6 +114,7 @@ def list_runs(args) -> int:
 
 
 def _config_lines(params: dict[str, str]) -> list[str]:
+    # fusion.method / rerank.method: what runs logged before these keys were named strategy
     def section(prefix: str, keys: list[str] | None = None) -> str:
         items = [(k.removeprefix(prefix), v) for k, v in params.items() if k.startswith(prefix) and v != "null"
                  and (keys is None or k.removeprefix(prefix) in keys)]
@@ -122,9 +123,10 @@ def _config_lines(params: dict[str, str]) -> list[str]:
     lines = [("dataset", section("dataset.", ["name", "path", "max_documents", "max_queries", "seed"])),
              ("chunking", section("chunking.")),
              ("embedding", section("embedding.", ["model", "dimension"])),
-             ("retrieval", section("retrieval.", ["legs", "fusion.method", "top_k", "candidates_per_leg"]))]
+             ("retrieval", section("retrieval.", ["legs", "fusion.strategy", "fusion.method", "top_k",
+                                                   "candidates_per_leg"]))]
     if params.get("rerank.enabled") == "true":
-        lines.append(("rerank", section("rerank.", ["method", "model", "top_k"])))
+        lines.append(("rerank", section("rerank.", ["strategy", "method", "model", "top_k"])))
     return [f"  {name:<10} {_short(text, 110)}" for name, text in lines if text]
 
 

@@ -16,15 +16,15 @@ from kbench.retrieval.units import LegUnit, split_leg_params
 
 class FusionConfig(StrategySection):
     registry = FUSIONS
-    name_field = "method"
-    method: str = "none"
+    renamed_keys = {"method": "strategy"}
+    strategy: str = Field("none", description="how legs' rankings are fused (a registered fusion)")
 
 
 class RerankConfig(StrategySection):
     registry = RERANKERS
-    name_field = "method"
+    renamed_keys = {"method": "strategy"}
     enabled: bool = False
-    method: str = "cross_encoder"
+    strategy: str = Field("cross_encoder", description="how candidates are rescored (a registered reranker)")
 
     def _should_validate(self) -> bool:
         # rerank off and no knobs given: nothing to check
@@ -109,10 +109,10 @@ class RetrievalConfig(StrictModel):
             raise ValueError(f"retrieval.leg_params: {sorted(unused)} are not in retrieval.legs {self.legs}")
         self.__dict__["leg_params"] = resolved
         self._units = units
-        if len(self.legs) > 1 and self.fusion.method == "none":
+        if len(self.legs) > 1 and self.fusion.strategy == "none":
             raise ValueError(
-                f"retrieval.fusion.method: 'none' cannot combine {len(self.legs)} legs {self.legs}; "
-                "choose a fusion method (kbench list fusions) or keep one leg"
+                f"retrieval.fusion.strategy: 'none' cannot combine {len(self.legs)} legs {self.legs}; "
+                f"choose a fusion ({', '.join(n for n in FUSIONS.names() if n != 'none')}) or keep one leg"
             )
         self.fusion.params.check_legs(self.legs)  # e.g. weighted fuses exactly two
         return self

@@ -1,4 +1,4 @@
-"""Retrieval registries: legs (first-stage rankers), fusion methods and rerankers, by config name.
+"""Retrieval registries: legs (first-stage rankers), fusions and rerankers, by config name.
 
 Each refuses, when a module registers into it, a strategy that does not fulfil its contract
 (kbench/retrieval/contracts.py), so the search stage calls declared attributes and never guesses.
@@ -36,5 +36,5 @@ class ContractRegistry(Registry[T]):
 
 
 LEGS: ContractRegistry[type[Leg]] = ContractRegistry("retrieval.legs", require_leg)
-FUSIONS: ContractRegistry[Fusion] = ContractRegistry("retrieval.fusion.method", require_fusion)
-RERANKERS: ContractRegistry[type[Reranker]] = ContractRegistry("rerank.method", require_reranker)
+FUSIONS: ContractRegistry[Fusion] = ContractRegistry("retrieval.fusion.strategy", require_fusion)
+RERANKERS: ContractRegistry[type[Reranker]] = ContractRegistry("rerank.strategy", require_reranker)

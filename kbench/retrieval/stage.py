@@ -121,10 +121,10 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
     legs = legs or build_legs(contexts, config)
     if rows is not context.chunks:
         context = replace(context, chunks=rows)  # the reranker reads hits' passages from here
-    fuse, fusion_params = FUSIONS.get(config.fusion.method).impl, config.fusion.params
+    fuse, fusion_params = FUSIONS.get(config.fusion.strategy).impl, config.fusion.params
     reranker, keep = None, config.top_k
     if rerank is not None and rerank.enabled:
-        reranker = RERANKERS.get(rerank.method).impl(context, rerank.params)
+        reranker = RERANKERS.get(rerank.strategy).impl(context, rerank.params)
         keep = max(config.candidates_per_leg or config.top_k,
                    config.top_k * rerank.params.candidate_multiplier)
     depth = leg_depth(config, fusion_params, keep)

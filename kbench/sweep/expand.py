@@ -11,7 +11,7 @@ The baseline is the config without its sweep/variants blocks. Each expanded conf
 its overrides applied; it is labelled by the knobs that differ from the baseline. A sweep of variants only
 runs the baseline too (label ``baseline``, first), so each variant is compared with what it changes; a
 grid runs the points it lists (include the baseline's value in an axis to run it). When an override picks
-another strategy (chunking.strategy, retrieval.fusion.method, rerank.method), knobs that the new strategy
+another strategy (chunking.strategy, retrieval.fusion.strategy, rerank.strategy), knobs that the new strategy
 does not have but another registered strategy does are dropped (``chunk_size`` means nothing to
 ``none``), so a grid may cross strategies with their knobs; a knob no strategy knows is still an error.
 Configs that resolve to the same content (same run key) are run once, under the first label.
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.config import (ChunkingConfig, ConfigError, Experiment, FusionConfig, RerankConfig, apply_set_items,
-                           read_yaml_mapping, set_dotted, validate_experiment)
+                           current_path, read_yaml_mapping, set_dotted, validate_experiment)
 from kbench.config import MAX_NAME_CHARS
 from kbench.dotted import flatten_dotted, get_dotted
 from kbench.hashing import stable_hash
@@ -39,7 +39,7 @@ from kbench.registry import Registry
 from kbench.tracking.mlflow_run import flatten
 
 # sections whose extra keys are the knobs of the strategy named by one field
-STRATEGY_SECTIONS = {"chunking": "strategy", "retrieval.fusion": "method", "rerank": "method"}
+STRATEGY_SECTIONS = {"chunking": "strategy", "retrieval.fusion": "strategy", "rerank": "strategy"}
 BASELINE_LABEL = "baseline"  # the label of the baseline config a variants-only sweep adds
 # parts of the resolved config that do not change results (and so never make a knob)
 NOT_KNOBS = ("name", "description", "workspace", "tracking", "sweep", "variants")
@@ -116,7 +116,7 @@ def _drop_foreign_knobs(data: dict[str, Any], overridden: set[str]) -> None:
 
 def apply_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     data = copy.deepcopy(base)
-    flat = _flatten_overrides(overrides)
+    flat = {current_path(path): value for path, value in _flatten_overrides(overrides).items()}
     for path, value in flat.items():
         set_dotted(data, path, value)
     _drop_foreign_knobs(data, set(flat))

@@ -63,7 +63,7 @@ def model_fingerprint(embedding) -> dict[str, str | None]:
 def rerank_fingerprint(rerank) -> dict[str, str] | None:
     """What a cross-encoder's scores depend on beyond its knobs: the float precision OpenVINO computes in
     here (int8 models: of what is not int8). None when nothing is machine-dependent."""
-    if not rerank.enabled or rerank.method != "cross_encoder":
+    if not rerank.enabled or rerank.strategy != "cross_encoder":
         return None
     params = rerank.params
     if not params.backend.startswith("openvino"):

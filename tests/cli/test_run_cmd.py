@@ -56,7 +56,7 @@ def run_failing(tmp_path, config: dict, capsys) -> str:
     ("embedding", {"normalize": "sometimes"}, "embedding.normalize"),
     ("store", {"backend": "milvus"}, "store.backend"),
     ("retrieval", {"legs": []}, "retrieval.legs"),
-    ("rerank", {"enabled": True, "method": "nope"}, "rerank.method: unknown value 'nope'"),
+    ("rerank", {"enabled": True, "strategy": "nope"}, "rerank.strategy: unknown value 'nope'"),
     ("evaluation", {"k": "ten"}, "evaluation.k"),
     ("tracking", {"experiment": ["a"]}, "tracking.experiment"),
 ])

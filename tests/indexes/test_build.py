@@ -11,14 +11,14 @@ from tests.conftest import make_config
 
 
 def test_each_leg_asks_for_its_index_by_name():
-    config = RetrievalConfig(legs=["vector", "bm25", "postgres_fts"], fusion={"method": "rrf"},
+    config = RetrievalConfig(legs=["vector", "bm25", "postgres_fts"], fusion={"strategy": "rrf"},
                              leg_params={"bm25": {"unit": "markdown"}, "postgres_fts": {"unit": {"strategy": "none"}}})
     specs, of_leg = config.index_specs()
     assert of_leg == {"vector": CHUNK, "bm25": "bm25", "postgres_fts": "document"}  # {strategy: none} = document
     assert [(s.name, s.kind, s.embed) for s in specs] == [(CHUNK, CHUNK, True), ("bm25", "chunking", False),
                                                           ("document", "chunking", False)]
     assert config.leg_index("bm25") == "bm25"
-    shared = RetrievalConfig(legs=["vector", "bm25"], fusion={"method": "rrf"},
+    shared = RetrievalConfig(legs=["vector", "bm25"], fusion={"strategy": "rrf"},
                              leg_params={"vector": {"unit": "document"}, "bm25": {"unit": "document"}})
     specs, _ = shared.index_specs()
     assert [(s.name, s.embed) for s in specs] == [(CHUNK, False), ("document", True)]  # one index, embedded

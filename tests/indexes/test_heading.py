@@ -11,7 +11,7 @@ from tests.conftest import make_config
 
 
 def test_a_leg_asks_for_the_heading_index_by_name():
-    config = RetrievalConfig(legs=["vector", "bm25"], fusion={"method": "rrf"},
+    config = RetrievalConfig(legs=["vector", "bm25"], fusion={"strategy": "rrf"},
                              leg_params={"vector": {"unit": "heading"}, "bm25": {"unit": "heading"}})
     specs, of_leg = config.index_specs()
     assert of_leg == {"vector": "heading", "bm25": "heading"}
@@ -36,7 +36,7 @@ def test_heading_units_carry_their_path_and_cover_their_section():
 
 
 def test_a_leg_on_headings_fuses_with_chunks_and_its_offsets_are_valid(workspace):
-    config = make_config(workspace, retrieval={"legs": ["vector", "bm25"], "fusion": {"method": "rrf"},
+    config = make_config(workspace, retrieval={"legs": ["vector", "bm25"], "fusion": {"strategy": "rrf"},
                                                "leg_params": {"bm25": {"unit": "heading"}}, "top_k": 20},
                          tracking={"enabled": False})
     experiment = load_experiment(config)

@@ -97,12 +97,12 @@ def number_knobs() -> list[Knob]:
             knobs += _model_knobs(LEGS.get(name).params, f"retrieval.leg_params.{name}.", base)
     for name in FUSIONS.names():
         for legs in LEG_SETS:
-            base = {"retrieval": {"legs": legs, "fusion": {"method": name}}}
+            base = {"retrieval": {"legs": legs, "fusion": {"strategy": name}}}
             if _validates({**BASE, **base}):
                 knobs += _model_knobs(FUSIONS.get(name).params, "retrieval.fusion.", base)
                 break
     for name in RERANKERS.names():
-        base = {"rerank": {"enabled": True, "method": name}}
+        base = {"rerank": {"enabled": True, "strategy": name}}
         if _validates({**BASE, **base}):
             knobs += _model_knobs(RERANKERS.get(name).params, "rerank.", base)
     return knobs

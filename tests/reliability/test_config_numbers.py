@@ -80,7 +80,7 @@ def test_extreme_finite_numbers_validate_or_fail_with_the_knob_named(knob, value
 @pytest.mark.parametrize("sections, fragment", [
     ({"retrieval": {"leg_params": {"vector": {"similarity_threshold": math.nan}}}},
      "retrieval.leg_params.vector.similarity_threshold: not a finite number (got nan)"),
-    ({"retrieval": {"legs": ["vector", "bm25"], "fusion": {"method": "rrf", "weights": {"bm25": math.nan}}}},
+    ({"retrieval": {"legs": ["vector", "bm25"], "fusion": {"strategy": "rrf", "weights": {"bm25": math.nan}}}},
      "retrieval.fusion.weights.bm25: not a finite number (got nan)"),
     ({"retrieval": {"grouping": {"enabled": True, "boost_per_chunk": math.inf}}},
      "retrieval.grouping.boost_per_chunk: not a finite number (got inf)"),

@@ -44,7 +44,7 @@ RUN_FOLDER_FILES = {"config.yaml", "metrics.json", "stages.json", "per_query.par
 def sweep_file(tmp_path: Path, workspace: Path) -> Path:
     data = make_config(workspace, dataset={"name": "demo", "max_documents": 1, "max_queries": 6, "seed": 2},
                        store={"backend": "duckdb"}, retrieval={"legs": ["vector"], "top_k": 20, "latency": "batch",
-                                                               "fusion": {"method": "rrf", "k": 60}})
+                                                               "fusion": {"strategy": "rrf", "k": 60}})
     data["name"] = "killed"
     data["sweep"] = {"chunking.chunk_size": [250, 400], "retrieval.legs": [["vector"], ["vector", "bm25"]]}
     path = tmp_path / f"sweep-{workspace.name}.yaml"

@@ -22,7 +22,7 @@ def index_config(tmp_path_factory, shared_cache_workspace):
         return load_experiment(make_config(
             workspace, enrichment={"code_examples": {"enabled": True, "base_url": server.base_url,
                                                      "model": "summarizer", "api_key_env": KEY_ENV}},
-            retrieval={"legs": legs, "top_k": 10, "fusion": {"method": "rrf" if len(legs) > 1 else "none"}}))
+            retrieval={"legs": legs, "top_k": 10, "fusion": {"strategy": "rrf" if len(legs) > 1 else "none"}}))
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(KEY_ENV, "local")

@@ -103,16 +103,16 @@ def test_a_fusion_whose_params_are_not_fusion_params_is_refused_and_base_params_
     params = fusions.params("first_leg", {})
     assert params.check_legs(["vector", "bm25", "postgres_fts"]) is None  # any legs fuse
     assert params.leg_depth(7) == 7
-    config = RetrievalConfig(legs=["vector", "bm25"], fusion={"method": "rrf"}, top_k=10, candidates_per_leg=30)
+    config = RetrievalConfig(legs=["vector", "bm25"], fusion={"strategy": "rrf"}, top_k=10, candidates_per_leg=30)
     assert leg_depth(config, params, keep=10) == 30  # the default asks nothing beyond candidates_per_leg
     assert leg_depth(config, params, keep=50) == 50  # ... or a reranker's depth
 
 
 def test_fusion_params_that_declare_hooks_are_used_without_lookup():
-    config = RetrievalConfig(legs=["vector", "postgres_fts"], fusion={"method": "archon_weighted"}, top_k=10)
+    config = RetrievalConfig(legs=["vector", "postgres_fts"], fusion={"strategy": "archon_weighted"}, top_k=10)
     assert leg_depth(config, config.fusion.params, keep=10) == 20  # 000's SQL reads 2 x match_count per leg
     with pytest.raises(ValueError, match="'archon_hybrid' fuses exactly two legs"):
-        RetrievalConfig(legs=["vector"], fusion={"method": "archon_hybrid"})
+        RetrievalConfig(legs=["vector"], fusion={"strategy": "archon_hybrid"})
 
 
 def test_a_reranker_needs_the_base_class_and_rerank_params_and_gets_default_preflight_and_multiplier():
@@ -144,11 +144,11 @@ def test_a_reranker_needs_the_base_class_and_rerank_params_and_gets_default_pref
 def test_the_search_stage_reads_the_declared_attributes():
     assert legs_need_query_vectors(RetrievalConfig(legs=["vector"]))
     assert legs_need_query_vectors(RetrievalConfig(legs=["pg_hybrid"]))
-    assert not legs_need_query_vectors(RetrievalConfig(legs=["bm25", "postgres_fts"], fusion={"method": "rrf"}))
+    assert not legs_need_query_vectors(RetrievalConfig(legs=["bm25", "postgres_fts"], fusion={"strategy": "rrf"}))
 
 
 def test_a_reranker_that_cannot_run_fails_its_preflight(monkeypatch, tmp_path):
     monkeypatch.setenv("KBENCH_MODELS_DIR", str(tmp_path))
     with pytest.raises(ModelNotInstalledError, match="'no-such-reranker' is not a folder"):
-        check_reranker(RerankConfig(enabled=True, method="cross_encoder", model="no-such-reranker"))
-    check_reranker(RerankConfig(enabled=False, method="cross_encoder", model="no-such-reranker"))  # off: no check
+        check_reranker(RerankConfig(enabled=True, strategy="cross_encoder", model="no-such-reranker"))
+    check_reranker(RerankConfig(enabled=False, strategy="cross_encoder", model="no-such-reranker"))  # off: no check

@@ -28,7 +28,7 @@ def test_three_legs_weights_and_k():
 def test_weights_must_name_legs(tmp_path):
     with pytest.raises(ConfigError, match="not in retrieval.legs"):
         load_experiment({"dataset": {"name": "demo"}, "workspace": str(tmp_path),
-                         "retrieval": {"legs": ["vector"], "fusion": {"method": "rrf", "weights": {"bm25": 2}}}})
+                         "retrieval": {"legs": ["vector"], "fusion": {"strategy": "rrf", "weights": {"bm25": 2}}}})
 
 
 def test_real_legs_rrf_ranks_agreeing_chunks_first(shared_cache_workspace):

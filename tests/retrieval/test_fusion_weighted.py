@@ -72,10 +72,10 @@ def test_config_rejects_weight_out_of_range_and_unknown_normalization(tmp_path):
     base = {"dataset": {"name": "demo"}, "workspace": str(tmp_path)}
     with pytest.raises(ConfigError, match="weight"):
         load_experiment({**base, "retrieval": {"legs": ["vector", "vector"],
-                                               "fusion": {"method": "weighted", "weight": 1.5}}})
+                                               "fusion": {"strategy": "weighted", "weight": 1.5}}})
     with pytest.raises(ConfigError, match="normalization"):
         load_experiment({**base, "retrieval": {"legs": ["vector", "vector"],
-                                               "fusion": {"method": "weighted", "normalization": "softmax"}}})
+                                               "fusion": {"strategy": "weighted", "normalization": "softmax"}}})
 
 
 def test_per_leg_normalization_against_a_hand_computation():
@@ -93,6 +93,6 @@ def test_per_leg_normalization_must_name_every_leg(workspace):
     from tests.conftest import make_config
 
     config = make_config(workspace, retrieval={"legs": ["vector", "bm25"], "fusion": {
-        "method": "weighted", "normalization": {"vector": "none", "bm52": "min-max"}}})
+        "strategy": "weighted", "normalization": {"vector": "none", "bm52": "min-max"}}})
     with pytest.raises(ConfigError, match=r"retrieval.fusion.normalization: name one normalization per leg"):
         load_experiment(config)

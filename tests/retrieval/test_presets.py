@@ -35,7 +35,7 @@ def test_config_values_win_and_filters_merge(tmp_path):
 
 
 def test_preset_with_other_legs_and_fusion(tmp_path):
-    r = experiment(tmp_path, preset="code", legs=["vector", "bm25"], fusion={"method": "rrf"}).retrieval
+    r = experiment(tmp_path, preset="code", legs=["vector", "bm25"], fusion={"strategy": "rrf"}).retrieval
     assert r.legs == ["vector", "bm25"] and r.filters.doc_types == ["code"]
 
 

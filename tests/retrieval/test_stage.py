@@ -30,7 +30,7 @@ def retrieval(**values) -> RetrievalConfig:
 
 def test_per_query_latency_is_measured_per_query_and_stage(demo):
     legs, queries = demo
-    out = search(queries, legs.context, retrieval(legs=["vector", "bm25"], fusion={"method": "rrf"}, top_k=10,
+    out = search(queries, legs.context, retrieval(legs=["vector", "bm25"], fusion={"strategy": "rrf"}, top_k=10,
                                                   latency="per_query"), documents=legs.dataset.documents)
     assert set(out.latency_ms) == {"embed_query", "leg_vector", "leg_bm25", "fusion", "total"}
     for stage, values in out.latency_ms.items():
@@ -43,7 +43,7 @@ def test_per_query_latency_is_measured_per_query_and_stage(demo):
 
 def test_batch_mode_amortizes_and_ranks_the_same(demo):
     legs, queries = demo
-    config = dict(legs=["vector", "bm25"], fusion={"method": "weighted", "weight": 0.7}, top_k=10)
+    config = dict(legs=["vector", "bm25"], fusion={"strategy": "weighted", "weight": 0.7}, top_k=10)
     per_query = search(queries, legs.context, retrieval(**config, latency="per_query"))
     batch = search(queries, legs.context, retrieval(**config))
     assert len(set(batch.latency_ms["embed_query"])) == 1  # one batch time / queries
@@ -54,7 +54,7 @@ def test_batch_mode_amortizes_and_ranks_the_same(demo):
 
 def test_filters_reach_every_leg(demo):
     legs, queries = demo
-    config = retrieval(legs=["vector", "bm25"], fusion={"method": "rrf"}, top_k=20, candidates_per_leg=40,
+    config = retrieval(legs=["vector", "bm25"], fusion={"strategy": "rrf"}, top_k=20, candidates_per_leg=40,
                        filters={"doc_types": ["code"]})
     mask = filter_mask(legs.chunks, {d.doc_id: d for d in legs.dataset.documents}, config.filters)
     out = search(queries, legs.context, config, documents=legs.dataset.documents)
@@ -65,7 +65,7 @@ def test_filters_reach_every_leg(demo):
             for leg in h.leg_ranks:
                 found[leg] += 1
     assert all(n > 0 for n in found.values()), found  # both legs contributed, both under the mask
-    unfiltered = search(queries, legs.context, retrieval(legs=["vector", "bm25"], fusion={"method": "rrf"}, top_k=20))
+    unfiltered = search(queries, legs.context, retrieval(legs=["vector", "bm25"], fusion={"strategy": "rrf"}, top_k=20))
     assert any(not mask[h.chunk_index] for hits in unfiltered.rankings.values() for h in hits)
 
 

@@ -14,16 +14,16 @@ from tests.conftest import make_config
 
 
 def test_unit_keys_leave_a_config_without_units_unchanged():
-    plain = RetrievalConfig(legs=["vector", "bm25"], fusion={"method": "rrf"})
-    explicit = RetrievalConfig(legs=["vector", "bm25"], fusion={"method": "rrf"},
+    plain = RetrievalConfig(legs=["vector", "bm25"], fusion={"strategy": "rrf"})
+    explicit = RetrievalConfig(legs=["vector", "bm25"], fusion={"strategy": "rrf"},
                                leg_params={"vector": {"unit": "chunk", "aggregation": "max"}})
     assert plain.model_dump() == explicit.model_dump()  # same resolved config, same run key
     assert "unit" not in plain.leg_params["bm25"] and not plain.multi_unit
-    multi = RetrievalConfig(legs=["vector", "bm25"], fusion={"method": "rrf"},
+    multi = RetrievalConfig(legs=["vector", "bm25"], fusion={"strategy": "rrf"},
                             leg_params={"bm25": {"unit": "document", "k1": 0.9}})
     assert multi.leg_params["bm25"]["unit"] == "document" and multi.leg_knobs("bm25")["k1"] == 0.9
     assert "unit" not in multi.leg_knobs("bm25") and multi.multi_unit
-    same = RetrievalConfig(legs=["vector", "bm25"], fusion={"method": "rrf"},
+    same = RetrievalConfig(legs=["vector", "bm25"], fusion={"strategy": "rrf"},
                            leg_params={"vector": {"unit": {"strategy": "none"}}, "bm25": {"unit": "document"}})
     assert not same.multi_unit  # {strategy: none} builds the document units
 
@@ -100,7 +100,7 @@ def test_a_leg_on_document_equals_that_leg_with_chunking_none(workspace):
     assert on_documents.metrics["doc_ndcg_at_10"] == chunking_none.metrics["doc_ndcg_at_10"]
 
     # the same leg inside a multi-unit run: its evidence per document is that run's score and rank
-    fused = run_pipeline(keyword_config(workspace, legs=["postgres_fts", "bm25"], fusion={"method": "rrf"},
+    fused = run_pipeline(keyword_config(workspace, legs=["postgres_fts", "bm25"], fusion={"strategy": "rrf"},
                                         candidates_per_leg=200, leg_params={"bm25": {"unit": "document"}}),
                          progress=False)
     for qid in chunking_none.run.query_ids:
@@ -111,7 +111,7 @@ def test_a_leg_on_document_equals_that_leg_with_chunking_none(workspace):
 
 
 def test_best_units_carry_valid_offsets(workspace):
-    experiment = keyword_config(workspace, legs=["postgres_fts", "bm25"], fusion={"method": "rrf"},
+    experiment = keyword_config(workspace, legs=["postgres_fts", "bm25"], fusion={"strategy": "rrf"},
                                 leg_params={"postgres_fts": {"query_parser": "or"},
                                             "bm25": {"unit": {"strategy": "markdown"}}})
     done = run_pipeline(experiment, progress=False)
@@ -138,7 +138,7 @@ def test_best_units_carry_valid_offsets(workspace):
 
 def test_units_are_cached_like_chunks(workspace):
     """vector over whole documents (32 texts to embed), bm25 over 2000-character windows of its own."""
-    experiment = keyword_config(workspace, legs=["vector", "bm25"], fusion={"method": "rrf"},
+    experiment = keyword_config(workspace, legs=["vector", "bm25"], fusion={"strategy": "rrf"},
                                 leg_params={"vector": {"unit": "document"},
                                             "bm25": {"unit": {"strategy": "fixed", "chunk_size": 2000,
                                                               "chunk_overlap": 0}}})

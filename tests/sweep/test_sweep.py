@@ -124,7 +124,7 @@ def test_a_sweep_of_variants_only_runs_its_baseline_first(tmp_path):
 
 def test_list_values_read_plainly_in_labels(tmp_path):
     plan = expand_sweep(sweep_data(tmp_path, sweep={"retrieval.legs": [["vector"], ["vector", "bm25"]]},
-                                   retrieval={"legs": ["vector"], "fusion": {"method": "rrf"}, "top_k": 20,
+                                   retrieval={"legs": ["vector"], "fusion": {"strategy": "rrf"}, "top_k": 20,
                                               "latency": "batch"}))
     assert [c.label for c in plan.configs] == ["legs=[vector]", "legs=[vector,bm25]"]
     assert plan.by_label()["legs=[vector,bm25]"].experiment.retrieval.legs == ["vector", "bm25"]

@@ -84,7 +84,7 @@ def test_openvino_precision_is_fingerprinted_and_tagged_as_what_runs(tmp_path, w
     plain = run_fingerprint(load_experiment(config(workspace, folder)))
     assert "computes_in" not in plain["model"] and "rerank" not in plain  # other backends: hashes as before
 
-    rerank = {"enabled": True, "method": "cross_encoder", "model": "any-cross-encoder", "backend": "openvino-int8",
+    rerank = {"enabled": True, "strategy": "cross_encoder", "model": "any-cross-encoder", "backend": "openvino-int8",
               "precision": "f32"}
     data = make_config(workspace, dataset={"path": str(folder), "max_queries": 4},
                        embedding={"backend": "openvino", "threads": 1}, rerank=rerank)

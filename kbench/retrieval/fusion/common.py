@@ -16,14 +16,14 @@ class TwoLegParams(FusionParams):
 
     def check_legs(self, legs: list[str]) -> None:
         if len(legs) != 2:
-            raise ValueError(f"retrieval.fusion.method {self.method!r} fuses exactly two legs, in the order "
+            raise ValueError(f"retrieval.fusion.strategy {self.method!r} fuses exactly two legs, in the order "
                              f"{self.leg_order}; retrieval.legs is {legs}")
 
 
 def two_legs(leg_results: dict[str, LegResult], method: str) -> tuple[tuple[str, LegResult], tuple[str, LegResult]]:
     """(vector leg, text leg) in retrieval.legs order; the config checks the count before a run starts."""
     if len(leg_results) != 2:
-        raise ValueError(f"retrieval.fusion.method {method!r} fuses exactly two legs [vector, text], "
+        raise ValueError(f"retrieval.fusion.strategy {method!r} fuses exactly two legs [vector, text], "
                          f"got {list(leg_results)}")
     first, second = leg_results.items()
     return first, second

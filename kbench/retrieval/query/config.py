@@ -7,11 +7,11 @@ The LLM ones name their endpoint like every LLM stage (``base_url``, ``model``, 
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from kbench.registry import StrictModel
+from kbench.registry import StrictModel, rename_keys
 
 
 class QueryLLM(StrictModel):
@@ -24,14 +24,20 @@ class QueryLLM(StrictModel):
 
 class ExpansionConfig(QueryLLM):
     enabled: bool = False
-    method: Literal["synonyms", "llm"] = "synonyms"
+    strategy: Literal["synonyms", "llm"] = Field("synonyms", description="synonyms: from the list below; llm: the "
+                                                 "LLM rewrites the query")
     synonyms: dict[str, list[str]] = Field(default_factory=dict,
                                            description="term -> synonyms appended when the term is in the query")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        return rename_keys(data, {"method": "strategy"}, "query.expansion")
+
     @model_validator(mode="after")
     def _synonyms_given(self):
-        if self.enabled and self.method == "synonyms" and not self.synonyms:
-            raise ValueError("method 'synonyms' needs a synonyms list (term: [synonym, ...]); or use method llm")
+        if self.enabled and self.strategy == "synonyms" and not self.synonyms:
+            raise ValueError("strategy 'synonyms' needs a synonyms list (term: [synonym, ...]); or use strategy llm")
         return self
 
 

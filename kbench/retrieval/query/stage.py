@@ -46,7 +46,7 @@ def check_query(config: QueryConfig) -> None:
     """Fail before any work when an LLM pre-stage has no endpoint, model or key."""
     for name, stage in (("expansion", config.expansion), ("decomposition", config.decomposition),
                         ("hyde", config.hyde)):
-        if stage.enabled and (name != "expansion" or config.expansion.method == "llm"):
+        if stage.enabled and (name != "expansion" or config.expansion.strategy == "llm"):
             endpoint(name, stage).check()
 
 
@@ -85,7 +85,7 @@ def plan_queries(queries: list[Query], config: QueryConfig, cache_root: Path, *,
     failures = unusable = 0
     ids = [q.query_id for q in queries]
     if config.expansion.enabled:
-        if config.expansion.method == "synonyms":
+        if config.expansion.strategy == "synonyms":
             for qid in ids:
                 texts[qid] = expand_with_synonyms(texts[qid], config.expansion.synonyms)
                 rewrites[qid]["expansion"] = texts[qid]

@@ -8,4 +8,4 @@ def check_reranker(config: RerankConfig) -> None:
     """Fail before any work when an enabled reranker cannot run (model missing, endpoint unconfigured)."""
     if not config.enabled:
         return
-    RERANKERS.get(config.method).impl.preflight(config.params)
+    RERANKERS.get(config.strategy).impl.preflight(config.params)

@@ -43,7 +43,7 @@ def test_synonym_expansion_searches_the_expanded_text_and_keeps_it_per_query(con
     base = {"dataset": {"name": "demo", "max_queries": 10}, "retrieval": {"legs": ["bm25"], "top_k": 10}}
     plain = run_pipeline(load_experiment(config_for(**base)), progress=False)
     expanded = run_pipeline(load_experiment(config_for(
-        **base, query={"expansion": {"enabled": True, "method": "synonyms", "synonyms": synonyms}})), progress=False)
+        **base, query={"expansion": {"enabled": True, "strategy": "synonyms", "synonyms": synonyms}})), progress=False)
     frame = expanded.per_query.set_index("query_id")
     questions = {q.query_id: q.text for q in expanded.dataset.queries}
     changed = reranked = 0
@@ -106,7 +106,7 @@ def test_answers_that_give_nothing_to_search_are_counted_never_silent(weak_chat_
     queries = load_dataset(DatasetConfig(name="demo", max_queries=3)).queries
     endpoint = {"enabled": True, "base_url": weak_chat_server.base_url, "model": "weak", "api_key_env": KEY_ENV}
     weak_chat_server.reply = lambda prompt: "" if "search questions" in prompt else "  \n "  # nothing usable
-    config = QueryConfig(expansion={**endpoint, "method": "llm"}, decomposition=endpoint, hyde=endpoint)
+    config = QueryConfig(expansion={**endpoint, "strategy": "llm"}, decomposition=endpoint, hyde=endpoint)
     meter = UsageMeter()
     plan = plan_queries(queries, config, tmp_path / "cache", meter=meter)
     assert plan.unusable == plan.failures == 3 * 3

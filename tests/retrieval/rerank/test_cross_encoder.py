@@ -28,7 +28,7 @@ def test_an_embedding_model_is_refused_because_its_head_would_be_random():
 
 def test_run_with_a_missing_reranker_stops_before_any_work(workspace, config_for, tmp_path, monkeypatch):
     monkeypatch.setenv("KBENCH_MODELS_DIR", str(tmp_path / "no-models"))
-    config = config_for(rerank={"enabled": True, "method": "cross_encoder", "model": "never-trained"})
+    config = config_for(rerank={"enabled": True, "strategy": "cross_encoder", "model": "never-trained"})
     with pytest.raises(ModelNotInstalledError, match="train-reranker"):
         run_experiment(load_experiment(config), progress=False)
     assert not (workspace / "runs").exists()
@@ -36,7 +36,7 @@ def test_run_with_a_missing_reranker_stops_before_any_work(workspace, config_for
 
 def test_unknown_knob_is_a_config_error(config_for):
     with pytest.raises(ConfigError, match="rerank"):
-        load_experiment(config_for(rerank={"enabled": True, "method": "cross_encoder", "candidates": 3}))
+        load_experiment(config_for(rerank={"enabled": True, "strategy": "cross_encoder", "candidates": 3}))
 
 
 @pytest.mark.slow
@@ -49,7 +49,7 @@ def test_trained_reranker_rescores_vector_candidates_by_name(demo_reranker, conf
                            progress=False)
     reranked = run_experiment(load_experiment(config_for(
         dataset=dataset, retrieval={"legs": ["vector"], "top_k": 5},
-        rerank={"enabled": True, "method": "cross_encoder", "model": demo_reranker.name, "candidate_multiplier": 3},
+        rerank={"enabled": True, "strategy": "cross_encoder", "model": demo_reranker.name, "candidate_multiplier": 3},
     )), progress=False)
 
     model = CrossEncoder(str(demo_reranker.path), device="cpu", local_files_only=True)

@@ -86,10 +86,10 @@ def test_openvino_int8_is_calibrated_on_the_corpus_and_ranks_as_torch(seeded_cro
 
 def test_an_unknown_rerank_backend_is_a_config_error(config_for):
     with pytest.raises(ConfigError, match="rerank.backend"):
-        load_experiment(config_for(rerank={"enabled": True, "method": "cross_encoder", "backend": "tensorrt"}))
+        load_experiment(config_for(rerank={"enabled": True, "strategy": "cross_encoder", "backend": "tensorrt"}))
 
 
 def test_rerank_precision_is_an_openvino_knob(config_for):
     with pytest.raises(ConfigError, match="rerank.precision: f32 applies to rerank.backend=openvino"):
-        load_experiment(config_for(rerank={"enabled": True, "method": "cross_encoder", "backend": "onnx",
+        load_experiment(config_for(rerank={"enabled": True, "strategy": "cross_encoder", "backend": "onnx",
                                            "precision": "f32"}))

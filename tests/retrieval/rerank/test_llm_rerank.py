@@ -53,7 +53,7 @@ def test_answer_without_a_list_is_none_and_scores_follow_positions():
 def test_unconfigured_llm_reranker_fails_at_start_naming_what_to_set(workspace, config_for, monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv(KEY_ENV, raising=False)
-    config = config_for(rerank={"enabled": True, "method": "llm", "api_key_env": KEY_ENV})
+    config = config_for(rerank={"enabled": True, "strategy": "llm", "api_key_env": KEY_ENV})
     with pytest.raises(ConfigError) as e:
         run_experiment(load_experiment(config), progress=False)
     assert {"rerank.base_url", "rerank.model", KEY_ENV} <= set(str(e.value).replace(":", " ").split())
@@ -103,7 +103,7 @@ def test_unusable_answers_are_counted_in_the_run_metrics_and_said_on_the_console
     base = {"dataset": {"name": "demo", "max_queries": 4}, "retrieval": {"legs": ["bm25"], "top_k": 5}}
     plain = run_pipeline(load_experiment(config_for(**base)), progress=False)
     reranked = run_experiment(load_experiment(config_for(**base, rerank={
-        "enabled": True, "method": "llm", "base_url": chat_server.base_url, "model": "weak", "api_key_env": KEY_ENV,
+        "enabled": True, "strategy": "llm", "base_url": chat_server.base_url, "model": "weak", "api_key_env": KEY_ENV,
         "candidate_multiplier": 1})), progress=False)
     assert len(chat_server.requests) == 4
     assert reranked.metrics["llm_rerank_unusable_answers"] == 4 == reranked.metrics["llm_total_unusable_answers"]
