@@ -33,7 +33,8 @@ def run_snapshot(args) -> int:
     if out.is_dir():
         os.rmdir(out)  # write_complete renames a finished folder into place
     questions = Path(args.questions) if args.questions else None
-    store = LiveStore(dsn, args.schema, args.allow_write)
+    dsn_from = f"the DSN in {args.dsn[4:]}" if args.dsn.startswith("env:") else "the DSN argument"
+    store = LiveStore(dsn, args.schema, args.allow_write, dsn_from=dsn_from, schema_from="--schema")
     manifest = {}
     try:
         write_complete(out, lambda folder: manifest.update(write_snapshot(store, folder, questions)))

@@ -28,7 +28,7 @@ import numpy as np
 
 from kbench.datasets.reading import DatasetError, dataset_file, get_id, get_text, iter_jsonl
 from kbench.datasets.spans import doc_qrels_from_spans
-from kbench.errors import ConfigError
+from kbench.errors import ConfigError, shorten
 from kbench.hashing import folder_content_hash, stable_hash
 from kbench.records import Chunk, Dataset, Document, Query, Span
 from kbench.store.pgvector_store import HYBRID_FUNCTIONS, PgVectorStore
@@ -37,6 +37,7 @@ from kbench.store.sync import Collection, embedding_column
 PAGES_TABLE = "archon_crawled_pages"
 MATCH_FUNCTION = "match_archon_crawled_pages"
 VECTOR_COLUMN = re.compile(r"embedding_\d+")
+REQUIRED_COLUMNS = ("id", "url", "source_id", "chunk_number", "content", "embedding_model", "embedding_dimension")
 JOINER = "\n\n"  # between chunks of a page rebuilt from rows without offsets
 
 
@@ -79,24 +80,37 @@ def dsn_from_env(name: str) -> str:
 
 
 class LiveStore(PgVectorStore):
-    def __init__(self, dsn: str, schema: str | None = None, allow_write: bool = False):
+    def __init__(self, dsn: str, schema: str | None = None, allow_write: bool = False,
+                 dsn_from: str = "store.dsn_env", schema_from: str = "store.live_schema"):
+        """``dsn_from`` and ``schema_from`` name where the DSN and the schema came from, for messages."""
         import psycopg
+        from psycopg import sql
+        from psycopg.conninfo import conninfo_to_dict
 
         self.server = None
         self._ids: dict[str, int] = {}
         self.function_problems: dict[str, str] = {}
         try:
+            conninfo_to_dict(dsn)
+        except Exception:  # noqa: BLE001 - psycopg's message quotes the DSN (a secret), however long
+            raise LiveStoreError(f"{dsn_from}: the DSN is not a PostgreSQL connection string; write it as "
+                                 "postgresql://user@host:port/database (the password in PGPASSWORD)") from None
+        try:
             self.conn = psycopg.connect(dsn)
-        except psycopg.OperationalError as e:  # the message may quote the DSN: name the class only
-            raise LiveStoreError(f"cannot connect to the live store from store.dsn_env ({type(e).__name__}); "
+        except psycopg.Error as e:  # the message may quote the DSN: name the class only
+            raise LiveStoreError(f"cannot connect to the live store from {dsn_from} ({type(e).__name__}); "
                                  "check the DSN, the network and the role") from None
         self.conn.read_only = True  # every statement below runs in one READ ONLY transaction
         self.conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ  # one snapshot for rows and searches
         try:
             with self.conn.cursor() as cur:
                 if schema:
-                    cur.execute(f'SET search_path TO "{schema}", public')
+                    self._check_schema_exists(schema, schema_from)
+                    cur.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
                 self.schema = cur.execute("SELECT current_schema()").fetchone()[0]
+            if schema and self.schema != schema:  # a search path falls back silently: never evaluate another schema
+                raise LiveStoreError(f"{schema_from}: the search path did not reach schema {schema!r} (it gives "
+                                     f"{self.schema!r}); grant USAGE on it to this role")
             self._check_table()
             self._check_role(allow_write)
         except BaseException:
@@ -112,10 +126,31 @@ class LiveStore(PgVectorStore):
             return {r[0] for r in cur.execute("SELECT column_name FROM information_schema.columns WHERE "
                                               "table_schema = %s AND table_name = %s", [self.schema, PAGES_TABLE])}
 
+    def _check_schema_exists(self, schema: str, schema_from: str) -> None:
+        """A schema name that matches nothing is a typo, never a reason to read ``public`` instead."""
+        with self.conn.cursor() as cur:
+            if cur.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", [schema]).fetchone():
+                return
+            holders = [r[0] for r in cur.execute(
+                "SELECT table_schema FROM information_schema.tables WHERE table_name = %s ORDER BY 1 LIMIT 6",
+                [PAGES_TABLE]).fetchall()]
+        found = f"schemas with {PAGES_TABLE}: {', '.join(holders)}" if holders else f"no schema holds {PAGES_TABLE}"
+        raise LiveStoreError(f"{schema_from}: this database has no schema {shorten(schema, 70)} ({found}); fix "
+                             "the name")
+
     def _check_table(self) -> None:
-        if not self._columns():
-            raise LiveStoreError(f"schema {self.schema} has no table {PAGES_TABLE} (reference 000's schema); give "
+        columns = self._columns()
+        if not columns:
+            raise LiveStoreError(f"schema {self.schema} has no table {PAGES_TABLE} (Archon's schema); give "
                                  "store.live_schema, or a DSN whose search_path finds it")
+        missing = [c for c in REQUIRED_COLUMNS if c not in columns]
+        if not any(VECTOR_COLUMN.fullmatch(c) for c in columns):
+            missing.append("embedding_<width>")
+        if missing:
+            raise LiveStoreError(f"{self.schema}.{PAGES_TABLE} lacks the column{'s' * (len(missing) > 1)} "
+                                 f"{', '.join(missing)} that kbench reads (Archon's schema: "
+                                 f"{', '.join(REQUIRED_COLUMNS)}, one embedding_<width> per model width); point "
+                                 "store.live_schema at a table written by Archon or kbench")
 
     def _check_role(self, allow_write: bool) -> None:
         with self.conn.cursor() as cur:

@@ -28,9 +28,9 @@ class Done:
     err: str
 
 
-def run_kbench(*args: str, cwd: Path, timeout: float = 300) -> Done:
-    """The installed ``kbench`` console script in a subprocess (what a user runs)."""
-    env = dict(os.environ)
+def run_kbench(*args: str, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None) -> Done:
+    """The installed ``kbench`` console script in a subprocess (what a user runs); ``env`` adds variables."""
+    env = {**os.environ, **(env or {})}
     env.pop("KBENCH_WORKSPACE", None)  # the config's workspace, never an inherited one
     done = subprocess.run([str(KBENCH), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     return Done(done.returncode, done.stdout, done.stderr)

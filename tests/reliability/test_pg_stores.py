@@ -7,6 +7,7 @@ line naming the problem and the fix, no run folder, no MLflow store, and the dat
 """
 from __future__ import annotations
 
+import json
 import socket
 import time
 from pathlib import Path
@@ -155,3 +156,89 @@ def test_a_sweep_whose_store_nothing_answers_at_exits_2_before_its_parent_run(tm
     (line,) = error_lines(done.err)
     assert "store.dsn: cannot connect to PostgreSQL at 127.0.0.1:" in line and "Traceback" not in done.err
     assert not workspace.exists()  # no MLflow store, no parent run, no sweep folder
+
+
+# --------------------------------------------------------------------------- store.backend live, store snapshot
+LIVE_ENV = "KBENCH_TEST_RELIABILITY_LIVE_DSN"
+
+
+def live_run(tmp_path: Path, questions: Path, dsn: str, live_schema: str | None):
+    """``kbench run`` on a live store through the BM25 leg (no model, no production function needed)."""
+    store = {"backend": "live", "dsn_env": LIVE_ENV, "allow_write": True, "recall_sample_queries": 0,
+             **({"live_schema": live_schema} if live_schema else {})}
+    workspace = tmp_path / "ws"
+    cfg = write_yaml(tmp_path / "live.yaml", {"name": "live", "workspace": str(workspace),
+                                              "dataset": {"path": str(questions)}, "store": store,
+                                              "retrieval": {"legs": ["bm25"], "top_k": 3}, "evaluation": {"k": [1]},
+                                              "tracking": {"experiment": "reliability"}})
+    done = run_kbench("run", str(cfg), "--quiet", cwd=tmp_path, timeout=300, env={LIVE_ENV: dsn})
+    return done, workspace
+
+
+def live_questions(tmp_path: Path, dsn: str, schema: str) -> Path:
+    """A live question set naming the first stored page by URL and quoting its first words."""
+    with psycopg.connect(dsn) as conn:
+        url, content = conn.execute(f'SELECT url, content FROM "{schema}".archon_crawled_pages '
+                                    "ORDER BY url, chunk_number LIMIT 1").fetchone()
+    folder = tmp_path / "questions"
+    folder.mkdir()
+    (folder / "questions.jsonl").write_text(json.dumps(
+        {"query_id": "q1", "question": " ".join(content.split()[:8]),
+         "references": [{"url": url, "content": " ".join(content.split()[:8])}]}) + "\n", encoding="utf-8")
+    return folder
+
+
+def test_a_live_schema_that_does_not_exist_is_refused_not_replaced_by_public(pg, tmp_path):
+    """The search path fell back to public: the run scored public's rows (exit 0) and its config named the typo."""
+    server, _, schema = pg
+    dsn = database_like_good(server, "live_typo",
+                             f'CREATE TABLE public.archon_crawled_pages AS SELECT * FROM "{schema}".archon_crawled_pages')
+    questions = live_questions(tmp_path, dsn, schema)
+    done, workspace = live_run(tmp_path, questions, dsn, schema + "_typo")
+    assert done.code == 2, done.err[-3000:]
+    (line,) = error_lines(done.err)
+    assert f"store.live_schema: this database has no schema '{schema}_typo'" in line, line
+    assert f"schemas with archon_crawled_pages: {schema}, public" in line and "Traceback" not in done.err, line
+    assert not workspace.exists()
+    (tmp_path / "right").mkdir()
+    right, _ = live_run(tmp_path / "right", questions, dsn, schema)
+    assert right.code == 0, right.err[-3000:]  # the right name still runs
+
+
+@pytest.mark.parametrize("column", ["embedding_model", "content"])
+def test_a_live_table_without_the_columns_kbench_reads_is_one_line(pg, tmp_path, column):
+    """A traceback from the SELECT (UndefinedColumn) before; now the table and the missing column are named."""
+    server, _, schema = pg
+    dsn = database_like_good(server, f"live_no_{column}",
+                             f'ALTER TABLE "{schema}".archon_crawled_pages DROP COLUMN {column} CASCADE')
+    questions = tmp_path / "questions"
+    questions.mkdir()
+    (questions / "questions.jsonl").write_text('{"query_id": "q1", "question": "x", "references": []}\n')
+    done, workspace = live_run(tmp_path, questions, dsn, schema)
+    assert done.code == 2, done.err[-3000:]
+    (line,) = error_lines(done.err)
+    assert f"{schema}.archon_crawled_pages lacks the column {column} that kbench reads" in line, line
+    assert "Traceback" not in done.err and not workspace.exists()
+    snapshot = run_kbench("store", "snapshot", f"env:{LIVE_ENV}", "--schema", schema, "--out",
+                          str(tmp_path / "snap"), "--allow-write", cwd=tmp_path, env={LIVE_ENV: dsn})
+    assert snapshot.code == 2 and "Traceback" not in snapshot.err, snapshot.err[-3000:]
+    assert error_lines(snapshot.err) == [line] and not (tmp_path / "snap").exists()
+
+
+@pytest.mark.parametrize("dsn", ["host=db password=s3cret-pw port='5432", "postgresql://kb:s3cret-pw@db:5432/kb?x",
+                                 "https://" + "s3cret-pw" * 600 + ".example/"])
+def test_a_malformed_live_dsn_is_one_line_that_quotes_none_of_it(tmp_path, dsn):
+    """psycopg's ProgrammingError traceback quoted the DSN (password included; a 5,000-character URL whole)."""
+    questions = tmp_path / "questions"
+    questions.mkdir()
+    (questions / "questions.jsonl").write_text('{"query_id": "q1", "question": "x", "references": []}\n')
+    done, workspace = live_run(tmp_path, questions, dsn, None)
+    snapshot = run_kbench("store", "snapshot", dsn, "--out", str(tmp_path / "snap"), cwd=tmp_path)
+    for result, setting in ((done, "store.dsn_env"), (snapshot, "the DSN argument")):
+        assert result.code == 2, result.err[-3000:]
+        assert "Traceback" not in result.err and "s3cret-pw" not in result.err + result.out, result.err[-2000:]
+        (line,) = error_lines(result.err)
+        assert line.startswith(f"kbench: error: {setting}: the DSN is not a PostgreSQL connection string") \
+            or f"cannot connect to the live store from {setting}" in line, line
+        assert len(line) < 300
+    assert not workspace.exists() and not (tmp_path / "snap").exists()
