@@ -72,7 +72,8 @@ def add_synthetic_parser(bsub) -> None:
                     help="llm: seconds to wait for one answer (default 60; a small model on a busy CPU needs more)")
     sy.add_argument("--concurrency", type=_positive, default=None, metavar="N",
                     help="llm: requests in flight (default 4; `kbench serve` answers one at a time, so 1 there)")
-    sy.add_argument("--force", action="store_true", help="replace a non-empty --out")
+    sy.add_argument("--force", action="store_true", help="replace a set built before at --out (never the source "
+                    "or other files)")
     sy.set_defaults(func=build_synthetic_cmd)
 
 

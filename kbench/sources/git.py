@@ -13,7 +13,8 @@ from a local repository only; nothing is fetched. Its text:
 ``since`` is anything ``git log --since`` takes ("2024-01-01", "3 months ago"); ``include``/``exclude``
 are the folder source's globs over changed paths: a commit is kept when one of its paths is taken, and
 its paths and diff cover the taken paths only. ``max_commits`` counts kept commits. A document's id is
-``<first 12 hex of the sha>.commit`` (the span layout writes it as a file of that name).
+``<first 12 hex of the sha>.commit`` (the span layout writes it as a file of that name). A sub-folder of a
+repository gives the commits that change files under it, paths and diffs relative to it.
 """
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ class GitSource:
     exclude: list[str] = field(default_factory=list)
     context_lines: int = 3
     max_diff_lines: int = 400
+    relative: list[str] = field(default_factory=list)  # ["--relative"] when the source is a repository's sub-folder
 
     def git(self, *args: str) -> str:
         if shutil.which("git") is None:
@@ -65,9 +67,15 @@ class GitSource:
         if inside.returncode != 0 and not (self.repo / "HEAD").is_file():
             raise GitSourceError(f"git source {self.repo}: not a git repository (no .git); give the repository's "
                                  "folder, or use a folder source for plain files")
+        # A sub-folder of a repository is a source of its own: the commits that change files under it, with
+        # paths and diffs relative to it (git prints repository paths; pathspecs read from the sub-folder).
+        self.relative = ["--relative"] if inside.returncode == 0 and self.git("rev-parse", "--show-prefix").strip() \
+            else []
         args = ["log", "--no-merges", "--no-color", f"--format=%H{FIELD}%an{FIELD}%aI{FIELD}%s{FIELD}%b{RECORD}"]
         if self.since:
             args.append(f"--since={self.since}")
+        if self.relative:
+            args += ["--", "."]
         try:
             listing = self.git(*args)
         except GitSourceError as e:
@@ -88,7 +96,7 @@ class GitSource:
         return documents
 
     def commit_document(self, sha: str, author: str, date: str, subject: str, body: str) -> Document | None:
-        status = self.git("show", "--no-color", "--format=", "--name-status", "--no-renames", sha)
+        status = self.git("show", "--no-color", "--format=", "--name-status", "--no-renames", *self.relative, sha)
         changed = []
         for line in status.splitlines():
             if "\t" in line:
@@ -97,8 +105,8 @@ class GitSource:
                     changed.append((kind, path))
         if not changed:
             return None
-        diff = self.git("show", "--no-color", "--format=", "--no-renames", f"--unified={self.context_lines}", sha,
-                        "--", *[p for _, p in changed])
+        diff = self.git("show", "--no-color", "--format=", "--no-renames", f"--unified={self.context_lines}",
+                        *self.relative, sha, "--", *[p for _, p in changed])
         diff_lines = diff.rstrip("\n").split("\n") if diff.strip() else []
         if len(diff_lines) > self.max_diff_lines:
             cut = len(diff_lines) - self.max_diff_lines

@@ -70,10 +70,12 @@ def test_since_max_commits_and_path_globs(repo):
 
 
 def test_a_folder_that_is_not_a_repository_is_refused(tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
     with pytest.raises(GitSourceError, match="not a git repository"):
-        load_git(tmp_path)
+        load_git(plain)
     with pytest.raises(SyntheticError, match="not a git repository"):
-        build_from_source(str(tmp_path), tmp_path / "out", method="commits")
+        build_from_source(str(plain), tmp_path / "out", method="commits")
     assert not (tmp_path / "out").exists()
 
 

@@ -17,7 +17,7 @@ from kbench.datasets.config import DatasetConfig
 from kbench.datasets.registry import DATASETS, load_dataset
 from kbench.datasets.synthetic import commits, heading, ict, llm
 from kbench.datasets.synthetic.base import Proposal, Proposals, SyntheticError, stratified_sample
-from kbench.datasets.synthetic.build import BuildReport, Filters, build_synthetic
+from kbench.datasets.synthetic.build import BuildReport, Filters, build_synthetic, check_out
 from kbench.hashing import stable_hash
 from kbench.llm import Endpoint, LLMClient, LLMPolicy
 from kbench.paths import workspace_dir
@@ -64,6 +64,14 @@ def load_source(source: str, method: str, *, include: list[str] | None = None, e
                          f"({', '.join(DATASETS)}); give a folder of documents or a dataset name")
 
 
+def source_folder(source: str) -> Path | None:
+    """The folder a source names (a folder, a repository, a registered dataset's location), if any."""
+    path = Path(source).expanduser()
+    if path.exists():
+        return path
+    return DATASETS[source].location() if source in DATASETS else None
+
+
 @dataclass(frozen=True)
 class LLMOptions:
     """Where the llm method sends its prompts (the api key is read from ``api_key_env``, never stored)."""
@@ -84,6 +92,7 @@ def build_from_source(source: str, out: str | Path, *, method: str, seed: int = 
     """``kbench datasets build synthetic``: load the source, then build with one of ``ALL_METHODS``."""
     if method not in ALL_METHODS:
         raise SyntheticError(f"--method {method!r}: choose one of {', '.join(ALL_METHODS)}")
+    check_out(out, source_folder(source), force)  # before reading a document or asking a model
     documents, skipped, provenance = load_source(source, method, include=include, exclude=exclude, since=since,
                                                  max_commits=max_commits)
     if method == llm.NAME:
@@ -106,9 +115,7 @@ def build_llm_set(documents: list[Document], out: str | Path, options: LLMOption
                   client: LLMClient | None = None) -> BuildReport:
     """Sample excerpts, ask the model (answers cached), locate the quotes, then build like every method."""
     options_ = {**llm.DEFAULTS, **(params or {})}
-    out = Path(out).expanduser().resolve()
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:  # before any request is paid for
-        raise SyntheticError(f"--out {out} exists and is not empty; choose a new folder or pass --force to replace it")
+    out = check_out(out, None, force)  # before any request is paid for
     by_id = {d.doc_id: d for d in documents if d.text.strip()}
     rejected: Counter = Counter()
     candidates = {}

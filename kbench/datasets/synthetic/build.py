@@ -78,10 +78,7 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
                     verbatim_scope: str = "corpus", report_extra: Callable[[BuildReport], None] | None = None
                     ) -> BuildReport:
     """Build the set under ``out``; ``propose`` is the method bound to its options."""
-    out = Path(out).expanduser().resolve()
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
-        raise SyntheticError(f"--out {out} exists and is not empty; choose a new folder or pass --force to "
-                             "replace it")
+    out = check_out(out, None, force)
     skipped = {k: len(v) for k, v in (skipped_files or {}).items()}
     documents = [d for d in documents if d.text.strip()]
     if not documents:
@@ -169,12 +166,44 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
     report.leakage = {"bm25_rank": dict(Counter(rank_stratum(r["leakage"]["bm25_rank"]) for r in rows)),
                       "word_overlap": dict(Counter(overlap_stratum(r["leakage"]["word_overlap"]) for r in rows))}
 
-    manifest = {"kind": "kbench synthetic set", "method": method, "seed": seed, "per_doc": per_doc,
+    manifest = {"kind": SET_KIND, "method": method, "seed": seed, "per_doc": per_doc,
                 "max_questions": max_questions, "filters": vars(filters), **(provenance or {}),
                 "source_hashes": {names[d.doc_id]: d.content_hash for d in documents},
                 "report": report.as_dict()}
     write_set(out, indexed, names, rows, manifest, force)
     return report
+
+
+SET_KIND = "kbench synthetic set"  # manifest.json's "kind": what --force may replace
+
+
+def check_out(out: str | Path, source: Path | None, force: bool) -> Path:
+    """``out`` resolved, or a SyntheticError before any work: never the source, a folder holding it or inside it,
+    and ``--force`` replaces only a set kbench built (a folder with its manifest), never someone's files."""
+    out = Path(out).expanduser().resolve()
+    if source is not None:
+        source = source.expanduser().resolve()
+        if out == source or out in source.parents:
+            raise SyntheticError(f"--out {out} is or holds the source {source}: replacing it would delete the "
+                                 "documents; choose a new folder outside the source")
+        if source in out.parents:
+            raise SyntheticError(f"--out {out} is inside the source {source}: the set would be read back as "
+                                 "documents; choose a new folder outside the source")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        if not force:
+            raise SyntheticError(f"--out {out} exists and is not empty; choose a new folder or pass --force to "
+                                 "replace it")
+        if not is_built_set(out):
+            raise SyntheticError(f"--out {out} holds files kbench did not write (no manifest.json of a set); "
+                                 "--force replaces only a set built before: choose a new folder")
+    return out
+
+
+def is_built_set(folder: Path) -> bool:
+    try:
+        return json.loads((folder / "manifest.json").read_text(encoding="utf-8")).get("kind") == SET_KIND
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 HINTS = {
