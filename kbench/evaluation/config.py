@@ -7,8 +7,11 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from kbench.errors import shorten
 from kbench.evaluation.measures import Measure, parse_measure
 from kbench.registry import StrictModel
+
+MAX_K = 1_000_000  # a cutoff beyond any corpus kbench ranks; a bigger one is a typo (and overflows int64 plots)
 
 
 class OverlapRule(StrictModel):
@@ -51,7 +54,7 @@ class EvaluationConfig(StrictModel):
     miss_attribution: bool = Field(
         True, description="per query and relevant item, the stage where it was lost (miss_stage, miss_share_*) "
                           "and the oracle ceilings (ceiling_*)")
-    miss_k: int | None = Field(None, ge=1, description="the cutoff a relevant item must reach to count as a hit; "
+    miss_k: int | None = Field(None, ge=1, le=MAX_K, description="the cutoff a relevant item must reach to count as a hit; "
                                                         "default: the largest k")
     slices: list[str] = Field(
         default_factory=list, description="per-query slice columns: doc_type, corpus, query_length, "
@@ -78,7 +81,7 @@ class EvaluationConfig(StrictModel):
     def measures(self) -> list[Measure]:
         return [parse_measure(name) for name in self.metrics]
     ragas: list[RagasMetric] = Field(default_factory=list, description="ragas context metrics (kbench.evaluation.ragas_eval)")
-    ragas_k: int | None = Field(None, ge=1, description="top chunks handed to ragas; default: the largest k")
+    ragas_k: int | None = Field(None, ge=1, le=MAX_K, description="top chunks handed to ragas; default: the largest k")
     ragas_llm: RagasLLMConfig = Field(default_factory=RagasLLMConfig)
 
     @field_validator("k")
@@ -86,6 +89,9 @@ class EvaluationConfig(StrictModel):
     def _positive_sorted(cls, v: list[int]) -> list[int]:
         if any(k < 1 for k in v):
             raise ValueError(f"every k must be >= 1, got {v}")
+        if any(k > MAX_K for k in v):
+            raise ValueError(f"every k must be at most {MAX_K:,} (got {shorten(max(v), 40)}): no ranking kbench "
+                             "builds is longer, and a k beyond retrieval.top_k scores results the run never returns")
         return sorted(set(v))
 
     @field_validator("budgets")

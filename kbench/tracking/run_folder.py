@@ -14,6 +14,7 @@ when every file is in place: a folder with the final name is always complete.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -27,10 +28,12 @@ import pandas as pd
 import yaml
 
 from kbench.cache import pid_alive
-from kbench.errors import ConfigError
+from kbench.errors import ConfigError, shorten
 from kbench.records import Chunk, Dataset, Run
 from kbench.trace import traced
-from kbench.tracking.run_page import results_table, write_plots, write_results_table
+from kbench.tracking.run_page import PLOTS_DIR, results_table, write_plots, write_results_table
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # annotations only: tracking sits above config, which composes tracking's own section
     from kbench.config import Experiment
@@ -143,7 +146,12 @@ def write_run_folder(experiment: "Experiment", workspace: Path, metrics: dict[st
                                                      encoding="utf-8")
         if "query_id" in per_query.columns:
             write_results_table(folder, results_table(per_query, dataset, chunks or [], run))
-        write_plots(folder, metrics, stage_seconds, per_query)
+        try:
+            write_plots(folder, metrics, stage_seconds, per_query)
+        except Exception as e:  # noqa: BLE001 - a plot pictures the results; it is never worth losing them
+            shutil.rmtree(folder / PLOTS_DIR, ignore_errors=True)
+            log.warning("run folder: the plots were not drawn (%s: %s); the results are complete without them",
+                        type(e).__name__, shorten(str(e), 160))
 
     with traced("run_folder"):
         return write_complete(run_dir, write)
