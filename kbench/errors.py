@@ -5,6 +5,7 @@ allowed; the CLI prints it without a traceback and exits 2.
 """
 from __future__ import annotations
 
+import re
 import reprlib
 import socket
 import warnings
@@ -85,12 +86,41 @@ def format_error(err: dict[str, Any], prefix: str, root: type | None) -> str:
     return f"{path}: {err.get('msg')} (got {shorten(err.get('input'))}){tail}"
 
 
+ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")  # how environment variables are named (POSIX, upper case)
+
+
+def looks_like_env_name(name: str) -> bool:
+    """Whether a value given as an env var's *name* may be shown: a key pasted there instead must not be."""
+    return bool(ENV_NAME.fullmatch(name))
+
+
+def url_has_password(url: str) -> bool:
+    try:
+        return urlsplit(url).password is not None
+    except ValueError:
+        return False
+
+
+def redact_url(url: str, limit: int = MAX_ECHO) -> str:
+    """A URL for a message: scheme, host, port and path; never a user:password or a query string, never long."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    authority, tail = re.match(r"([^/?#]*)(.*)", rest, re.S).groups()
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    path, query, _ = tail.partition("#")[0].partition("?")
+    shown = f"{scheme}{sep}{authority}{path}{'?***' if query else ''}"
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+
+
 def endpoint_problem(url: str, timeout_s: float = 3.0) -> str | None:
     """Why nothing answers at ``url`` (an http(s) or tcp address), or None when a TCP connection opens.
 
     One connection attempt with a short timeout, so a closed port or a dead host fails a run in seconds
     instead of after a client's retries."""
     parts = urlsplit(url if "://" in url else f"tcp://{url}")
+    url = redact_url(url)  # what messages show: never a password, never a thousand characters
     try:
         port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
     except ValueError:
@@ -104,5 +134,5 @@ def endpoint_problem(url: str, timeout_s: float = 3.0) -> str | None:
         return f"{url} refuses connections (nothing listens on {parts.hostname}:{port})"
     except socket.timeout:
         return f"{url} did not answer within {timeout_s:.0f} s"
-    except OSError as e:
-        return f"{url} cannot be reached ({e.strerror or e})"
+    except (OSError, UnicodeError) as e:
+        return f"{url} cannot be reached ({getattr(e, 'strerror', None) or type(e).__name__})"

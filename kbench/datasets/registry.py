@@ -128,12 +128,19 @@ def read_judged_qrels(path: Path) -> dict[str, dict[str, int]]:
     if not path.expanduser().is_file():
         raise DatasetError(f"dataset.judged_qrels: {path} is not a file; give the --out of `kbench judge`")
     qrels: dict[str, dict[str, int]] = {}
-    for n, line in enumerate(path.expanduser().read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = path.expanduser().read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise DatasetError(f"dataset.judged_qrels: {path} is not UTF-8 text (a binary file?); give the --out of "
+                           "`kbench judge`") from None
+    for n, line in enumerate(text.splitlines(), 1):
         parts = line.split()
         if not parts:
             continue
-        if len(parts) != 4 or not parts[3].lstrip("-").isdigit():
-            raise DatasetError(f"{path}:{n}: expected 'qid 0 docid grade' (a whole-number grade), got {line[:80]!r}")
+        if len(parts) != 4 or not parts[3].lstrip("-").isdigit():  # never quoted: the path may name any file
+            got = "a grade that is not a whole number" if len(parts) == 4 else f"{len(parts)} fields"
+            raise DatasetError(f"dataset.judged_qrels: {path}:{n}: expected 'qid 0 docid grade' (a whole-number "
+                               f"grade), got {got}; give the --out of `kbench judge`")
         qrels.setdefault(parts[0], {})[parts[2]] = int(parts[3])
     return qrels
 

@@ -37,6 +37,7 @@ from typing import Any, Callable
 import httpx
 import numpy as np
 
+from kbench.errors import redact_url
 from kbench.llm.cache import ResponseCache
 from kbench.llm.config import LLMPolicy
 from kbench.llm.endpoint import Endpoint
@@ -108,7 +109,7 @@ class LLMClient:
         )
 
     def __repr__(self) -> str:  # the HTTP client holds the key: never show it
-        return f"LLMClient(stage={self.stage!r}, model={self.endpoint.model!r}, base_url={self.endpoint.url!r})"
+        return f"LLMClient(stage={self.stage!r}, model={self.endpoint.model!r}, base_url={self.endpoint.shown_url!r})"
 
     def close(self) -> None:
         self._http.close()
@@ -151,7 +152,7 @@ class LLMClient:
 
     def _post(self, path: str, payload: dict, validate: Callable[[Any], Any]) -> tuple[Any, int]:
         """(validated answer, attempts). Raises a FATAL error (and stops the client) or LLMError."""
-        url = f"{self.endpoint.url}{path}"
+        url = f"{self.endpoint.shown_url}{path}"
         section = self.endpoint.section
         attempt = 0
         while True:
@@ -164,7 +165,7 @@ class LLMClient:
                     response = self._http.post(url, json=payload)
                 except (httpx.ConnectError, httpx.ConnectTimeout) as e:
                     raise self._stop(EndpointUnreachableError(
-                        f"{section}: cannot connect to {self.endpoint.url} ({type(e).__name__}: {e}); start the "
+                        f"{section}: cannot connect to {self.endpoint.shown_url} ({type(e).__name__}: {e}); start the "
                         f"endpoint (for a local one: `kbench serve`) or fix {section}.base_url")) from None
                 except httpx.TimeoutException:
                     raise _Retryable(f"no response within {self.policy.timeout_s:g} s") from None
@@ -183,15 +184,15 @@ class LLMClient:
                 message, code = error_message(response)
                 if is_quota_exhausted(status, message, code):
                     raise self._stop(QuotaExhaustedError(
-                        f"{section}: {self.endpoint.url} says the quota is exhausted (HTTP {status}: {message}); "
+                        f"{section}: {self.endpoint.shown_url} says the quota is exhausted (HTTP {status}: {message}); "
                         "the run stops here, answers received so far are cached and kept"))
                 if status in (401, 403):
                     raise self._stop(AuthenticationError(
-                        f"{section}: {self.endpoint.url} refused the key from ${self.endpoint.api_key_env} "
+                        f"{section}: {self.endpoint.shown_url} refused the key from ${self.endpoint.api_key_env} "
                         f"(HTTP {status}: {message})"))
                 if status in RETRY_STATUSES or status >= 500:
                     raise _Retryable(f"HTTP {status}: {message}", parse_retry_after(response.headers.get("Retry-After")))
-                raise LLMError(f"{section}: HTTP {status} from {url}: {message}")
+                raise LLMError(f"{section}: HTTP {status} from {redact_url(url)}: {message}")
             except _Retryable as e:
                 if attempt > self.policy.max_retries:
                     self._count(failures=1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from kbench.errors import ConfigError
+from kbench.errors import ConfigError, looks_like_env_name, redact_url, url_has_password
 
 
 @dataclass(frozen=True)
@@ -23,18 +23,31 @@ class Endpoint:
         url = self.base_url or os.environ.get("OPENAI_BASE_URL")
         return url.rstrip("/") if url else None
 
+    @property
+    def shown_url(self) -> str | None:
+        """The base URL for messages: no user:password, no query string (``errors.redact_url``)."""
+        return redact_url(self.url) if self.url else None
+
     def problems(self) -> list[str]:
         s = self.section
         out = []
         if not self.url:
             out.append(f"{s}.base_url: no OpenAI-compatible endpoint configured; set {s}.base_url "
                        "(e.g. http://127.0.0.1:8000/v1, what `kbench serve` prints) or OPENAI_BASE_URL")
+        elif url_has_password(self.url):  # it would reach messages, the run folder's config and MLflow
+            out.append(f"{s}.base_url: {redact_url(self.url)} carries a password (user:password@); secrets never "
+                       f"go in a URL: put the key in the environment variable {s}.api_key_env names")
         if not self.model:
             out.append(f"{s}.model: no {self.kind} model configured; set {s}.model (e.g. gpt-4o-mini, or a "
                        "model your local server lists at /v1/models)")
         if not os.environ.get(self.api_key_env):
-            out.append(f"{s}.api_key_env: environment variable {self.api_key_env} is not set; export it with "
-                       "your API key (any non-empty value for a local server such as `kbench serve`)")
+            if looks_like_env_name(self.api_key_env):
+                out.append(f"{s}.api_key_env: environment variable {self.api_key_env} is not set; export it with "
+                           "your API key (any non-empty value for a local server such as `kbench serve`)")
+            else:  # perhaps the key itself: never repeat it
+                out.append(f"{s}.api_key_env: names no variable that is set, and its value (not shown: it may be "
+                           "the key itself) is not a variable's name; export the key in a variable "
+                           "(export OPENAI_API_KEY=...) and give its NAME here")
         return out
 
     def check(self) -> None:

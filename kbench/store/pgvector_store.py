@@ -87,6 +87,9 @@ def connect(dsn: str, where: str, setting: str = "store.dsn"):
             reason = reason.replace(str(password), "***")
         raise PostgresUnreachableError(f"{setting}: cannot connect to {where} ({reason}); start the server or fix "
                                        f"{setting} (leave it out and kbench starts a local PostgreSQL)") from None
+    except psycopg.Error as e:  # a value psycopg refuses (connect_timeout=abc): its message quotes the DSN
+        raise StoreSchemaError(f"{setting}: {where}: psycopg refuses a parameter of the DSN ({type(e).__name__}); "
+                               "fix the DSN's parameters (host, port, connect_timeout, sslmode, ...)") from None
 
 
 def ensure_vector_extension(conn, where: str) -> None:

@@ -150,7 +150,7 @@ def build_llm_set(documents: list[Document], out: str | Path, options: LLMOption
 
     proposals = generated.proposals if generated is not None else {}
     provenance = {**(provenance or {}), "params": options_, "model": client.endpoint.model,
-                  "base_url": client.endpoint.url, "prompt_sha256": llm.PROMPT_SHA256, "per_doc": per_doc,
+                  "base_url": client.endpoint.shown_url, "prompt_sha256": llm.PROMPT_SHA256, "per_doc": per_doc,
                   "max_questions": max_questions}
     return build_synthetic(list(by_id.values()), out, method=llm.NAME,
                            propose=lambda d: Proposals(list(proposals.get(d.doc_id, []))), seed=seed,
