@@ -5,6 +5,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from kbench.embedding.models import CATALOGUE
 from kbench.embedding.onnx_runtime import Precision
 from kbench.embedding.registry import EMBEDDING_PROVIDERS
 from kbench.registry import StrictModel
@@ -43,6 +44,14 @@ class EmbeddingConfig(StrictModel):
             raise ValueError(f"embedding.precision: {self.precision} applies to embedding.backend=openvino only "
                              f"(torch and onnx compute in f32); remove embedding.precision or set "
                              f"embedding.backend=openvino")
+        return self
+
+    @model_validator(mode="after")
+    def _dimension_within_the_model(self) -> EmbeddingConfig:
+        spec = CATALOGUE.get(self.model)  # a catalogue model's width is known before it loads
+        if spec is not None and spec.provider == self.provider and self.dimension and self.dimension > spec.dimension:
+            raise ValueError(f"embedding.dimension: {self.dimension} is larger than {self.model}'s {spec.dimension} "
+                             f"dimensions; use a value <= {spec.dimension} (truncation) or leave it unset")
         return self
 
     @field_validator("provider")

@@ -18,6 +18,7 @@ from kbench.embedding.models import CATALOGUE, resolve_model_path
 from kbench.embedding.onnx_export import exported_model
 from kbench.embedding.onnx_runtime import OnnxEncoder, Pooling
 from kbench.embedding.registry import EMBEDDING_PROVIDERS
+from kbench.errors import ConfigError
 from kbench.hashing import file_sha256
 
 
@@ -102,7 +103,7 @@ class SentenceTransformerEncoder:
         else:
             self.onnx, native = self._onnx_encoder(spec)
         if config.dimension and config.dimension > native:
-            raise ValueError(
+            raise ConfigError(
                 f"embedding.dimension: {config.dimension} is larger than {config.model}'s {native} dimensions; "
                 f"use a value <= {native} (truncation) or leave it unset"
             )

@@ -14,6 +14,7 @@ from kbench.embedding.config import EmbeddingConfig
 from kbench.embedding.models import CATALOGUE, ModelNotInstalledError, resolve_model_path
 from kbench.embedding.registry import EMBEDDING_PROVIDERS
 from kbench.embedding.sentence_transformers import model_revision
+from kbench.errors import ConfigError
 
 
 @EMBEDDING_PROVIDERS.register("static")
@@ -48,7 +49,7 @@ class StaticEncoder:
             self._encode = lambda texts: self._model2vec.encode(texts, batch_size=max(config.batch_size, 1024),
                                                                  use_multiprocessing=False)
         if config.dimension and config.dimension > spec.dimension:
-            raise ValueError(f"embedding.dimension: {config.dimension} is larger than {spec.name}'s "
+            raise ConfigError(f"embedding.dimension: {config.dimension} is larger than {spec.name}'s "
                              f"{spec.dimension} dimensions; use a value <= {spec.dimension} or leave it unset")
         self.dimension = config.dimension or spec.dimension
 

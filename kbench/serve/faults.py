@@ -11,7 +11,8 @@ A fault is one of:
 Switched **per request** with the header ``X-Kbench-Fault: <kind>[;retry_after_s=N][;delay_s=N]``, or
 **per server**: ``kbench serve --fault 429x2`` (or ``POST /v1/kbench/faults`` with
 ``{"kind": "429", "times": 2}``) queues faults that the next requests (chat or embeddings) receive, one
-each; ``times: -1`` makes a fault permanent. ``DELETE /v1/kbench/faults`` clears the queue.
+each; ``times: -1`` makes a fault permanent (any other count is a whole number >= 1; 0 is refused, as a
+delay or Retry-After outside 0..3600 s is). ``DELETE /v1/kbench/faults`` clears the queue.
 An embeddings input containing ``<<fault:500>>`` fails with a 500 every time (one bad text in a batch).
 """
 from __future__ import annotations
@@ -19,7 +20,10 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from kbench.errors import shorten
+
 KINDS = ("429", "500", "slow", "quota", "malformed", "pass")
+MAX_SECONDS = 3600.0  # a delay or Retry-After longer than an hour is a typo, and would hold a thread that long
 
 
 @dataclass
@@ -31,20 +35,34 @@ class Fault:
 
     def __post_init__(self):
         if self.kind not in KINDS:
-            raise ValueError(f"unknown fault {self.kind!r}; allowed: {', '.join(KINDS)}")
+            raise ValueError(f"unknown fault {shorten(self.kind, 40)}; allowed: {', '.join(KINDS)}")
+        if not isinstance(self.times, int) or isinstance(self.times, bool) or (self.times < 1 and self.times != -1):
+            raise ValueError(f"fault times: {shorten(self.times, 40)}; give a whole number >= 1, or -1 for every "
+                             "request")
+        for name in ("retry_after_s", "delay_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_SECONDS:
+                raise ValueError(f"fault {name}: {shorten(value, 40)}; give seconds between 0 and {MAX_SECONDS:g}")
 
 
 def parse_fault(text: str) -> Fault:
     """``429``, ``429x3``, ``slow;delay_s=2``, ``quota x-1`` forms: kind, optional xTIMES, ;key=value."""
     head, *options = [p.strip() for p in text.split(";")]
     kind, _, times = head.partition("x")
-    fault = Fault(kind.strip(), int(times) if times.strip() else 1)
+    values: dict[str, float] = {}
     for option in options:
         key, _, value = option.partition("=")
         if key not in ("retry_after_s", "delay_s"):
-            raise ValueError(f"unknown fault option {key!r}; allowed: retry_after_s, delay_s")
-        setattr(fault, key, float(value))
-    return fault
+            raise ValueError(f"unknown fault option {shorten(key, 40)}; allowed: retry_after_s, delay_s")
+        values[key] = _number(value, key, float)
+    return Fault(kind.strip(), _number(times, "times", int) if times.strip() else 1, **values)
+
+
+def _number(text: str, name: str, kind: type) -> float | int:
+    try:
+        return kind(text.strip())
+    except ValueError:
+        raise ValueError(f"fault {name}: {shorten(text, 40)} is not a {'whole ' * (kind is int)}number") from None
 
 
 class FaultQueue:

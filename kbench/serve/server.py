@@ -10,12 +10,16 @@
 - Fault injection (kbench.serve.faults): per request (header ``X-Kbench-Fault``) or per server.
 
 It binds to 127.0.0.1 by default and refuses any other address unless ``allow_remote`` is set; it checks
-no key (any bearer token is accepted) and logs no header.
+no key (any bearer token is accepted) and logs no header. A request is checked before it waits on anything:
+a body above ``MAX_BODY_BYTES`` (413) or that does not arrive within ``read_timeout_s`` (408) is never read
+whole, and an embedding model is a catalogue name or a folder's name under the models directory, never a path.
 """
 from __future__ import annotations
 
+import errno
 import ipaddress
 import json
+import re
 import select
 import socket
 import threading
@@ -27,12 +31,17 @@ from typing import Callable
 from kbench.embedding.config import EmbeddingConfig
 from kbench.embedding.models import CATALOGUE
 from kbench.embedding.stage import load_encoder
-from kbench.errors import ConfigError
+from kbench.errors import ConfigError, shorten
+from kbench.paths import models_dir
 from kbench.serve.chat_model import CHAT_MODEL, ChatModel, GenerationCancelled
 from kbench.serve.faults import Fault, FaultQueue, parse_fault
 
 FAULT_HEADER = "X-Kbench-Fault"
 TEXT_FAULT = "<<fault:500>>"
+MAX_BODY_BYTES = 16 * 2**20  # far above a batch of 64 chunks; a bigger body is refused before it is read
+MAX_INPUTS = 2048  # texts per embeddings request (OpenAI's own limit)
+READ_TIMEOUT_S = 30.0  # a client that stops sending (a Content-Length that lies) frees its thread after this
+MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a folder's name under the models directory, not a path
 
 
 class RequestError(Exception):
@@ -41,14 +50,64 @@ class RequestError(Exception):
         self.status, self.code = status, code
 
 
+def served_model(model: str) -> str:
+    """What an embeddings request may load: a catalogue name, or the path of a folder named ``model`` under the
+    models directory (what kbench prepares and trains). Any other name or path is refused unread."""
+    if model in CATALOGUE:
+        return model
+    folder = models_dir() / model
+    if MODEL_NAME.fullmatch(model) and folder.is_dir():
+        return str(folder)
+    raise RequestError(404, f"model {shorten(model, 60)} is not served: give a name from the catalogue "
+                            f"({', '.join(CATALOGUE)}) or of a model folder under the models directory "
+                            "(kbench models list); paths are not accepted", "model_not_found")
+
+
+def check_embeddings(body: dict) -> tuple[str, list[str], int | None]:
+    """The embeddings request's model (as ``served_model`` gives it), texts and dimensions, or a RequestError."""
+    model = body.get("model")
+    texts = body.get("input")
+    if isinstance(texts, str):
+        texts = [texts]
+    if not isinstance(model, str) or not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise RequestError(400, "'model' (a string) and 'input' (a string or a list of strings) are required")
+    if len(texts) > MAX_INPUTS:
+        raise RequestError(400, f"'input' holds {len(texts)} texts; at most {MAX_INPUTS} a request (send smaller "
+                                "batches: embedding.batch_size)")
+    dimensions = body.get("dimensions")
+    if dimensions is not None and (not isinstance(dimensions, int) or isinstance(dimensions, bool) or dimensions < 1):
+        raise RequestError(400, "'dimensions' must be a positive integer")
+    spec = CATALOGUE.get(model)
+    if spec is not None and dimensions is not None and dimensions > spec.dimension:
+        raise RequestError(400, f"'dimensions' {dimensions} is larger than {model}'s {spec.dimension}")
+    return served_model(model), texts, dimensions
+
+
+def check_chat(body: dict) -> tuple[list[dict], int]:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not all(
+            isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages):
+        raise RequestError(400, "'messages' must be a non-empty list of {role, content}")
+    max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or 256
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        raise RequestError(400, "'max_tokens' must be a positive integer")
+    return messages, max_tokens
+
+
+def fault_from_body(body: dict) -> Fault:
+    """``POST /v1/kbench/faults``: the fault it queues, every field checked (Fault refuses times 0)."""
+    return Fault(str(body.get("kind")), body.get("times", 1), body.get("retry_after_s", 1.0),
+                 body.get("delay_s", 5.0))
+
+
 @dataclass
 class ServeState:
     chat: ChatModel = field(default_factory=ChatModel)
     faults: FaultQueue = field(default_factory=FaultQueue)
     chat_enabled: bool = True
     requests: dict[str, int] = field(default_factory=dict)
-    _encoders: dict[tuple[str, int | None], tuple[object, threading.Lock]] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _encoders: dict[tuple[str, int | None], list] = field(default_factory=dict)  # key -> [encoder | None, lock]
+    _lock: threading.Lock = field(default_factory=threading.Lock)  # held for bookkeeping only, never for a load
     chat_ready: threading.Event = field(default_factory=threading.Event)
     chat_error: str | None = None
     cancelled_generations: int = 0  # stopped because the client went away
@@ -58,16 +117,18 @@ class ServeState:
             self.requests[path] = self.requests.get(path, 0) + 1
 
     def encoder(self, model: str, dimensions: int | None):
+        """(encoder, its lock): loaded once; only requests for this model wait while it loads."""
         key = (model, dimensions)
         with self._lock:
-            if key not in self._encoders:
+            slot = self._encoders.setdefault(key, [None, threading.Lock()])
+        with slot[1]:
+            if slot[0] is None:
                 try:
-                    config = EmbeddingConfig(model=model, dimension=dimensions)
-                    self._encoders[key] = (load_encoder(config), threading.Lock())
+                    slot[0] = load_encoder(EmbeddingConfig(model=model, dimension=dimensions))
                 except (ConfigError, ValueError) as e:
                     raise RequestError(404 if "not installed" in str(e) or "unknown model" in str(e) else 400,
-                                       str(e), "model_not_found") from None
-            return self._encoders[key]
+                                       shorten(str(e), 300), "model_not_found") from None
+        return slot[0], slot[1]
 
     def load_chat(self) -> None:
         try:
@@ -86,18 +147,11 @@ class ServeState:
         return {"object": "list", "data": data}
 
     def embeddings(self, body: dict) -> dict:
-        model = body.get("model")
-        texts = body.get("input")
-        if isinstance(texts, str):
-            texts = [texts]
-        if not isinstance(model, str) or not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-            raise RequestError(400, "'model' (a string) and 'input' (a string or a list of strings) are required")
+        served, texts, dimensions = check_embeddings(body)
+        model = body["model"]
         if any(TEXT_FAULT in t for t in texts):
             raise RequestError(500, f"injected fault: an input contains {TEXT_FAULT}", "server_error")
-        dimensions = body.get("dimensions")
-        if dimensions is not None and (not isinstance(dimensions, int) or dimensions < 1):
-            raise RequestError(400, "'dimensions' must be a positive integer")
-        encoder, lock = self.encoder(model, dimensions)
+        encoder, lock = self.encoder(served, dimensions)
         with lock:
             vectors = encoder.encode(texts) if texts else []
             tokenizer = getattr(encoder, "tokenizer", None)
@@ -109,13 +163,7 @@ class ServeState:
     def chat_completion(self, body: dict, client_gone: Callable[[], bool] = lambda: False) -> dict:
         if not self.chat_enabled:
             raise RequestError(404, "this server was started with --no-chat", "model_not_found")
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages or not all(
-                isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages):
-            raise RequestError(400, "'messages' must be a non-empty list of {role, content}")
-        max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or 256
-        if not isinstance(max_tokens, int) or max_tokens < 1:
-            raise RequestError(400, "'max_tokens' must be a positive integer")
+        messages, max_tokens = check_chat(body)
         self.chat_ready.wait()
         if self.chat_error:
             raise RequestError(503, f"the chat model could not be loaded: {self.chat_error}", "server_error")
@@ -138,9 +186,10 @@ class ServeState:
         }
 
 
-def make_handler(state: ServeState):
+def make_handler(state: ServeState, read_timeout_s: float = READ_TIMEOUT_S):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        timeout = read_timeout_s  # on the socket: a read that waits longer fails (socketserver's setup sets it)
 
         def log_message(self, *args):  # no request log: it would be noise, and headers carry keys
             pass
@@ -150,6 +199,8 @@ def make_handler(state: ServeState):
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(payload)))
+            if self.close_connection:  # a body left unread: the connection cannot carry another request
+                self.send_header("Connection", "close")
             for k, v in (headers or {}).items():
                 self.send_header(k, v)
             self.end_headers()
@@ -170,14 +221,40 @@ def make_handler(state: ServeState):
                 return True
 
         def _read_json(self) -> dict:
-            length = int(self.headers.get("Content-Length") or 0)
+            """The JSON body, read only when its declared length is within MAX_BODY_BYTES and it arrives in time."""
+            length = self._content_length()
             try:
-                body = json.loads(self.rfile.read(length) or b"{}")
+                raw = self.rfile.read(length)
+            except (TimeoutError, socket.timeout):
+                self.close_connection = True
+                raise RequestError(408, f"the body did not arrive within {read_timeout_s:g} s (Content-Length "
+                                        f"says {length} bytes); send the whole body", "request_timeout") from None
+            if len(raw) < length:
+                self.close_connection = True
+                raise RequestError(400, f"the body ended after {len(raw)} of the {length} bytes its "
+                                        "Content-Length says")
+            try:
+                body = json.loads(raw or b"{}")
             except ValueError:
                 raise RequestError(400, "the request body is not JSON") from None
             if not isinstance(body, dict):
                 raise RequestError(400, "the request body must be a JSON object")
             return body
+
+        def _content_length(self) -> int:
+            if self.headers.get("Transfer-Encoding"):
+                self.close_connection = True
+                raise RequestError(411, "send the body with a Content-Length (a chunked body is not read)",
+                                   "length_required")
+            declared = (self.headers.get("Content-Length") or "0").strip()
+            if not declared.isdigit() or not declared.isascii():
+                self.close_connection = True
+                raise RequestError(400, f"Content-Length {shorten(declared, 30)} is not a whole number of bytes")
+            if int(declared) > MAX_BODY_BYTES:
+                self.close_connection = True
+                raise RequestError(413, f"the body is {int(declared):,} bytes; at most {MAX_BODY_BYTES:,} are read. "
+                                        "Send fewer texts per request (embedding.batch_size)", "request_too_large")
+            return int(declared)
 
         def _fault(self) -> Fault | None:
             header = self.headers.get(FAULT_HEADER)
@@ -226,13 +303,16 @@ def make_handler(state: ServeState):
             try:
                 body = self._read_json()
                 if path == "/v1/kbench/faults":
-                    fault = Fault(str(body.get("kind")), int(body.get("times", 1)),
-                                  float(body.get("retry_after_s", 1.0)), float(body.get("delay_s", 5.0)))
+                    fault = fault_from_body(body)
                     state.faults.add(fault)
                     self._json(200, {"queued": fault.kind, "times": fault.times})
                     return
-                if path not in ("/v1/embeddings", "/v1/chat/completions"):
-                    raise RequestError(404, f"no route {self.path}", "not_found")
+                if path == "/v1/embeddings":  # checked before any lock or load: a bad request never waits
+                    check_embeddings(body)
+                elif path == "/v1/chat/completions":
+                    check_chat(body)
+                else:
+                    raise RequestError(404, f"no route {shorten(self.path, 80)}", "not_found")
                 state.count(path)
                 fault = self._fault()
                 if fault is not None and self._apply(fault):
@@ -248,6 +328,14 @@ def make_handler(state: ServeState):
                 pass  # the client gave up (its timeout): nothing to answer, nothing more to generate
 
     return Handler
+
+
+BIND_FIXES = {
+    errno.EADDRINUSE: "the port is in use (another kbench serve?); stop that server or give another --port "
+                      "(0: any free port)",
+    errno.EACCES: "binding that port needs privileges; give a port above 1023 (0: any free port)",
+    errno.EADDRNOTAVAIL: "that address is not this machine's; give 127.0.0.1",
+}
 
 
 def check_host(host: str, allow_remote: bool) -> None:
@@ -278,13 +366,24 @@ class RunningServer:
 
 def start_server(host: str = "127.0.0.1", port: int = 0, *, chat: bool = True, faults: list[str] = (),
                  allow_remote: bool = False, background: bool = True,
-                 preload: tuple[str, ...] = ("all-MiniLM-L6-v2",)) -> RunningServer:
+                 preload: tuple[str, ...] = ("all-MiniLM-L6-v2",),
+                 read_timeout_s: float = READ_TIMEOUT_S) -> RunningServer:
     """Bind, start loading the chat model in the background, and (``background``) serve from a thread."""
     check_host(host, allow_remote)
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port {port}: give a port between 1 and 65535 (0: any free port)")
     state = ServeState(chat_enabled=chat)
     for spec in faults:
-        state.faults.add(parse_fault(spec))
-    server = ThreadingHTTPServer((host, port), make_handler(state))
+        try:
+            state.faults.add(parse_fault(spec))
+        except ValueError as e:
+            raise ConfigError(f"--fault {shorten(spec, 60)}: {e} (e.g. 429x2;retry_after_s=1, quotax-1)") from None
+    try:
+        server = ThreadingHTTPServer((host, port), make_handler(state, read_timeout_s))
+    except OSError as e:
+        if e.errno not in BIND_FIXES:
+            raise
+        raise ConfigError(f"--host {host} --port {port}: {BIND_FIXES[e.errno]}") from None
     server.daemon_threads = True
     if chat:
         threading.Thread(target=state.load_chat, daemon=True).start()
