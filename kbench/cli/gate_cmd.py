@@ -5,7 +5,8 @@ import json
 import sys
 from pathlib import Path
 
-from kbench.compare.gate import GateError, gate, resolve_side
+from kbench.cli.outputs import output_problem
+from kbench.compare.gate import GateError, gate, option_problem, resolve_side
 from kbench.evaluation.significance import CORRECTIONS, TESTS
 
 
@@ -39,6 +40,11 @@ def add_parser(sub) -> None:
 
 def run_gate(args) -> int:
     say = lambda s: print(f"kbench gate: {s}", file=sys.stderr)  # noqa: E731 (progress on stderr, results on stdout)
+    problem = (option_problem(args.margin, args.alpha, args.test) or output_problem(args.json, "--json", True)
+               or output_problem(args.summary, "--summary"))
+    if problem:  # before either side runs: a run is minutes, a typo is not worth them
+        print(f"kbench: error: {problem}", file=sys.stderr)
+        return 2
     try:
         sides = [resolve_side(spec, tracking_uri=args.tracking_uri, reuse=not args.no_reuse, say=say)
                  for spec in (args.baseline, args.candidate)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from kbench.cli.outputs import output_problem
 from kbench.cli.tables import format_table
 from kbench.judging import calibrate, judge_runs
 from kbench.judging.judge import JudgeError
@@ -37,6 +38,9 @@ def add_parser(sub) -> None:
 def run_judge(args) -> int:
     if not args.calibrate and not args.out:
         print("kbench: error: give --out QRELS (or --calibrate to measure the judge first)", file=sys.stderr)
+        return 2
+    if not args.calibrate and (problem := output_problem(args.out, "--out")):  # before any pair is judged
+        print(f"kbench: error: {problem}", file=sys.stderr)
         return 2
     if args.k < 1 or args.sample < 2:
         print("kbench: error: --k must be >= 1 and --sample >= 2", file=sys.stderr)

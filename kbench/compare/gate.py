@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -34,8 +33,8 @@ from kbench.paths import workspace_dir
 from kbench.runner import run_experiment
 from kbench.tracking.fingerprint import FINGERPRINT_FILE, run_fingerprint
 from kbench.tracking.mlflow_run import mlflow_client
-from kbench.tracking.read import (RunReadError, artifact_source, find_finished_elsewhere, find_run, read_per_query,
-                                  tracking_client)
+from kbench.tracking.read import (RunReadError, artifact_source, find_finished_elsewhere, find_run, read_artifact,
+                                  read_per_query, tracking_client)
 
 CONFIG_SUFFIXES = (".yaml", ".yml")
 
@@ -144,11 +143,21 @@ def is_config(spec: str) -> bool:
 
 
 def _fingerprint_of(client, run) -> dict[str, Any] | None:
+    source = artifact_source(run)
     try:
-        path = client.download_artifacts(artifact_source(run), FINGERPRINT_FILE, tempfile.mkdtemp(prefix="kbench-"))
+        text = read_artifact(client, source, FINGERPRINT_FILE, lambda path: path.read_bytes())
     except Exception:  # logged before fingerprints existed
         return None
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    try:
+        fingerprint = json.loads(text.decode("utf-8"))
+    except ValueError as e:  # UnicodeDecodeError and JSONDecodeError alike
+        raise GateError(f"run {source}: its {FINGERPRINT_FILE} is damaged ({type(e).__name__} at byte "
+                        f"{getattr(e, 'pos', getattr(e, 'start', '?'))}); a gate never compares a run it cannot "
+                        "check: re-run its config (kbench run) or gate another run") from None
+    if not isinstance(fingerprint, dict):
+        raise GateError(f"run {source}: its {FINGERPRINT_FILE} is not a JSON object; re-run its config "
+                        "(kbench run) or gate another run")
+    return fingerprint
 
 
 def resolve_side(spec: str, *, tracking_uri: str | None = None, reuse: bool = True,
@@ -182,16 +191,23 @@ def resolve_side(spec: str, *, tracking_uri: str | None = None, reuse: bool = Tr
 
 
 # --------------------------------------------------------------------------- the decision
+def option_problem(margin: float, alpha: float, test: str) -> str | None:
+    """What is wrong with the gate's options, or None: checked before either side runs."""
+    if test not in TESTS:
+        return f"--test: unknown {test!r}; allowed: {', '.join(TESTS)}"
+    if not (margin >= 0 and math.isfinite(margin)):
+        return f"--margin: {margin} must be a finite number >= 0 (in the metric's units, e.g. 0.01)"
+    if not 0 < alpha < 1:
+        return f"--alpha: {alpha} must be between 0 and 1"
+    return None
+
+
 def gate(baseline: GateSide, candidate: GateSide, *, metrics: list[str] | None = None, margin: float = 0.01,
          test: str = "randomization", correction: str = "holm", alpha: float = 0.05,
          allow_dataset_change: bool = False, n_resamples: int = 10_000, n_bootstrap: int = 2_000,
          seed: int = 0) -> GateResult:
-    if test not in TESTS:
-        raise GateError(f"--test: unknown {test!r}; allowed: {', '.join(TESTS)}")
-    if not (margin >= 0 and math.isfinite(margin)):
-        raise GateError(f"--margin: {margin} must be a finite number >= 0 (in the metric's units, e.g. 0.01)")
-    if not 0 < alpha < 1:
-        raise GateError(f"--alpha: {alpha} must be between 0 and 1")
+    if problem := option_problem(margin, alpha, test):
+        raise GateError(problem)
     notes = []
     data = [(s.fingerprint or {}).get("dataset_hash") for s in (baseline, candidate)]
     if None in data:

@@ -144,6 +144,17 @@ def check_schema(path: Path, found: dict[str, dict[str, str]]) -> None:
                 "Move the file away or point store.path at another file")
 
 
+def check_complete(path: Path, con) -> None:
+    """A file shorter than the blocks its header counts was cut (a copy or a disk that stopped): refuse it before
+    a query reads a block that is not there."""
+    block_size, total_blocks = con.execute("SELECT block_size, total_blocks FROM pragma_database_size() "
+                                           "WHERE database_name = current_database()").fetchone()
+    if path.is_file() and path.stat().st_size < int(block_size) * int(total_blocks):
+        raise StoreFileError(f"{path}: truncated ({path.stat().st_size:,} bytes, its header counts "
+                             f"{int(total_blocks)} blocks of {int(block_size):,}); move it away or point store.path "
+                             "at another file")
+
+
 def check_store_file(path: Path, lock_timeout_s: float = 120.0) -> None:
     """Open an existing store file and check its schema, before a run spends time embedding."""
     if path.exists():
@@ -159,6 +170,7 @@ class DuckStore(ProductionStore):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.con = connect_with_retry(self.path, lock_timeout_s)
         try:
+            check_complete(self.path, self.con)
             check_schema(self.path, table_columns(self.con))
             self.con.execute(SCHEMA_SQL.read_text(encoding="utf-8"))
         except duckdb.Error as e:
@@ -173,9 +185,14 @@ class DuckStore(ProductionStore):
     @contextmanager
     def open(cls, path: Path | str, lock_timeout_s: float = 120.0,
              insert_batch_rows: int = INSERT_BATCH_ROWS) -> Iterator["DuckStore"]:
+        import duckdb
+
         store = cls(path, lock_timeout_s, insert_batch_rows)
         try:
             yield store
+        except (duckdb.IOException, duckdb.SerializationException) as e:  # a block the file does not hold
+            raise StoreFileError(f"{store.path}: damaged, DuckDB cannot read it ({first_line(e)}); move it away "
+                                 "or point store.path at another file") from None
         finally:
             store.close()
 

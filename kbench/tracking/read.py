@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import pandas as pd
 import yaml
@@ -18,6 +18,16 @@ from kbench.tracking.mlflow_run import tracking_uri as resolve_uri
 
 class RunReadError(ValueError):
     """A logged run that cannot be read back (not found, or not logged by kbench)."""
+
+
+T = TypeVar("T")
+
+
+def read_artifact(client, run_id: str, name: str, read: Callable[[Path], T]) -> T:
+    """``read(path)`` of the artifact ``name`` of run ``run_id``, downloaded into a temporary folder that is removed
+    once read: every artifact kbench reads back goes through here, so no read leaves a folder in /tmp."""
+    with tempfile.TemporaryDirectory(prefix="kbench-read-") as folder:
+        return read(Path(client.download_artifacts(run_id, name, folder)))
 
 
 def tracking_client(tracking_uri: str | None = None):
@@ -50,8 +60,8 @@ def finished_sweep_children(client, parent) -> list:
         raise RunReadError(f"sweep parent run {parent.info.run_id} has no FINISHED child runs yet")
     order: dict[str, int] = {}
     try:  # keep the order of the sweep plan when it is there
-        path = client.download_artifacts(parent.info.run_id, "sweep_plan.json", tempfile.mkdtemp(prefix="kbench-"))
-        order = {c["run_key"]: i for i, c in enumerate(json.loads(Path(path).read_text())["configs"])}
+        plan = read_artifact(client, parent.info.run_id, "sweep_plan.json", lambda p: json.loads(p.read_text()))
+        order = {c["run_key"]: i for i, c in enumerate(plan["configs"])}
     except Exception:  # runs grouped by hand under a parent: keep start order
         pass
     return sorted(newest.values(), key=lambda r: order.get(r.data.tags.get(tag.SWEEP_CONFIG_KEY), len(order)))
@@ -76,13 +86,11 @@ def artifact_source(run) -> str:
 def read_per_query(client, run) -> tuple[pd.DataFrame, str]:
     """A run's per_query.parquet indexed by query_id, and the id of the run it was read from."""
     source = artifact_source(run)
-    folder = tempfile.mkdtemp(prefix="kbench-read-")
     try:
-        path = client.download_artifacts(source, "per_query.parquet", folder)
+        frame = read_artifact(client, source, "per_query.parquet", pd.read_parquet)
     except Exception as e:
         raise RunReadError(f"run {run.info.run_id}: cannot read per_query.parquet from run {source}'s artifacts "
                            f"({type(e).__name__}: {e}); was it logged by kbench?") from None
-    frame = pd.read_parquet(path)
     if "query_id" not in frame:
         raise RunReadError(f"run {source}: per_query.parquet has no query_id column")
     return frame.set_index("query_id"), source
@@ -90,9 +98,8 @@ def read_per_query(client, run) -> tuple[pd.DataFrame, str]:
 
 def read_config(client, run) -> dict[str, Any]:
     """The resolved config a run was logged with (its config.yaml artifact), as plain data."""
-    source = artifact_source(run)
-    path = client.download_artifacts(source, "config.yaml", tempfile.mkdtemp(prefix="kbench-read-"))
-    return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    return read_artifact(client, artifact_source(run), "config.yaml",
+                         lambda path: yaml.safe_load(path.read_text(encoding="utf-8")))
 
 
 def read_run(client, run) -> Run:
@@ -100,9 +107,8 @@ def read_run(client, run) -> Run:
     per_query.parquet, scored 1/rank."""
     source = artifact_source(run)
     name = run.data.tags.get("mlflow.runName") or source
-    folder = tempfile.mkdtemp(prefix="kbench-read-")
     try:
-        return Run.from_frame(pd.read_parquet(client.download_artifacts(source, "rankings.parquet", folder)), name)
+        return Run.from_frame(read_artifact(client, source, "rankings.parquet", pd.read_parquet), name)
     except Exception:  # logged before rankings.parquet existed
         per_query, _ = read_per_query(client, run)
         return run_from_retrieved(per_query.reset_index(), name)
