@@ -14,6 +14,7 @@ one SQLite store at once, and runs a killed process left RUNNING.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import socket
 from pathlib import Path
@@ -48,6 +49,9 @@ def open_store_once(uri: str):
     kbench is migrated to the head here."""
     from mlflow.tracking import MlflowClient
 
+    # MLflow's SQL store logs each database error with its traceback, then raises it; kbench reports the raise in
+    # one line (store_fault), so the log is noise (40 lines on a full disk). Set after mlflow's import configured it.
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
     db = sqlite_path(uri)
     if db is None:
         return MlflowClient(tracking_uri=uri)

@@ -25,3 +25,22 @@ def test_a_config_path_that_is_a_folder_or_missing_is_one_line(tmp_path):
         (line,) = error_lines(done.err)
         assert line == (f"kbench: error: config file not found: {target} "
                         "(give a YAML file, e.g. configs/quickstart.yaml)")
+
+
+def test_an_embedding_dimension_above_the_models_is_one_line(tmp_path):
+    """A ValueError traceback after chunking; now refused when the config loads (a catalogue model, whose width
+    is known), or one line when the model loads (a folder, whose width only the model knows)."""
+    from kbench.embedding.models import CATALOGUE
+
+    beir = make_beir(tmp_path / "beir")
+    folder = CATALOGUE["all-MiniLM-L6-v2"].locate()
+    for model, fragment in (("all-MiniLM-L6-v2", "embedding.dimension: 1000 is larger than all-MiniLM-L6-v2's 384"),
+                            (str(folder), f"embedding.dimension: 1000 is larger than {folder}'s 384")):
+        workspace = tmp_path / "ws"
+        path = write_yaml(tmp_path / "c.yaml", config(workspace, {"path": str(beir)},
+                                                      retrieval={"legs": ["vector"], "top_k": 5},
+                                                      embedding={"model": model, "dimension": 1000}))
+        done = run_kbench("run", str(path), "--quiet", cwd=tmp_path)
+        assert done.code == 2 and "Traceback" not in done.err, done.err[-2000:]
+        assert fragment in done.err and "use a value <= 384" in done.err, done.err
+        assert not (workspace / "runs").exists() and not (workspace / "mlflow.db").exists()

@@ -190,6 +190,23 @@ def test_a_disk_full_while_logging_to_mlflow_keeps_and_prints_the_results(tmp_pa
                       f"Not logged to MLflow; the results are in {workspace}/runs/{run_dir}"]
 
 
+@needs_mount
+def test_a_disk_full_under_an_existing_tracking_store_is_one_line_without_sqlalchemy_noise(tmp_path):
+    """MLflow's SQL store logged each database error with its 40-line traceback (its SQL and parameters too)
+    before kbench's one line; the error is still raised and reported once."""
+    workspace = tmp_path / "ws"
+    cfg = bm25_config(tmp_path, workspace)
+    warm = f"{shlex.quote(str(KBENCH))} run {cfg} --quiet > /dev/null 2>&1; rm -rf {workspace}/runs"  # logs too
+    out = in_tmpfs(tmp_path, workspace, f"{warm}; {fill_leaving(workspace, 600)}; "
+                   f"{shlex.quote(str(KBENCH))} run {cfg} --quiet > out.txt 2> err.txt; echo \"rc=$?\"; "
+                   "echo '--err'; cat err.txt")
+    code = int(out.split("rc=", 1)[1].split()[0])
+    stderr = out.split("--err\n", 1)[1].strip()
+    assert code == 2, out
+    assert stderr.startswith("kbench: error: MLflow could not write: the disk holding the tracking store is full")
+    assert len(stderr.splitlines()) == 1, stderr  # no "SQLAlchemy database error", no traceback, no SQL
+
+
 # ------------------------------------------------------------------ servers that do not answer
 @pytest.mark.parametrize("uri, problem", [
     (f"http://{CLOSED}", f"refuses connections (nothing listens on {CLOSED})"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -46,3 +47,23 @@ def test_a_commits_source_that_is_a_sub_folder_of_a_repository_gives_its_own_com
     texts = [p.read_text() for p in (out / "docs").iterdir()]
     assert all("src/retry.py" not in t for t in texts)  # a commit outside the sub-folder is not its history
     assert any("diff --git a/retries.md b/retries.md" in t for t in texts), texts
+
+
+def test_synthetic_llm_with_the_server_down_blames_the_server_not_the_documents(tmp_path):
+    """It said "no document gave a question (... llm_request_failed ...); llm needs documents with text the model
+    can quote"."""
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "retries.md").write_text(GUIDE * 3)
+    done = run_kbench(
+        "datasets", "build", "synthetic", str(docs), "--method", "llm", "--model", "m", "--base-url",
+        f"http://127.0.0.1:{port}/v1", "--api-key-env", "KBENCH_TEST_SYNTHETIC_KEY", "--out", str(tmp_path / "set"),
+        "--workspace", str(tmp_path / "ws"), cwd=tmp_path, timeout=120, env={"KBENCH_TEST_SYNTHETIC_KEY": "x"})
+    assert done.code == 2, done.err[-2000:]
+    (line,) = error_lines(done.err)
+    assert f"cannot connect to http://127.0.0.1:{port}/v1" in line and "stopped after 0 of" in line, line
+    assert "documents" not in line and "start the endpoint" in line, line
+    assert not (tmp_path / "set").exists() and not list(tmp_path.glob(".partial-*"))

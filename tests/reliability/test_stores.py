@@ -35,6 +35,15 @@ def damaged_store(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+def truncated_store(path: Path, cut: int = 20000) -> None:
+    """A real kbench store with rows, ``cut`` bytes short (a copy or a disk that stopped)."""
+    rows = ", ".join(f"('c', 'u{i}', {i}, '{'x' * 200}', 384, 'm', 'p{i}', 'h{i}')" for i in range(3000))
+    duckdb_file(path, SCHEMA_SQL.read_text(encoding="utf-8"),
+                "INSERT INTO archon_crawled_pages (collection, url, chunk_number, content, embedding_dimension, "
+                f"embedding_model, page_id, content_hash) VALUES {rows}")
+    os.truncate(path, path.stat().st_size - cut)
+
+
 def sqlite_file(path: Path) -> None:
     with sqlite3.connect(path) as con:
         con.execute("CREATE TABLE archon_crawled_pages (id INTEGER)")
@@ -46,6 +55,7 @@ STORE_FILES = {
     "text_file": (lambda p: p.write_text("collection,url\nc,u\n"), "not a valid DuckDB database"),
     "sqlite_file": (sqlite_file, "is a SQLite database, not a DuckDB file"),
     "damaged_blocks": (damaged_store, "Corrupt database file"),
+    "truncated": (truncated_store, "truncated ("),
     "a_folder": (lambda p: p.mkdir(), "is a folder, not a DuckDB file"),
     "vector_column_of_another_width": (
         lambda p: duckdb_file(p, "CREATE TABLE archon_crawled_pages (id BIGINT, embedding_384 FLOAT[768])"),
@@ -103,3 +113,13 @@ def test_the_api_raises_the_named_errors(tmp_path):
     junk.write_bytes(b"\0" * 5000)
     with pytest.raises(StoreFileError, match="junk.duckdb: cannot open it as a DuckDB database"):
         DuckStore(junk)
+
+
+def test_a_store_cut_short_in_its_last_block_is_a_store_file_error(tmp_path):
+    """A file missing only the end of its last block passes the size check; the block DuckDB then cannot read
+    was an IOException traceback out of the sync. Now: StoreFileError, one line naming the file."""
+    store = tmp_path / "store.duckdb"
+    truncated_store(store, cut=4096)
+    with pytest.raises(StoreFileError, match=f"{store}: damaged, DuckDB cannot read it .*; move it away"):
+        with DuckStore.open(store) as opened:
+            opened.con.execute("SELECT sum(length(content)) FROM archon_crawled_pages").fetchone()

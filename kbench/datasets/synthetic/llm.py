@@ -29,7 +29,7 @@ from kbench.datasets.synthetic.base import Proposal, Proposals
 from kbench.datasets.synthetic.leakage import split_passages
 from kbench.datasets.synthetic.prose import headings, section_of
 from kbench.hashing import sha256_text
-from kbench.llm import LLMClient
+from kbench.llm import LLMClient, stop_error
 from kbench.records import Document
 
 NAME = "llm"
@@ -129,6 +129,8 @@ def generate(documents: dict[str, Document], chosen: list[Proposal], client: LLM
     """Ask the model about every chosen excerpt; keep the questions whose quote is found."""
     prompts = [PROMPT.format(excerpt=documents[p.doc_id].text[p.ref_start:p.ref_end]) for p in chosen]
     batch = client.chat_many(prompts, max_tokens=params["max_tokens"], temperature=0.0)
+    if batch.stopped is not None:  # the endpoint, not the documents: down, out of quota, refusing the key
+        raise stop_error(client.endpoint.section, batch.stopped, batch.success_count, len(prompts))
     rejected, located, out = Counter(), Counter(), {}
     for i, p in enumerate(chosen):
         answer = batch.answers.get(i)
