@@ -1,5 +1,5 @@
-"""Smaller faults of the commands added lately: what they leave in /tmp, what a sub-folder of a repository gives,
-and whom a message blames when the model's server is down."""
+"""Smaller faults of the commands added lately: what a sub-folder of a repository gives as a commits source, and
+whom a message blames when the model's server is down."""
 from __future__ import annotations
 
 import json
