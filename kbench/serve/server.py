@@ -127,8 +127,15 @@ class ServeState:
                     slot[0] = load_encoder(EmbeddingConfig(model=model, dimension=dimensions))
                 except (ConfigError, ValueError) as e:
                     raise RequestError(404 if "not installed" in str(e) or "unknown model" in str(e) else 400,
-                                       shorten(str(e), 300), "model_not_found") from None
+                                       str(e)[:300], "model_not_found") from None
         return slot[0], slot[1]
+
+    def preload(self, model: str) -> None:
+        """Load ``model`` ahead of its first request; a failure is answered to each request that asks for it."""
+        try:
+            self.encoder(model, None)
+        except RequestError:
+            pass
 
     def load_chat(self) -> None:
         try:
@@ -289,14 +296,14 @@ def make_handler(state: ServeState, read_timeout_s: float = READ_TIMEOUT_S):
                 self._json(200, {"status": "ok", "chat_ready": state.chat_ready.is_set(),
                                  "chat_busy": state.chat.busy, "cancelled_generations": state.cancelled_generations})
             else:
-                self._error(404, f"no route {self.path}", "not_found")
+                self._error(404, f"no route {shorten(self.path, 80)}", "not_found")
 
         def do_DELETE(self):  # noqa: N802
             if self.path.rstrip("/") == "/v1/kbench/faults":
                 state.faults.clear()
                 self._json(200, {"cleared": True})
             else:
-                self._error(404, f"no route {self.path}", "not_found")
+                self._error(404, f"no route {shorten(self.path, 80)}", "not_found")
 
         def do_POST(self):  # noqa: N802
             path = self.path.rstrip("/")
@@ -388,7 +395,7 @@ def start_server(host: str = "127.0.0.1", port: int = 0, *, chat: bool = True, f
     if chat:
         threading.Thread(target=state.load_chat, daemon=True).start()
     for model in preload:  # in the background: requests for it wait on its lock instead of timing out on a cold load
-        threading.Thread(target=state.encoder, args=(model, None), daemon=True).start()
+        threading.Thread(target=state.preload, args=(model,), daemon=True).start()
     running = RunningServer(server, state)
     if background:
         running.thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -28,7 +28,7 @@ import pandas as pd
 import yaml
 
 from kbench.cache import pid_alive
-from kbench.errors import ConfigError, shorten
+from kbench.errors import ConfigError
 from kbench.records import Chunk, Dataset, Run
 from kbench.trace import traced
 from kbench.tracking.run_page import PLOTS_DIR, results_table, write_plots, write_results_table
@@ -151,7 +151,7 @@ def write_run_folder(experiment: "Experiment", workspace: Path, metrics: dict[st
         except Exception as e:  # noqa: BLE001 - a plot pictures the results; it is never worth losing them
             shutil.rmtree(folder / PLOTS_DIR, ignore_errors=True)
             log.warning("run folder: the plots were not drawn (%s: %s); the results are complete without them",
-                        type(e).__name__, shorten(str(e), 160))
+                        type(e).__name__, str(e)[:160])
 
     with traced("run_folder"):
         return write_complete(run_dir, write)

@@ -78,7 +78,7 @@ def test_a_body_above_the_limit_is_refused_unread(served):
     assert seconds < READ_TIMEOUT_S  # answered from the header, never waiting for 100 MB
 
 
-@pytest.mark.parametrize("length, expected", [("-5", 400), ("12abc", 400), ("1000", 408)])
+@pytest.mark.parametrize("length, expected", [("-1", 400), ("1000", 408)])
 def test_a_content_length_that_lies_never_holds_a_thread(served, length, expected):
     status, message, seconds = raw(served, headers(length), b'{"model": ')
     assert status == expected, message
