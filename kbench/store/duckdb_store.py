@@ -145,14 +145,27 @@ def check_schema(path: Path, found: dict[str, dict[str, str]]) -> None:
 
 
 def check_complete(path: Path, con) -> None:
-    """A file shorter than the blocks its header counts was cut (a copy or a disk that stopped): refuse it before
-    a query reads a block that is not there."""
-    block_size, total_blocks = con.execute("SELECT block_size, total_blocks FROM pragma_database_size() "
-                                           "WHERE database_name = current_database()").fetchone()
-    if path.is_file() and path.stat().st_size < int(block_size) * int(total_blocks):
-        raise StoreFileError(f"{path}: truncated ({path.stat().st_size:,} bytes, its header counts "
-                             f"{int(total_blocks)} blocks of {int(block_size):,}); move it away or point store.path "
-                             "at another file")
+    """A file that ends before the last block its tables' segments use was cut short (a copy or a disk that
+    stopped): refuse it before a query reads a block that is not there. Blocks lie after the file's headers,
+    ``block_size`` bytes each, so the file holds at least (last block id + 1) of them."""
+    import duckdb
+
+    size = path.stat().st_size if path.is_file() else 0
+    try:  # segment metadata only: milliseconds for hundreds of megabytes
+        (block_size,) = con.execute("SELECT block_size FROM pragma_database_size() "
+                                    "WHERE database_name = current_database()").fetchone()
+        last = -1
+        for (table,) in con.execute("SELECT table_name FROM duckdb_tables() "
+                                    "WHERE database_name = current_database()").fetchall():
+            (used,) = con.execute("SELECT max(greatest(block_id, coalesce(list_max(additional_block_ids), -1))) "
+                                  f"FROM pragma_storage_info({sql_text(table)})").fetchone()
+            last = max(last, -1 if used is None else int(used))
+    except duckdb.IOException as e:  # the metadata itself lies past the end
+        raise StoreFileError(f"{path}: truncated or damaged ({size:,} bytes; {first_line(e)}); move it away or "
+                             "point store.path at another file") from None
+    if size < (last + 1) * int(block_size):
+        raise StoreFileError(f"{path}: truncated ({size:,} bytes; its tables use {last + 1} blocks of "
+                             f"{int(block_size):,}); move it away or point store.path at another file")
 
 
 def check_store_file(path: Path, lock_timeout_s: float = 120.0) -> None:
@@ -190,7 +203,9 @@ class DuckStore(ProductionStore):
         store = cls(path, lock_timeout_s, insert_batch_rows)
         try:
             yield store
-        except (duckdb.IOException, duckdb.SerializationException) as e:  # a block the file does not hold
+        except (duckdb.IOException, duckdb.SerializationException) as e:
+            if isinstance(e, duckdb.IOException) and "could not read" not in str(e).lower():
+                raise  # a write that failed (a full disk) is the machine's, said as such by the CLI
             raise StoreFileError(f"{store.path}: damaged, DuckDB cannot read it ({first_line(e)}); move it away "
                                  "or point store.path at another file") from None
         finally:

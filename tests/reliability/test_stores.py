@@ -55,7 +55,7 @@ STORE_FILES = {
     "text_file": (lambda p: p.write_text("collection,url\nc,u\n"), "not a valid DuckDB database"),
     "sqlite_file": (sqlite_file, "is a SQLite database, not a DuckDB file"),
     "damaged_blocks": (damaged_store, "Corrupt database file"),
-    "truncated": (truncated_store, "truncated ("),
+    "truncated": (truncated_store, "truncated or damaged (516,576 bytes; IO Error: Could not read enough bytes"),
     "a_folder": (lambda p: p.mkdir(), "is a folder, not a DuckDB file"),
     "vector_column_of_another_width": (
         lambda p: duckdb_file(p, "CREATE TABLE archon_crawled_pages (id BIGINT, embedding_384 FLOAT[768])"),
@@ -115,11 +115,26 @@ def test_the_api_raises_the_named_errors(tmp_path):
         DuckStore(junk)
 
 
-def test_a_store_cut_short_in_its_last_block_is_a_store_file_error(tmp_path):
-    """A file missing only the end of its last block passes the size check; the block DuckDB then cannot read
-    was an IOException traceback out of the sync. Now: StoreFileError, one line naming the file."""
+def store_with_data_blocks(path: Path) -> int:
+    """A DuckDB file of 15 data blocks whose metadata is written last, at its end; its size."""
+    duckdb_file(path, "CREATE TABLE notes AS SELECT i, md5(i::VARCHAR) || md5((i * 7)::VARCHAR) AS text "
+                      "FROM range(100000) r(i)", "CHECKPOINT", "CREATE TABLE tail AS SELECT 1 AS i")
+    return path.stat().st_size
+
+
+def test_a_store_whose_data_blocks_are_cut_off_is_refused_on_opening(tmp_path):
+    """Its metadata readable, its data blocks past the end: refused before any query (a traceback from the first
+    query that read them, after the run had chunked and embedded)."""
     store = tmp_path / "store.duckdb"
-    truncated_store(store, cut=4096)
+    os.truncate(store, store_with_data_blocks(store) - 300_000)
+    with pytest.raises(StoreFileError, match=f"{store}: truncated .* its tables use 15 blocks"):
+        DuckStore(store)
+
+
+def test_a_block_duckdb_cannot_read_later_is_a_store_file_error(tmp_path):
+    """Cut inside its last block: it opens, and the read that fails is one line, not an IOException traceback."""
+    store = tmp_path / "store.duckdb"
+    os.truncate(store, store_with_data_blocks(store) - 5000)
     with pytest.raises(StoreFileError, match=f"{store}: damaged, DuckDB cannot read it .*; move it away"):
         with DuckStore.open(store) as opened:
-            opened.con.execute("SELECT sum(length(content)) FROM archon_crawled_pages").fetchone()
+            opened.con.execute("SELECT count(*), max(text) FROM notes").fetchone()
