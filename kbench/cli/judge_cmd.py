@@ -7,9 +7,10 @@ from pathlib import Path
 from kbench.cli.tables import format_table
 from kbench.judging import calibrate, judge_runs
 from kbench.judging.judge import JudgeError
-from kbench.judging.prompt import PROMPT_SHA256
+from kbench.judging.prompt import GRADES, PROMPT, PROMPT_SHA256
 from kbench.llm import Endpoint, LLMClient, LLMPolicy
 from kbench.paths import workspace_dir
+from kbench.tracking.mlflow_feedback import log_judge_feedback
 
 
 def add_parser(sub) -> None:
@@ -66,6 +67,7 @@ def run_judge(args) -> int:
     print(format_table(["run", f"judged_at_{args.k} before", "after"], rows))
     print(f"wrote {args.out} and {args.out}.json; use it with --set dataset.judged_qrels={args.out} "
           "(dataset.judged_qrels_use: beside | instead)")
+    print(log_judge_feedback(f"{args.out}.json", args.tracking_uri, meanings=GRADES, prompt_template=PROMPT).summary())
     return 0
 
 

@@ -14,6 +14,7 @@ from kbench.paths import workspace_dir
 from kbench.records import Run
 from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_run import tracking_uri as resolve_uri
+from kbench.tracking.run_records import ranked_hits
 
 
 class RunReadError(ValueError):
@@ -96,16 +97,17 @@ def read_config(client, run) -> dict[str, Any]:
 
 
 def read_run(client, run) -> Run:
-    """A logged run's rankings. Runs logged before rankings.parquet existed: the ``retrieved`` chunk ids of
-    per_query.parquet, scored 1/rank."""
+    """A logged run's rankings (with each hit's offsets and leg evidence where the file has them). Runs logged
+    before rankings.parquet existed: the ``retrieved`` chunk ids of per_query.parquet, scored 1/rank."""
     source = artifact_source(run)
     name = run.data.tags.get("mlflow.runName") or source
     folder = tempfile.mkdtemp(prefix="kbench-read-")
     try:
-        return Run.from_frame(pd.read_parquet(client.download_artifacts(source, "rankings.parquet", folder)), name)
+        path = client.download_artifacts(source, "rankings.parquet", folder)
     except Exception:  # logged before rankings.parquet existed
         per_query, _ = read_per_query(client, run)
         return run_from_retrieved(per_query.reset_index(), name)
+    return ranked_hits(pd.read_parquet(path), name)
 
 
 def run_from_retrieved(per_query: pd.DataFrame, name: str = "kbench") -> Run:
