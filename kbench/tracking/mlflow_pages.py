@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from kbench.datasets.mlflow_questions import fluent_tracking_uri
 from kbench.hashing import sha256_text
 from kbench.tracking import tags as tag
 
@@ -93,17 +94,19 @@ def register_prompts(client, run_id: str, prompts: dict[str, dict[str, str]]) ->
     """Each prompt as a Prompt Registry version (reusing the latest when its text is the same), linked to the run;
     name -> version."""
     versions = {}
-    for name, prompt in prompts.items():
-        template = registry_template(prompt["template"])
-        latest = client.load_prompt(name, allow_missing=True)  # the latest version, or None
-        if latest is None or latest.template != template:
-            latest = client.register_prompt(
-                name, template, commit_message=f"kbench stage {prompt['stage']}",
-                tags={"kbench.stage": prompt["stage"], "kbench.sha256": prompt["sha256"]})
-        linked = {(p.name, str(p.version)) for p in client.list_logged_prompts(run_id)}
-        if (latest.name, str(latest.version)) not in linked:
-            client.link_prompt_version_to_run(run_id, latest)
-        versions[name] = int(latest.version)
+    # linking reads the run through MLflow's process-wide tracking store: ``client``'s for the call
+    with fluent_tracking_uri(str(client.tracking_uri)):
+        for name, prompt in prompts.items():
+            template = registry_template(prompt["template"])
+            latest = client.load_prompt(name, allow_missing=True)  # the latest version, or None
+            if latest is None or latest.template != template:
+                latest = client.register_prompt(
+                    name, template, commit_message=f"kbench stage {prompt['stage']}",
+                    tags={"kbench.stage": prompt["stage"], "kbench.sha256": prompt["sha256"]})
+            linked = {(p.name, str(p.version)) for p in client.list_logged_prompts(run_id)}
+            if (latest.name, str(latest.version)) not in linked:
+                client.link_prompt_version_to_run(run_id, latest)
+            versions[name] = int(latest.version)
     return versions
 
 

@@ -25,7 +25,8 @@ def tracking_client(tracking_uri: str | None = None):
     """An MlflowClient on ``tracking_uri``, else MLFLOW_TRACKING_URI, else the default workspace's store."""
     from mlflow.tracking import MlflowClient
 
-    return MlflowClient(tracking_uri=resolve_uri(tracking_uri, workspace_dir()))
+    uri = resolve_uri(tracking_uri, workspace_dir())
+    return MlflowClient(tracking_uri=uri, registry_uri=uri)  # prompts are kept in the same store, never elsewhere
 
 
 def get_run(client, run_id: str):

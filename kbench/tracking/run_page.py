@@ -24,6 +24,7 @@ MLFLOW_TABLE_TAG = "mlflow.loggedArtifacts"  # MLflow's own tag: [{"path": ..., 
 TEXT_CHARS = 400  # of a question's top hit, in the table
 LEVELS = ("chunk", "doc", "span")  # finest first: the headline is read at the finest level present
 METRIC_COLUMN = re.compile(r"^(doc|chunk|span)_([a-z_]+?)_at_(\d+)$")
+METRIC_ORDER = ("precision", "recall", "mrr", "ndcg", "map", "hit_rate", "iou")  # rows of a run's description
 
 
 def headline_columns(columns) -> list[str]:
@@ -210,7 +211,10 @@ def describe_run(description: str, metrics: dict[str, float]) -> str:
             grid.setdefault((m.group(1), m.group(2)), {})[int(m.group(3))] = value
     parts = [description.strip()] if description.strip() else []
     for level in LEVELS:
-        rows = {metric: points for (lv, metric), points in grid.items() if lv == level}
+        # rows in one order however the metrics were ordered (a run folder's metrics.json is sorted by name)
+        rows = {metric: points for (lv, metric), points in sorted(grid.items(), key=lambda item: (
+            METRIC_ORDER.index(item[0][1]) if item[0][1] in METRIC_ORDER else len(METRIC_ORDER), item[0][1]))
+            if lv == level}
         if not rows:
             continue
         ks = sorted({k for points in rows.values() for k in points})
