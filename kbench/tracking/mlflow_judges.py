@@ -10,7 +10,8 @@ The judge is any OpenAI-compatible chat endpoint, ``kbench serve`` included, thr
 model URI ``openai:/<model>``, the endpoint in ``OPENAI_BASE_URL`` (kbench sets it for the call from
 ``--base-url``) and a key in ``OPENAI_API_KEY`` (MLflow requires one; ``kbench serve`` checks none, so kbench passes
 a placeholder when the variable named by ``--api-key-env`` is unset and the endpoint is on this machine). No
-litellm, no network beyond that endpoint.
+litellm, and no network beyond that endpoint: MLflow's model catalog download is turned off for the call
+(``MLFLOW_MODEL_CATALOG_URI`` empty).
 
 The results go into the kbench run itself, beside its own metrics: MLflow's aggregate metrics
 (``retrieval_relevance/precision/mean``, ...) and one Feedback per judged document or trace on the traces. The run's
@@ -62,7 +63,8 @@ def _environment(values: dict[str, str]):
 
 def judge_environment(base_url: str | None, api_key_env: str, concurrency: int) -> dict[str, str]:
     """The variables MLflow's openai provider and evaluation harness read, for this judge."""
-    env = {"MLFLOW_GENAI_EVAL_MAX_WORKERS": str(concurrency)}
+    # MLflow looks the judge model up in a catalog it downloads from github.com: off (nothing but the endpoint)
+    env = {"MLFLOW_GENAI_EVAL_MAX_WORKERS": str(concurrency), "MLFLOW_MODEL_CATALOG_URI": ""}
     url = base_url or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
     if not url:
         raise JudgeSetupError("no judge endpoint: give --base-url (an OpenAI-compatible /v1 URL, e.g. the one "

@@ -31,6 +31,7 @@ VIEW_KEY = "kbench-headline"
 VIEW_TAG = "mlflow.sharedViewState." + VIEW_KEY
 NOTE_HASH_TAG = "kbench.experiment_note"  # the hash of the description kbench wrote (so it replaces only its own)
 MODEL_TYPE = "kbench-config"
+LINKED_PROMPTS = "mlflow.linkedPrompts"  # MLflow's run tag: the prompt versions linked to the run (JSON)
 _VARIABLE = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
 
 
@@ -103,11 +104,16 @@ def register_prompts(client, run_id: str, prompts: dict[str, dict[str, str]]) ->
                 latest = client.register_prompt(
                     name, template, commit_message=f"kbench stage {prompt['stage']}",
                     tags={"kbench.stage": prompt["stage"], "kbench.sha256": prompt["sha256"]})
-            linked = {(p.name, str(p.version)) for p in client.list_logged_prompts(run_id)}
-            if (latest.name, str(latest.version)) not in linked:
+            if (latest.name, str(latest.version)) not in linked_prompts(client, run_id):
                 client.link_prompt_version_to_run(run_id, latest)
             versions[name] = int(latest.version)
     return versions
+
+
+def linked_prompts(client, run_id: str) -> set[tuple[str, str]]:
+    """(name, version) of the prompts linked to a run (MLflow keeps them in the run's tag ``mlflow.linkedPrompts``)."""
+    text = client.get_run(run_id).data.tags.get(LINKED_PROMPTS)
+    return {(p["name"], str(p["version"])) for p in json.loads(text)} if text else set()
 
 
 def log_winner_model(client, experiment_id: str, *, sweep_key: str, sweep_name: str, label: str,

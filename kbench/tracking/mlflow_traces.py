@@ -246,26 +246,37 @@ def question_spans(records: RunRecords, qid: str, question: str, row: dict[str, 
 
 def query_stage_spans(records: RunRecords, rewrites: dict[str, Any], question: str, rewrite_ms: float) -> list[tuple]:
     """(name, type, milliseconds, inputs, outputs, attributes) of each query pre-stage the question went through:
-    CHAT_MODEL for an LLM stage (the prompt sent, the answer), PARSER for synonym expansion."""
-    out, text = [], question
-    for stage, section in QUERY_STAGES.items():
-        if stage not in rewrites:
-            continue
+    CHAT_MODEL per LLM request (the prompt sent, the answer; HyDE asks once per text searched), PARSER for synonym
+    expansion. The texts each stage was given are rebuilt as kbench.retrieval.query.plan_queries composes them."""
+    calls: list[tuple[str, str, str, Any]] = []  # (stage, section, text given, answer)
+    text = question
+    if "expansion" in rewrites:
+        calls.append(("expansion", "query.expansion", text, rewrites["expansion"]))
+        if isinstance(rewrites["expansion"], str) and not rewrites["expansion"].startswith("failed:"):
+            text = rewrites["expansion"]
+    texts = [text]
+    if "decomposition" in rewrites:
+        parts = [p for p in rewrites["decomposition"] if not str(p).startswith("failed:")]
+        calls.append(("decomposition", "query.decomposition", text, "\n".join(map(str, rewrites["decomposition"]))))
+        keep = records.config.get("query", {}).get("decomposition", {}).get("include_original", True)
+        texts = list(dict.fromkeys(([text] if keep or not parts else []) + parts))
+    if "hyde" in rewrites:
+        calls += [("hyde", "query.hyde", given, passage) for given, passage in zip(texts, rewrites["hyde"])]
+    out = []
+    for n, (stage, section, given, answer) in enumerate(calls):
         settings = records.config.get("query", {}).get(stage, {})
         llm = stage != "expansion" or settings.get("strategy") == "llm"
         prompt = records.prompts.get(f"kbench-query-{stage}", {}).get("template", "")
-        answer = rewrites[stage]
-        inputs = ({"messages": [{"role": "user", "content": _fill(prompt, query=text,
+        inputs = ({"messages": [{"role": "user", "content": _fill(prompt, query=given,
                                                                    max_parts=settings.get("max_parts", ""))}]}
-                  if llm else {"query": text})
+                  if llm else {"query": given})
         outputs = {"choices": [{"message": {"role": "assistant", "content": answer}}]} if llm else answer
         attributes = {"kbench.stage": section, "kbench.timing": "the run's query-rewrite seconds over its questions"}
         if llm:
             attributes["mlflow.llm.model"] = settings.get("model") or ""
-        out.append((f"query_{stage}", "CHAT_MODEL" if llm else "PARSER", rewrite_ms / max(len(rewrites), 1),
-                    inputs, outputs, attributes))
-        if stage == "expansion" and isinstance(answer, str) and not answer.startswith("failed:"):
-            text = answer
+        same = [i for i, c in enumerate(calls) if c[0] == stage]  # HyDE on several parts: query_hyde_1, _2, ...
+        name = f"query_{stage}" if len(same) == 1 else f"query_{stage}_{same.index(n) + 1}"
+        out.append((name, "CHAT_MODEL" if llm else "PARSER", rewrite_ms / len(calls), inputs, outputs, attributes))
     return out
 
 

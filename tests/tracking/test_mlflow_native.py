@@ -23,7 +23,7 @@ from kbench.sweep import expand_sweep, make_executor, run_sweep
 from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_export import export_run_folder
 from kbench.tracking.mlflow_feedback import FEEDBACK, log_judge_feedback
-from kbench.tracking.mlflow_pages import MODEL_TYPE, NOTE_HASH_TAG, VIEW_KEY, VIEW_TAG
+from kbench.tracking.mlflow_pages import MODEL_TYPE, NOTE_HASH_TAG, VIEW_KEY, VIEW_TAG, linked_prompts
 from kbench.tracking.mlflow_traces import EXPECTED_CONTEXT, RUN_TRACE, run_traces, trace_id_for
 from kbench.tracking.run_page import RESULTS_TABLE
 from kbench.tracking.run_records import read_dataset_record, traced_query_ids
@@ -163,6 +163,7 @@ def test_judge_grades_become_feedback_on_the_traces_that_show_the_chunk(logged, 
     assert again.written == 0 and again.existing == 2
     assert client.load_prompt("kbench-judge-relevance").template == PROMPT.replace("{query}", "{{query}}").replace(
         "{passage}", "{{passage}}")
+    assert ("kbench-judge-relevance", "1") in linked_prompts(client, result.run_id)
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "mlruns").exists()
 
 
