@@ -22,7 +22,7 @@ from kbench.tracking.fingerprint import fingerprint_tags, run_fingerprint
 from kbench.tracking.export import (TrecFormatError, chunk_qrels, doc_qrels, read_trec_run, run_from_trec,
                                     write_trec_qrels, write_trec_run)
 from kbench.tracking.guard import store_fault
-from kbench.tracking.mlflow_export import describe, export_logged_run
+from kbench.tracking.mlflow_export import ExportError, describe, export_logged_run
 from kbench.tracking.mlflow_run import log_to_mlflow
 from kbench.tracking.read import get_run, read_config, read_run, tracking_client
 from kbench.tracking.run_folder import RunResult, write_run_folder
@@ -46,6 +46,8 @@ def run_experiment(experiment: Experiment, *, progress: bool = True, log: bool =
     if log and experiment.tracking.enabled:
         try:
             keep_in_mlflow(result, workspace, parent_run_id, {**fingerprint_tags(fingerprint), **(extra_tags or {})})
+        except ExportError as e:  # the run is logged; its traces are not: the message says how to write them
+            result.tracking_error = str(e)
         except Exception as e:  # a server or disk fault: the results are kept; the caller says where they are
             result.tracking_error = store_fault(e)
             if result.tracking_error is None:

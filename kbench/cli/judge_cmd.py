@@ -62,12 +62,12 @@ def run_judge(args) -> int:
           f"{report.labeled} already labeled; judged {report.judged} ({report.cache_hits} from the cache), "
           f"{report.unparsed} answers unparsed")
     print("grades: " + ", ".join(f"{g}: {n}" for g, n in report.grades.items()))
+    print(log_judge_feedback(f"{args.out}.json", args.tracking_uri, meanings=GRADES, prompt_template=PROMPT).summary())
     rows = [[name, f"{report.judged_at_k_before[name]:.3f}", f"{report.judged_at_k_after[name]:.3f}"]
             for name in report.judged_at_k_before]
     print(format_table(["run", f"judged_at_{args.k} before", "after"], rows))
     print(f"wrote {args.out} and {args.out}.json; use it with --set dataset.judged_qrels={args.out} "
           "(dataset.judged_qrels_use: beside | instead)")
-    print(log_judge_feedback(f"{args.out}.json", args.tracking_uri, meanings=GRADES, prompt_template=PROMPT).summary())
     return 0
 
 

@@ -270,3 +270,29 @@ def test_a_sweep_winner_is_a_logged_model_its_runs_link_to(workspace):
     view = json.loads(client.get_experiment(outcome.experiment_id).tags[VIEW_TAG])
     assert f"tags.`{tag.KNOB_PREFIX}chunking.chunk_size`" in view["selectedColumns"]
     assert view["orderByKey"] == f"metrics.`{outcome.headline}`"
+
+
+def test_a_logged_run_whose_traces_cannot_be_written_says_how_to_write_them(workspace, monkeypatch, capsys):
+    import kbench.tracking.mlflow_export as export
+
+    def store_refuses(*args, **kwargs):  # a tracking server that takes runs but not spans
+        raise ConnectionError("POST /v1/traces: 501 Not Implemented")
+
+    monkeypatch.setattr(export, "log_traces", store_refuses)
+    config = workspace / "c.yaml"
+    config.write_text(yaml.safe_dump(make_config(workspace, dataset={"name": "demo", "max_queries": 3},
+                                                 retrieval={"legs": ["bm25"], "top_k": 5})))
+    assert main(["run", str(config), "--quiet"]) == 2
+    captured = capsys.readouterr()
+    assert "chunk-level" in captured.out  # the metrics are printed first
+    (error,) = [line for line in captured.err.splitlines() if line.startswith("kbench: error:")]
+    run_dir = next((workspace / "runs").iterdir())
+    assert "is logged, but its MLflow traces, dataset input or prompts could not be written (ConnectionError: " \
+           "POST /v1/traces: 501 Not Implemented)" in error
+    assert f"kbench runs export-mlflow {run_dir}" in error and error.endswith(f"the results are in {run_dir}")
+    client = MlflowClient(f"sqlite:///{workspace / 'mlflow.db'}")
+    (run,) = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert run.info.status == "FINISHED" and "501 Not Implemented" in run.data.tags[tag.EXPORT_ERROR]
+    monkeypatch.undo()
+    report = export_run_folder(run_dir)  # once the store takes spans: the same run gets its traces
+    assert not report.created and report.run_id == run.info.run_id and report.traces.logged == 3
