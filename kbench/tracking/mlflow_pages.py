@@ -19,7 +19,10 @@ prompts in the Prompt Registry, and a sweep winner's resolved config as a Logged
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,7 @@ VIEW_TAG = "mlflow.sharedViewState." + VIEW_KEY
 NOTE_HASH_TAG = "kbench.experiment_note"  # the hash of the description kbench wrote (so it replaces only its own)
 MODEL_TYPE = "kbench-config"
 LINKED_PROMPTS = "mlflow.linkedPrompts"  # MLflow's run tag: the prompt versions linked to the run (JSON)
+PROMPT_LINK_THREAD = "link_prompt_to_experiment_thread"  # MLflow's thread adding an experiment to a prompt's tags
 _VARIABLE = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
 
 
@@ -54,14 +58,14 @@ def view_state(headline: list[str], knobs: list[str], previous: dict[str, Any] |
 
 
 def default_description(name: str, experiment_id: str, headline: list[str]) -> str:
+    """What the experiment holds; its first line (what MLflow shows collapsed) links the headline view."""
     link = f"#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_KEY}"
     best = f"`{headline[0]}`" if headline else "the headline metric"
     return "\n".join([
-        f"**{name}**: kbench retrieval experiments, one run per config; a sweep's "
-        "configs are child runs of its parent run, whose description names the winner.",
+        f"**{name}**: kbench retrieval runs. **[Open the runs ranked on {best}, with the knobs that differ]({link})** "
+        "(a saved view: sort and columns).",
         "",
-        f"**[Runs ranked on {best}, with the knobs that differ]({link})** (a saved view: sort and columns).",
-        "",
+        "One run per config; a sweep's configs are child runs of its parent run, whose description names the winner. "
         "Per run: its question set in the **Dataset** column; one trace per question under **Traces** (the run's "
         "ranking as a RETRIEVER span, each leg, the fusion and the reranker as child spans, the labels as "
         "expectations); per-question scores in the **Evaluation** view (table `per_query_results.json`); the LLM "
@@ -95,8 +99,10 @@ def register_prompts(client, run_id: str, prompts: dict[str, dict[str, str]]) ->
     """Each prompt as a Prompt Registry version (reusing the latest when its text is the same), linked to the run;
     name -> version."""
     versions = {}
-    # linking reads the run through MLflow's process-wide tracking store: ``client``'s for the call
-    with fluent_tracking_uri(str(client.tracking_uri)):
+    experiment_id = client.get_run(run_id).info.experiment_id
+    # linking reads the run through MLflow's process-wide tracking store (``client``'s for the call), and MLflow
+    # lists a prompt under the experiment its module-level API calls active (``MLFLOW_EXPERIMENT_ID``: the run's)
+    with fluent_tracking_uri(str(client.tracking_uri)), _active_experiment(experiment_id):
         for name, prompt in prompts.items():
             template = registry_template(prompt["template"])
             latest = client.load_prompt(name, allow_missing=True)  # the latest version, or None
@@ -107,7 +113,23 @@ def register_prompts(client, run_id: str, prompts: dict[str, dict[str, str]]) ->
             if (latest.name, str(latest.version)) not in linked_prompts(client, run_id):
                 client.link_prompt_version_to_run(run_id, latest)
             versions[name] = int(latest.version)
+        for thread in threading.enumerate():  # MLflow tags the prompt with the experiment from a thread: done here
+            if thread.name.startswith(PROMPT_LINK_THREAD):
+                thread.join(timeout=30)
     return versions
+
+
+@contextmanager
+def _active_experiment(experiment_id: str):
+    saved = os.environ.get("MLFLOW_EXPERIMENT_ID")
+    os.environ["MLFLOW_EXPERIMENT_ID"] = experiment_id
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("MLFLOW_EXPERIMENT_ID", None)
+        else:
+            os.environ["MLFLOW_EXPERIMENT_ID"] = saved
 
 
 def linked_prompts(client, run_id: str) -> set[tuple[str, str]]:

@@ -48,7 +48,9 @@ import yaml
 
 from kbench.tracking.mlflow_bulk import log_assessments
 from kbench.tracking.run_page import RESULTS_TABLE, headline_columns
-from kbench.tracking.run_records import FINAL, read_candidates, read_dataset_record, read_prompts
+from kbench.tracking.config import TraceSettings
+from kbench.tracking.run_records import (CANDIDATES_FILE, FINAL, read_candidates, read_dataset_record, read_prompts,
+                                        traced_query_ids)
 
 SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's when built with it: config.yaml in ms
 
@@ -117,6 +119,7 @@ class RunRecords:
     stages: dict[str, Any]
     metrics: dict[str, float]
     prompts: dict[str, dict[str, str]]
+    has_candidates: bool = True
 
     @classmethod
     def read(cls, run_dir: Path) -> "RunRecords":
@@ -131,7 +134,7 @@ class RunRecords:
         return cls(run_dir.name, yaml.load((run_dir / "config.yaml").read_text(encoding="utf-8"), Loader=SafeLoader),
                    read_dataset_record(run_dir), pd.read_parquet(run_dir / "per_query.parquet", columns=columns),
                    results, read_candidates(run_dir), read_json("stages.json"), read_json("metrics.json"),
-                   read_prompts(run_dir))
+                   read_prompts(run_dir), (run_dir / CANDIDATES_FILE).is_file())
 
     @cached_property
     def questions(self) -> dict[str, dict[str, Any]]:
@@ -147,9 +150,13 @@ class RunRecords:
         return out
 
     def traced_ids(self) -> list[str]:
-        """The questions candidates.parquet holds (the run's traced sample), in the run's order."""
-        held = set(self.candidates["query_id"].astype(str))
-        return [str(q) for q in self.per_query["query_id"] if str(q) in held]
+        """The questions the run traced (``tracking.traces``: all up to the cap, a seeded sample beyond), in the run's
+        order; none when the folder has no candidates.parquet (traces off, or a folder older than traces). A question
+        the run found nothing for still has its trace."""
+        if not self.has_candidates:
+            return []
+        settings = TraceSettings(**(self.config.get("tracking") or {}).get("traces", {}))
+        return traced_query_ids([str(q) for q in self.per_query["query_id"]], settings)
 
 
 def _documents(rows: list[dict[str, Any]], text_chars: int | None = None) -> list[dict[str, Any]]:

@@ -2,9 +2,9 @@
 
 ``plots/metrics_by_k.png`` (each metric against k, per level), ``plots/latency_per_stage.png`` (wall seconds
 per stage, query latency percentiles) and ``plots/per_query_distribution.png`` (a histogram of the headline
-metric over queries); and ``per_query_results.json``, one row per question: its text, its headline scores,
-the rank of its first relevant hit, where a relevant item was lost (``miss_stage``), the top hit's document and
-text, the references, then every metric at every k, in MLflow's table format (``log_table``'s JSON), so the
+metric over queries); and ``per_query_results.json``, one row per question: its headline scores, the rank of its
+first relevant hit, where a relevant item was lost (``miss_stage``), its text, the top hit's document and text,
+the references, then every metric at every k, in MLflow's table format (``log_table``'s JSON), so the
 run page's artifact viewer and the experiment's Evaluation view show it. ``MLFLOW_TABLE_TAG`` is the tag that
 makes MLflow list it as a table.
 """
@@ -46,7 +46,7 @@ def headline_columns(columns) -> list[str]:
 
 
 def results_table(per_query: pd.DataFrame, dataset: Dataset | None, chunks: list[Chunk], run: Run | None) -> pd.DataFrame:
-    """One row per question: id, question, its headline scores, the first relevant rank, the miss stage, the top
+    """One row per question: id, its headline scores, the first relevant rank, the miss stage, the question, the top
     hit's document and text, the references, then every ``<level>_<metric>_at_<k>`` of the question."""
     questions = {q.query_id: q.text for q in dataset.queries} if dataset else {}
     texts = {c.chunk_id: c.text for c in chunks}
@@ -57,12 +57,12 @@ def results_table(per_query: pd.DataFrame, dataset: Dataset | None, chunks: list
         qid = str(record["query_id"])
         hits = run.hits.get(qid, []) if run is not None else []
         top = hits[0] if hits else None
-        rows.append({
+        rows.append({  # the headline scores first: MLflow's Evaluation view compares runs on the first column
             "query_id": qid,
-            "question": questions.get(qid, ""),
             **{name: _rounded(record[name]) for name in scores},
             "first_relevant_rank": first_relevant_rank(record, dataset.qrels.get(qid) if dataset else None, run),
             "miss_stage": _miss_stage(record.get("miss_stage")),
+            "question": questions.get(qid, ""),
             "top_doc_id": top.doc_id if top else "",
             "top_hit": _clip(texts.get(top.chunk_id, "")) if top else "",
             "references": ", ".join(_references(dataset, qid)),

@@ -121,6 +121,7 @@ def test_kbench_serve_as_query_rewriter_and_judge_for_mlflow(kbench_server, work
     assert llm_span.attributes["mlflow.chat.tokenUsage"]["output_tokens"] == result.metrics[
         "llm_query_hyde_completion_tokens"] > 0
     assert linked_prompts(client, result.run_id) == {("kbench-query-hyde", "1")}
+    assert f",{experiment_id}," in client.get_prompt("kbench-query-hyde").tags["_mlflow_experiment_ids"]
     assert client.load_prompt("kbench-query-hyde").template == HYDE_PROMPT.replace("{query}", "{{query}}")
 
     out = workspace / "judged.qrels"  # kbench judge: its grades as Feedback on this run's traces

@@ -164,6 +164,8 @@ def test_judge_grades_become_feedback_on_the_traces_that_show_the_chunk(logged, 
     assert client.load_prompt("kbench-judge-relevance").template == PROMPT.replace("{query}", "{{query}}").replace(
         "{passage}", "{{passage}}")
     assert ("kbench-judge-relevance", "1") in linked_prompts(client, result.run_id)
+    experiment_id = client.get_run(result.run_id).info.experiment_id  # listed on the experiment's Prompts page
+    assert f",{experiment_id}," in client.get_prompt("kbench-judge-relevance").tags["_mlflow_experiment_ids"]
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "mlruns").exists()
 
 
