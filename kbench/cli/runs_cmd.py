@@ -38,7 +38,7 @@ def add_parser(sub) -> None:
     p.add_argument("--limit", type=int, default=20, metavar="N", help="newest N runs (default 20)")
     p.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or <workspace>/mlflow.db)")
     p.set_defaults(func=list_runs)
-    runs_sub = p.add_subparsers(dest="runs_command", metavar="show")
+    runs_sub = p.add_subparsers(dest="runs_command", metavar="show | export-mlflow | mlflow-judge")
     s = runs_sub.add_parser("show", help="one run: config, metrics, misses (--misses: each missed question)")
     s.add_argument("run_id", metavar="RUN_ID", help="a run id, or its first characters as `kbench runs` prints them")
     s.add_argument("--misses", action="store_true",

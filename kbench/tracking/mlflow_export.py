@@ -44,13 +44,14 @@ class ExportReport:
     prompts: dict[str, int] = field(default_factory=dict)  # registry name -> version linked to the run
 
 
-def export_genai(client, experiment_id: str, run_id: str, run_dir: Path) -> ExportReport:
-    """The run folder's dataset input, traces with expectations and prompts, into the run ``run_id``."""
+def export_genai(client, experiment_id: str, run_id: str, run_dir: Path, *, fresh: bool = False) -> ExportReport:
+    """The run folder's dataset input, traces with expectations and prompts, into the run ``run_id`` (``fresh``:
+    a run created just now, which cannot hold any of them yet)."""
     report = ExportReport(run_id=run_id, tracking_uri=str(client.tracking_uri))
     record = read_dataset_record(run_dir)
     if record is not None:
         report.dataset_input = log_dataset_input(client, run_id, record)
-    report.traces = log_traces(client, experiment_id, run_id, run_dir)
+    report.traces = log_traces(client, experiment_id, run_id, run_dir, fresh=fresh)
     report.prompts = register_prompts(client, run_id, read_prompts(run_dir))
     return report
 
@@ -59,7 +60,7 @@ def export_logged_run(client, experiment_id: str, run_id: str, run_dir: Path) ->
     """``export_genai`` right after a run is logged: a failure is tagged on the run (``kbench.export_error``) and
     raised as one ExportError saying how to finish it."""
     try:
-        return export_genai(client, experiment_id, run_id, run_dir)
+        return export_genai(client, experiment_id, run_id, run_dir, fresh=True)
     except Exception as e:
         error = f"{type(e).__name__}: {e}"
         try:
@@ -111,7 +112,7 @@ def export_run_folder(run_dir: str | Path, tracking_uri: str | None = None,
     else:
         run_id = found.info.run_id
     describe(client, experiment_id, experiment_name or tracking.get("experiment") or "kbench", metrics, tracking)
-    report = export_genai(client, experiment_id, run_id, run_dir)
+    report = export_genai(client, experiment_id, run_id, run_dir)  # a deleted run may have left its traces
     report.created = created
     return report
 

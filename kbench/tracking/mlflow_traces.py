@@ -355,9 +355,10 @@ def existing_traces(client, experiment_id: str, run_id: str) -> dict[str, set[st
     return {t.info.trace_id: {a.name for a in t.info.assessments} for t in run_traces(client, experiment_id, run_id)}
 
 
-def log_traces(client, experiment_id: str, run_id: str, run_dir: Path) -> TraceReport:
+def log_traces(client, experiment_id: str, run_id: str, run_dir: Path, *, fresh: bool = False) -> TraceReport:
     """Write the run folder's traces to ``client``'s store (an ``MlflowClient``), link them to ``run_id`` and attach
-    the expectations; traces already there are kept."""
+    the expectations; traces already there are kept (``fresh``: the run was created just now and has none, so the
+    store is not asked)."""
     from mlflow.entities import Span
     from mlflow.tracing.client import TracingClient
 
@@ -374,7 +375,7 @@ def log_traces(client, experiment_id: str, run_id: str, run_dir: Path) -> TraceR
     before_search = sum(v for k, v in seconds.items() if k not in ("query_rewrite", "search", "evaluate", "context"))
     clock = int(((records.stages.get("started_ms") or time.time() * 1000) + before_search * 1000) * 1e6)
     rewrite_ms = seconds.get("query_rewrite", 0.0) * 1000 / max(len(rows), 1)
-    have = existing_traces(client, experiment_id, run_id)
+    have = {} if fresh else existing_traces(client, experiment_id, run_id)
     spans: list[dict[str, Any]] = []
     todo: list[str] = []
     for qid in traced:
