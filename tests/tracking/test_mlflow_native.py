@@ -198,11 +198,23 @@ def test_a_run_folder_exported_to_a_fresh_store_gives_the_same_run(logged, tmp_p
     assert len(fresh.search_runs([copied.info.experiment_id])) == 1
 
 
-def test_the_export_command_prints_what_it_wrote(logged, tmp_path, capsys):
+def test_the_export_command_prints_what_it_wrote_and_carries_judge_grades(logged, tmp_path, capsys):
     result, _, _ = logged
-    assert main(["runs", "export-mlflow", str(result.run_dir), "--tracking-uri", f"sqlite:///{tmp_path / 'c.db'}"]) == 0
-    out = capsys.readouterr().out
-    assert "exported run" in out and f"traces: {QUESTIONS} written, 0 already there, of {QUESTIONS}" in out
+    qid = result.dataset.queries[1].query_id
+    hit = result.run.hits[qid][0]
+    out = tmp_path / "judged.qrels"  # grades judged on the run in its first store, carried to another
+    write_qrels(out, {}, {"judge_model": "judge-model", "prompt_sha256": PROMPT_SHA256, "runs": [result.run_id],
+                          "judgements": [{"query_id": qid, "doc_id": hit.doc_id, "start": hit.start, "end": hit.end,
+                                          "grade": 2}]})
+    uri = f"sqlite:///{tmp_path / 'c.db'}"
+    assert main(["runs", "export-mlflow", str(result.run_dir), "--tracking-uri", uri,
+                 "--judgements", f"{out}.json"]) == 0
+    printed = capsys.readouterr().out
+    assert "exported run" in printed and f"traces: {QUESTIONS} written, 0 already there, of {QUESTIONS}" in printed
+    assert "MLflow: 1 judgements as Feedback" in printed
+    trace = MlflowClient(uri).get_trace(trace_id_for(result.run_dir.name, qid))
+    (graded,) = [a for a in trace.info.assessments if a.name == FEEDBACK]
+    assert graded.value == 2 and graded.metadata["chunk_id"] == hit.chunk_id
 
 
 def test_the_experiment_opens_on_the_headline_view_and_keeps_a_description_a_person_wrote(logged):
