@@ -148,9 +148,10 @@ def run_mlflow_judges(run_id: str, *, model: str, base_url: str | None = None, a
             client.set_terminated(run_id, status, end_time=end_time)
     result.metrics = {k: float(v) for k, v in (evaluated.metrics or {}).items()}
     names = {scorer.name for scorer in chosen}
+    before = {a.assessment_id for t in traces for a in t.info.assessments}  # an earlier evaluation's stay counted out
     for trace in run_traces(client, experiment_id, run_id, include_spans=False):
         for assessment in trace.info.assessments:
-            if assessment.name.split("/")[0] in names:
+            if assessment.name.split("/")[0] in names and assessment.assessment_id not in before:
                 result.feedback += 1
                 result.errors += getattr(assessment, "error", None) is not None
     return result
