@@ -21,6 +21,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from kbench.chunking.config import ChunkingConfig
 from kbench.datasets.config import DatasetConfig
+from kbench.datasets.mlflow_questions import questions_digest
 from kbench.datasets.reading import DatasetError
 from kbench.datasets.registry import resolve_dataset_path
 from kbench.dotted import set_dotted
@@ -36,6 +37,7 @@ from kbench.retrieval.config import FilterConfig, FusionConfig, GroupingConfig, 
 from kbench.retrieval.context import ContextConfig
 from kbench.retrieval.query.config import QueryConfig
 from kbench.store.config import StoreConfig
+from kbench.paths import tracking_uri, workspace_dir
 from kbench.tracking.config import TrackingConfig
 
 __all__ = [  # the sections are re-exported so a notebook can build any of them from one import
@@ -104,6 +106,13 @@ class Experiment(StrictModel):
         return self
 
     @model_validator(mode="after")
+    def _questions_from_the_runs_store(self):
+        # questions kept in MLflow are read from the store the run logs to, unless the dataset section names one
+        if self.dataset.questions_from and not self.dataset.questions_tracking_uri:
+            self.dataset.questions_tracking_uri = tracking_uri(self.tracking.tracking_uri, workspace_dir(self.workspace))
+        return self
+
+    @model_validator(mode="after")
     def _code_examples_have_a_leg(self):
         # the index costs one LLM request per block: built only for a leg that searches it, and always for one
         on = self.enrichment.code_examples.enabled
@@ -127,6 +136,9 @@ class Experiment(StrictModel):
             folder, _ = resolve_dataset_path(self.dataset)
         except DatasetError:
             return "unavailable"
+        if self.dataset.questions_from:  # the questions come from MLflow: their records are part of the content
+            questions = questions_digest(self.dataset.questions_from, self.dataset.questions_tracking_uri)
+            return stable_hash([folder_content_hash(folder), questions])
         return folder_content_hash(folder)
 
     def run_key(self) -> str:
@@ -145,6 +157,9 @@ class Experiment(StrictModel):
         if data["dataset"].get("judged_qrels") is None:  # added after runs were logged: unset, old run keys hold
             data["dataset"].pop("judged_qrels", None)
             data["dataset"].pop("judged_qrels_use", None)
+        if data["dataset"].get("questions_from") is None:
+            data["dataset"].pop("questions_from", None)
+        data["dataset"].pop("questions_tracking_uri", None)  # where they are read from: their digest is hashed
         # sections and knobs added after runs were logged: left out at their defaults, so old run keys hold
         if not self.query.active:
             data.pop("query", None)

@@ -13,6 +13,12 @@ def workspace_dir(workspace: str | Path = "experiments") -> Path:
     return path.resolve()
 
 
+def tracking_uri(configured: str | None, workspace: Path) -> str:
+    """The MLflow store a run uses: the config's ``tracking.tracking_uri``, else MLFLOW_TRACKING_URI, else
+    ``<workspace>/mlflow.db``."""
+    return configured or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{workspace / 'mlflow.db'}"
+
+
 def shared_datasets_dir() -> Path:
     """``../shared/datasets`` beside the repository, or KBENCH_DATA_DIR."""
     env = os.environ.get("KBENCH_DATA_DIR")

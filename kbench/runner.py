@@ -15,12 +15,14 @@ from kbench.evaluation.stage import evaluate_rankings, summarize
 from kbench.hashing import sha256_bytes
 from kbench.paths import workspace_dir
 from kbench.pipeline import RunError, chunked_dataset, run_pipeline
+from kbench.trace import traced
 from kbench.tracking import tags as tag
 from kbench.tracking.autorag import write_autorag
 from kbench.tracking.fingerprint import fingerprint_tags, run_fingerprint
 from kbench.tracking.export import (TrecFormatError, chunk_qrels, doc_qrels, read_trec_run, run_from_trec,
                                     write_trec_qrels, write_trec_run)
 from kbench.tracking.guard import store_fault
+from kbench.tracking.mlflow_export import ExportError, describe, export_logged_run
 from kbench.tracking.mlflow_run import log_to_mlflow
 from kbench.tracking.read import get_run, read_config, read_run, tracking_client
 from kbench.tracking.run_folder import RunResult, write_run_folder
@@ -43,12 +45,26 @@ def run_experiment(experiment: Experiment, *, progress: bool = True, log: bool =
                        chunks=done.chunks, dataset=done.dataset, run=done.run)
     if log and experiment.tracking.enabled:
         try:
-            log_to_mlflow(result, workspace, parent_run_id, {**fingerprint_tags(fingerprint), **(extra_tags or {})})
+            keep_in_mlflow(result, workspace, parent_run_id, {**fingerprint_tags(fingerprint), **(extra_tags or {})})
+        except ExportError as e:  # the run is logged; its traces are not: the message says how to write them
+            result.tracking_error = str(e)
         except Exception as e:  # a server or disk fault: the results are kept; the caller says where they are
             result.tracking_error = store_fault(e)
             if result.tracking_error is None:
                 raise
     return result
+
+
+def keep_in_mlflow(result: RunResult, workspace: Path, parent_run_id: str | None = None,
+                   extra_tags: dict[str, str] | None = None) -> None:
+    """Log the run (params, metrics, the folder as artifacts), then export what MLflow's own views read from its
+    folder: the dataset input, one trace per question with its labels, the prompts (kbench.tracking.mlflow_export);
+    and the experiment's description and headline view."""
+    client, experiment_id = log_to_mlflow(result, workspace, parent_run_id, extra_tags)
+    tracking = result.experiment.tracking
+    describe(client, experiment_id, tracking.experiment, result.metrics, tracking)
+    with traced("mlflow_export"):
+        result.export_report = export_logged_run(client, experiment_id, result.run_id, result.run_dir)
 
 
 def import_trec_run(path: str | Path, experiment: Experiment, name: str | None = None, log: bool = True) -> RunResult:
@@ -78,7 +94,7 @@ def import_trec_run(path: str | Path, experiment: Experiment, name: str | None =
     result = RunResult(experiment, metrics, per_query, {}, counts, run_dir, dataset=dataset, run=run)
     if log and experiment.tracking.enabled:
         digest = sha256_bytes(Path(path).read_bytes(), 16)
-        log_to_mlflow(result, workspace, None, {tag.RUN_KEY: f"trec-{digest}", tag.IMPORTED_FROM: str(path)})
+        keep_in_mlflow(result, workspace, None, {tag.RUN_KEY: f"trec-{digest}", tag.IMPORTED_FROM: str(path)})
     return result
 
 

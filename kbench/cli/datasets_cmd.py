@@ -1,4 +1,5 @@
-"""kbench datasets list | build code-qa PATH --out DIR | build synthetic SOURCE --method M --out DIR"""
+"""kbench datasets list | build code-qa PATH --out DIR | build synthetic SOURCE --method M --out DIR | inspect DATASET |
+publish DATASET [--name NAME]"""
 from __future__ import annotations
 
 import argparse
@@ -13,6 +14,8 @@ from kbench.datasets.registry import DATASETS, load_dataset
 from kbench.datasets.synthetic import ALL_METHODS, Filters, LLMOptions, build_from_source
 from kbench.evalsets import InspectError, inspect_dataset, log_inspection
 from kbench.paths import workspace_dir
+from kbench.tracking.mlflow_dataset import publish_questions
+from kbench.tracking.mlflow_run import ensure_experiment, mlflow_client
 
 
 def add_parser(sub) -> None:
@@ -41,6 +44,16 @@ def add_parser(sub) -> None:
     ins.add_argument("--workspace", default="experiments", help="workspace for the MLflow store (default experiments)")
     ins.add_argument("--no-log", action="store_true", help="print only; do not log to MLflow")
     ins.set_defaults(func=inspect_cmd)
+    pub = dsub.add_parser("publish", help="a dataset's questions and labels as an MLflow evaluation dataset (MLflow's "
+                                          "Datasets page); a run reads them back with dataset.questions_from")
+    pub.add_argument("dataset", help="a registered dataset name or a dataset folder (BEIR or span layout)")
+    pub.add_argument("--name", help="the evaluation dataset's name (default: the dataset's name); publishing again "
+                     "updates its records")
+    pub.add_argument("--experiment", default="kbench", help="the MLflow experiment it belongs to (default kbench)")
+    pub.add_argument("--split", default="test", help="BEIR qrels split (default test)")
+    pub.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or experiments/mlflow.db)")
+    pub.add_argument("--workspace", default="experiments", help="workspace for the MLflow store (default experiments)")
+    pub.set_defaults(func=publish_cmd)
 
 
 def add_synthetic_parser(bsub) -> None:
@@ -163,4 +176,25 @@ def inspect_cmd(args) -> int:
         run_id = log_inspection(result, workspace_dir(args.workspace), args.tracking_uri,
                                 config.model_dump(exclude_defaults=True))
         print(f"\nlogged to MLflow: experiment datasets-inspect, run {run_id}")
+    return 0
+
+
+def publish_cmd(args) -> int:
+    config = (DatasetConfig(path=args.dataset, split=args.split) if Path(args.dataset).expanduser().is_dir()
+              else DatasetConfig(name=args.dataset, split=args.split))
+    dataset = load_dataset(config)
+    workspace = workspace_dir(args.workspace)
+    client = mlflow_client(args.tracking_uri, workspace)
+    experiment_id = ensure_experiment(client, args.experiment, workspace)
+    name = args.name or dataset.name
+    published = publish_questions(dataset, name, str(client.tracking_uri), experiment_id)
+    labels = "reference spans" if dataset.has_spans else "document qrels"
+    print(f"published {len(dataset.queries)} questions of {dataset.name} ({labels}) as MLflow evaluation dataset "
+          f"{name!r} ({published.dataset_id}, {published.records} records) in experiment {args.experiment!r} of "
+          f"{client.tracking_uri}")
+    if published.merged:
+        print(f"note: {published.merged} questions repeat another's text; MLflow keys records by their inputs and "
+              "keeps one of each")
+    print(f"a run reads them back with: --set dataset.questions_from={name}"
+          + ("" if args.tracking_uri is None else f" --set dataset.questions_tracking_uri={client.tracking_uri}"))
     return 0

@@ -21,13 +21,15 @@ from kbench.store.sync import StoreDimensionError
 from kbench.sweep.executors import SchedulerUnreachableError
 from kbench.tracking.export import TrecFormatError
 from kbench.tracking.guard import TrackingUnreachableError
+from kbench.tracking.mlflow_export import ExportError
 from kbench.tracking.read import RunReadError
 
 USER_ERRORS = (ConfigError, DatasetError, ModelNotInstalledError, UnknownNameError, FileNotFoundError, RunError,
                RunReadError, TrecFormatError, PermissionError, IsADirectoryError, NotADirectoryError,
                LLMError,  # an endpoint down, a quota used up, a refused key: what finished is cached
                StoreFileError, StoreDimensionError, TrackingUnreachableError, SchedulerUnreachableError,
-               PostgresUnreachableError, StoreSchemaError, PostgresUnavailableError)
+               PostgresUnreachableError, StoreSchemaError, PostgresUnavailableError,
+               ExportError)  # the run is logged; its traces are not: the message says how to write them
 
 # The machine, not the input: what to do about each. Anything else raised as OSError stays a traceback (a bug).
 MOVE = "or set workspace (or KBENCH_WORKSPACE) to another folder"

@@ -8,9 +8,10 @@ from kbench.cli.outputs import output_problem
 from kbench.cli.tables import format_table
 from kbench.judging import calibrate, judge_runs
 from kbench.judging.judge import JudgeError
-from kbench.judging.prompt import PROMPT_SHA256
+from kbench.judging.prompt import GRADES, PROMPT, PROMPT_SHA256
 from kbench.llm import Endpoint, LLMClient, LLMPolicy
 from kbench.paths import workspace_dir
+from kbench.tracking.mlflow_feedback import log_judge_feedback
 
 
 def add_parser(sub) -> None:
@@ -65,6 +66,7 @@ def run_judge(args) -> int:
           f"{report.labeled} already labeled; judged {report.judged} ({report.cache_hits} from the cache), "
           f"{report.unparsed} answers unparsed")
     print("grades: " + ", ".join(f"{g}: {n}" for g, n in report.grades.items()))
+    print(log_judge_feedback(f"{args.out}.json", args.tracking_uri, meanings=GRADES, prompt_template=PROMPT).summary())
     rows = [[name, f"{report.judged_at_k_before[name]:.3f}", f"{report.judged_at_k_after[name]:.3f}"]
             for name in report.judged_at_k_before]
     print(format_table(["run", f"judged_at_{args.k} before", "after"], rows))

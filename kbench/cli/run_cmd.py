@@ -24,8 +24,9 @@ def run(args) -> int:
     experiment = load_experiment(args.config, args.overrides)
     result = run_experiment(experiment, progress=not args.quiet, log=not args.no_log)
     print_metrics(result)
-    if result.tracking_error:  # results and folder printed first; then why they are not in MLflow
-        print(f"kbench: error: {result.tracking_error}. Not logged to MLflow; the results are in {result.run_dir}",
-              file=sys.stderr)
+    if result.tracking_error:  # results and folder printed first; then why they are not (all) in MLflow
+        # a run with an id is logged and only its traces failed; the error says how to write them
+        where = "the results are in" if result.run_id else "Not logged to MLflow; the results are in"
+        print(f"kbench: error: {result.tracking_error}. {where} {result.run_dir}", file=sys.stderr)
         return 2
     return 0

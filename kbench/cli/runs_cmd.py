@@ -1,10 +1,13 @@
-"""kbench runs [--experiment NAME] [--limit N]; kbench runs show RUN_ID [--misses] [--limit N]
+"""kbench runs [--experiment NAME] [--limit N]; kbench runs show RUN_ID [--misses] [--limit N];
+kbench runs export-mlflow RUN_FOLDER [--tracking-uri URI]; kbench runs mlflow-judge RUN_ID --model M [--base-url URL]
 
 ``kbench runs`` lists the newest logged runs with their headline metrics (nDCG, recall and MRR at 10 of the
 finest level scored). ``kbench runs show`` prints one run: its config in short, its metrics per level and k,
 how many queries it missed; with ``--misses`` each missed query, its reference text and what the run returned
 instead, rebuilt from the run's logged config (kbench.compare.misses: a miss is a query whose recall at the
-headline's level and k is 0).
+headline's level and k is 0). ``kbench runs export-mlflow`` writes a run folder to an MLflow store (the run, its
+dataset input, traces, expectations and prompts: kbench.tracking.mlflow_export), adding only what is missing;
+``kbench runs mlflow-judge`` runs MLflow's retrieval judges over a run's traces (kbench.tracking.mlflow_judges).
 """
 from __future__ import annotations
 
@@ -17,8 +20,12 @@ from pathlib import Path
 from kbench.cli.tables import format_table, metrics_table
 from kbench.compare.compare import metrics_to_compare
 from kbench.compare.misses import miss_metric, read_misses
+from kbench.judging.prompt import GRADES, PROMPT
 from kbench.paths import workspace_dir
 from kbench.tracking import tags as tag
+from kbench.tracking.mlflow_export import export_run_folder
+from kbench.tracking.mlflow_feedback import log_judge_feedback
+from kbench.tracking.mlflow_judges import JudgeSetupError, run_mlflow_judges
 from kbench.tracking.read import (RunReadError, experiment_names, find_run, read_per_query, recent_runs,
                                   tracking_client)
 
@@ -31,7 +38,7 @@ def add_parser(sub) -> None:
     p.add_argument("--limit", type=int, default=20, metavar="N", help="newest N runs (default 20)")
     p.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or <workspace>/mlflow.db)")
     p.set_defaults(func=list_runs)
-    runs_sub = p.add_subparsers(dest="runs_command", metavar="show")
+    runs_sub = p.add_subparsers(dest="runs_command", metavar="show | export-mlflow | mlflow-judge")
     s = runs_sub.add_parser("show", help="one run: config, metrics, misses (--misses: each missed question)")
     s.add_argument("run_id", metavar="RUN_ID", help="a run id, or its first characters as `kbench runs` prints them")
     s.add_argument("--misses", action="store_true",
@@ -40,6 +47,36 @@ def add_parser(sub) -> None:
     s.add_argument("--k", type=int, metavar="K", help="judge misses at this k (default: the headline's, 10)")
     s.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or <workspace>/mlflow.db)")
     s.set_defaults(func=show_run)
+    x = runs_sub.add_parser("export-mlflow", help="export a run folder to an MLflow store: the run, its dataset input, "
+                            "one trace per question with its labels, its prompts (again: only what is missing)")
+    x.add_argument("run_folder", metavar="RUN_FOLDER", help="a folder under <workspace>/runs/")
+    x.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or the folder's workspace's "
+                   "mlflow.db)")
+    x.add_argument("--experiment", help="MLflow experiment (default: the run's tracking.experiment)")
+    x.add_argument("--judgements", metavar="QRELS_JSON", help="also attach `kbench judge` grades (its <out>.json) to "
+                   "the exported run's traces as Feedback")
+    x.set_defaults(func=export_mlflow)
+    j = runs_sub.add_parser("mlflow-judge", help="run MLflow's retrieval judges (RetrievalRelevance, "
+                            "RetrievalSufficiency) over a run's traces with an OpenAI-compatible judge; results "
+                            "logged into the run")
+    j.add_argument("run_id", metavar="RUN_ID", help="a run id, or its first characters as `kbench runs` prints them")
+    j.add_argument("--model", required=True, help="the judge's chat model at the endpoint")
+    j.add_argument("--base-url", help="an OpenAI-compatible /v1 endpoint (default OPENAI_BASE_URL; `kbench serve` "
+                   "prints one)")
+    j.add_argument("--api-key-env", default="OPENAI_API_KEY", help="the variable holding the key (a local endpoint "
+                   "needs none)")
+    j.add_argument("--scorers", nargs="+", choices=["relevance", "sufficiency"], default=["relevance", "sufficiency"],
+                   help="MLflow scorers to run (sufficiency needs reference texts: span datasets)")
+    j.add_argument("--max-traces", type=int, default=None, metavar="N", help="judge the first N questions only "
+                   "(each document of a question's ranking is one request for relevance)")
+    j.add_argument("--concurrency", type=int, default=4, metavar="N",
+                   help="requests in flight (default 4; `kbench serve` answers one at a time, so 1 there)")
+    j.add_argument("--max-tokens", type=int, default=None, metavar="N", help="cap each relevance answer (a small "
+                   "local model rambles)")
+    j.add_argument("--timeout-s", type=float, default=None, metavar="S", help="seconds one scorer may take on one "
+                   "trace (default MLflow's 300)")
+    j.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or <workspace>/mlflow.db)")
+    j.set_defaults(func=mlflow_judge)
 
 
 def _quiet() -> None:
@@ -208,3 +245,40 @@ def print_misses(found, limit: int) -> None:
             print(f"  {label:<9} {hit.rank}. {hit.chunk_id} (score {hit.score:.4f}) \"{_short(hit.text, 140)}\"")
     if len(found.misses) > limit:
         print(f"\n... and {len(found.misses) - limit} more (--limit N to see them)")
+
+
+def export_mlflow(args) -> int:
+    _quiet()
+    report = export_run_folder(args.run_folder, args.tracking_uri, args.experiment)
+    traces = report.traces
+    print(f"{'exported' if report.created else 'found'} run {report.run_id} in {report.tracking_uri}")
+    print(f"  dataset input: {'logged' if report.dataset_input else 'already there (or no dataset.json)'}; traces: "
+          f"{traces.logged} written, {traces.existing} already there, of {traces.questions} traced questions; "
+          f"expectations: {traces.expectations}; prompts: {', '.join(report.prompts) or 'none'}")
+    if args.judgements:
+        print(log_judge_feedback(args.judgements, report.tracking_uri, meanings=GRADES, prompt_template=PROMPT,
+                                 run_ids=[report.run_id]).summary())
+    return 0
+
+
+def mlflow_judge(args) -> int:
+    _quiet()
+    if (args.max_traces is not None and args.max_traces < 1) or args.concurrency < 1:
+        print("kbench: error: --max-traces and --concurrency must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        result = run_mlflow_judges(args.run_id, model=args.model, base_url=args.base_url, api_key_env=args.api_key_env,
+                                   scorers=args.scorers, max_traces=args.max_traces, concurrency=args.concurrency,
+                                   max_tokens=args.max_tokens, timeout_s=args.timeout_s,
+                                   tracking_uri=args.tracking_uri)
+    except JudgeSetupError as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return 2
+    for note in result.notes:
+        print(f"note: {note}")
+    print(f"MLflow judges on {result.traces} traces of run {result.run_id}: {result.feedback} assessments, "
+          f"{result.errors} of them errors (the judge's answer unusable)")
+    rows = [[name, f"{value:.4f}"] for name, value in sorted(result.metrics.items())]
+    if rows:
+        print(format_table(["metric (logged into the run)", "value"], rows))
+    return 0

@@ -27,6 +27,11 @@ class DatasetConfig(StrictModel):
     judged_qrels_use: Literal["beside", "instead"] = Field(
         "beside", description="beside: the judge fills what the dataset leaves unlabeled (the dataset's labels "
         "win); instead: the judged qrels replace the dataset's document qrels")
+    questions_from: str | None = Field(
+        None, description="an MLflow evaluation dataset (name or d-... id; `kbench datasets publish` writes one): the "
+        "questions and labels come from it, the documents from name/path")
+    questions_tracking_uri: str | None = Field(None, description="the MLflow store holding questions_from (default: "
+                                               "MLFLOW_TRACKING_URI or experiments/mlflow.db)")
     max_document_chars: int = Field(
         5_000_000, ge=1, description="a longer document is refused, naming it: one document must not cost minutes and "
         "gigabytes (a 50 MB line with chunking none did); embedding models read its first few hundred tokens anyway")

@@ -10,6 +10,7 @@ from typing import Callable
 
 from kbench.datasets.config import DatasetConfig
 from kbench.datasets.beir import is_beir_folder, load_beir
+from kbench.datasets.mlflow_questions import with_mlflow_questions
 from kbench.datasets.reading import DatasetError, problems_summary
 from kbench.datasets.spans import (doc_qrels_from_spans, is_chroma_folder, is_kbench_span_folder,
                                    load_chroma, load_kbench_spans)
@@ -90,6 +91,8 @@ def load_dataset(config: DatasetConfig) -> Dataset:
             "dataset.max_document_chars")
     if dataset.spans and not dataset.qrels:
         dataset.qrels = doc_qrels_from_spans(dataset.spans)
+    if config.questions_from:  # the documents from the folder, the questions and labels from MLflow
+        dataset = with_mlflow_questions(dataset, config.questions_from, config.questions_tracking_uri)
     dropped = problems_summary(dataset.skipped)
     if dropped and config.strict:
         raise DatasetError(f"{path}: dataset.strict refuses {dropped}; fix the data or set dataset.strict: false "

@@ -37,6 +37,8 @@ from kbench.sweep.expand import SweepConfig, SweepPlan
 from kbench.trace import traced
 from kbench.tracking import tags as tag
 from kbench.tracking.fingerprint import FINGERPRINT_FILE, fingerprint_tags
+from kbench.tracking.mlflow_export import describe, export_logged_run
+from kbench.tracking.mlflow_pages import log_winner_model
 from kbench.tracking.mlflow_run import (MAX_PARAM_CHARS, ensure_experiment, fill_run, mlflow_client,
                                         record_failed_run, run_params, run_tags)
 from kbench.tracking.guard import mark_abandoned, owner_tags
@@ -330,6 +332,14 @@ def _pick_winner(client, plan: SweepPlan, outcome: SweepOutcome, workspace: Path
                    tag.SWEEP_TIED: ", ".join(tied)[:MAX_PARAM_CHARS], tag.SWEEP_HEADLINE: outcome.headline or "",
                    tag.MLFLOW_NOTE: _parent_note(outcome, tied, report)}
     fill_run(client, outcome.parent_run_id, params={}, metrics=metrics, run_dir=None, tags=parent_tags)
+    knobs = list(dict.fromkeys(f"{tag.KNOB_PREFIX}{k}" for c in plan.configs for k in c.knobs))
+    describe(client, outcome.experiment_id, plan.baseline.tracking.experiment, metrics, plan.baseline.tracking,
+             knobs=knobs, headline=outcome.headline)
+    if config is not None:  # the winner's resolved config as an MLflow LoggedModel the runs link to
+        log_winner_model(client, outcome.experiment_id, sweep_key=plan.sweep_key, sweep_name=plan.name,
+                         label=outcome.winner, parent_run_id=outcome.parent_run_id,
+                         winner_run_id=outcome.winner_run_id, params=run_params(config.experiment),
+                         metrics=metrics, config_file=outcome.winner_config)
 
 
 def _parent_note(outcome: SweepOutcome, tied: list[str], report: bool) -> str:
@@ -363,10 +373,10 @@ def _log_parent_plan(client, parent_id: str, plan: SweepPlan) -> None:
 
 def _finished_child(client, experiment_id, parent_id, plan, config, result: ComputedRun, workspace: Path,
                     executor_name: str) -> str:
-    tags = {tag.RUN_KEY: config.run_key, tag.DATASET: result.dataset_name,
+    run_dir = _materialize(result, workspace)
+    tags = {tag.RUN_KEY: config.run_key, tag.DATASET: result.dataset_name, tag.RUN_FOLDER: run_dir.name,
             **run_tags(config.experiment, result.metrics), **config.experiment.tracking.tags,
             **child_tags(plan, config), tag.SWEEP_EXECUTOR: executor_name, tag.WORKER: f"{result.host}:{result.pid}"}
-    run_dir = _materialize(result, workspace)
     fingerprint_file = run_dir / FINGERPRINT_FILE
     if fingerprint_file.is_file():  # written where the config ran (a Dask worker's own precision)
         tags.update(fingerprint_tags(json.loads(fingerprint_file.read_text(encoding="utf-8"))))
@@ -376,6 +386,8 @@ def _finished_child(client, experiment_id, parent_id, plan, config, result: Comp
         fill_run(client, run_id, params=run_params(config.experiment, workspace), metrics=result.metrics,
                  run_dir=run_dir)
         client.set_terminated(run_id, "FINISHED", end_time=ended_ms)
+    with traced("mlflow_export"):  # the dataset input, traces and prompts, from the run folder
+        export_logged_run(client, experiment_id, run_id, run_dir)
     return run_id
 
 

@@ -41,8 +41,9 @@ def sqlite_path(uri: str) -> Path | None:
 
 
 def open_store_once(uri: str):
-    """An MlflowClient on ``uri``; a SQLite store is opened under an exclusive file lock (MlflowClient opens its
-    store when it is built, so the client is built inside the lock).
+    """An MlflowClient on ``uri`` (its Prompt Registry and LoggedModels in the same store); a SQLite store is opened
+    under an exclusive file lock (MlflowClient opens its store when it is built, so the client is built inside the
+    lock).
 
     A new store is migrated under a temporary name and renamed into place, so a kill mid-migration never
     leaves a half-migrated ``mlflow.db`` (MLflow then refuses it as "out-of-date"); one left by an older
@@ -54,7 +55,7 @@ def open_store_once(uri: str):
     logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
     db = sqlite_path(uri)
     if db is None:
-        return MlflowClient(tracking_uri=uri)
+        return MlflowClient(tracking_uri=uri, registry_uri=uri)
     db.parent.mkdir(parents=True, exist_ok=True)
     with open(db.with_name(db.name + ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or by the kernel if we are killed
@@ -62,12 +63,12 @@ def open_store_once(uri: str):
             migrate(db.with_name(f".{db.name}.creating"), fresh=True)
             os.replace(db.with_name(f".{db.name}.creating"), db)
         try:
-            client = MlflowClient(tracking_uri=uri)
+            client = MlflowClient(tracking_uri=uri, registry_uri=uri)
         except Exception as e:
             if "out-of-date database schema" not in str(e):
                 raise
             migrate(db, fresh=False)
-            client = MlflowClient(tracking_uri=uri)
+            client = MlflowClient(tracking_uri=uri, registry_uri=uri)
         client.search_experiments(max_results=1)  # the store is usable before the lock goes
         return client
 

@@ -6,13 +6,13 @@ The default store is ``<workspace>/mlflow.db`` with artifacts in ``<workspace>/m
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from pathlib import Path
 from typing import Any
 
 from kbench.dotted import flatten_dotted
+from kbench.paths import tracking_uri
 from kbench.trace import traced
 from kbench.tracking import tags as tag
 from kbench.tracking.guard import check_reachable, mark_abandoned, open_store_once, owner_tags
@@ -21,10 +21,6 @@ from kbench.tracking.run_page import describe_run, table_tags
 
 SECRET_KEY = re.compile(r"(api_key|token|secret|password)(?!_env)", re.IGNORECASE)
 MAX_PARAM_CHARS = 6000
-
-
-def tracking_uri(configured: str | None, workspace: Path) -> str:
-    return configured or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{workspace / 'mlflow.db'}"
 
 
 def flatten(data: dict[str, Any]) -> dict[str, str]:
@@ -126,14 +122,16 @@ def record_failed_run(client, run_id: str, error: str, details: str = "") -> Non
 
 
 def log_to_mlflow(result: RunResult, workspace: Path, parent_run_id: str | None = None,
-                  extra_tags: dict[str, str] | None = None) -> None:
-    """Log a finished run (its folder already written) and set ``result.run_id`` and ``result.tracking_uri``."""
+                  extra_tags: dict[str, str] | None = None):
+    """Log a finished run (its folder already written) and set ``result.run_id`` and ``result.tracking_uri``;
+    returns the client and the experiment id (the runner then exports the folder's traces: mlflow_export)."""
     experiment = result.experiment
     client = mlflow_client(experiment.tracking.tracking_uri, workspace)
     experiment_id = ensure_experiment(client, experiment.tracking.experiment, workspace)
     mark_abandoned(client, experiment_id)  # runs a killed process left RUNNING
     params = run_params(experiment, workspace)
-    tags = {tag.RUN_KEY: experiment.run_key(), tag.DATASET: result.dataset.name if result.dataset else "",
+    tags = {tag.RUN_KEY: experiment.run_key(), tag.RUN_FOLDER: result.run_dir.name,
+            tag.DATASET: result.dataset.name if result.dataset else "",
             **run_tags(experiment, result.metrics), **experiment.tracking.tags, **(extra_tags or {}), **owner_tags()}
     with traced("mlflow"):
         result.run_id = log_finished_run(
@@ -141,3 +139,4 @@ def log_to_mlflow(result: RunResult, workspace: Path, parent_run_id: str | None 
             params=params, metrics=result.metrics, tags=tags, run_dir=result.run_dir, parent_run_id=parent_run_id,
         )
     result.tracking_uri = str(client.tracking_uri)
+    return client, experiment_id

@@ -14,6 +14,7 @@ from kbench.paths import workspace_dir
 from kbench.records import Run
 from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_run import tracking_uri as resolve_uri
+from kbench.tracking.run_records import ranked_hits
 
 
 class RunReadError(ValueError):
@@ -34,7 +35,8 @@ def tracking_client(tracking_uri: str | None = None):
     """An MlflowClient on ``tracking_uri``, else MLFLOW_TRACKING_URI, else the default workspace's store."""
     from mlflow.tracking import MlflowClient
 
-    return MlflowClient(tracking_uri=resolve_uri(tracking_uri, workspace_dir()))
+    uri = resolve_uri(tracking_uri, workspace_dir())
+    return MlflowClient(tracking_uri=uri, registry_uri=uri)  # prompts are kept in the same store, never elsewhere
 
 
 def get_run(client, run_id: str):
@@ -103,15 +105,16 @@ def read_config(client, run) -> dict[str, Any]:
 
 
 def read_run(client, run) -> Run:
-    """A logged run's rankings. Runs logged before rankings.parquet existed: the ``retrieved`` chunk ids of
-    per_query.parquet, scored 1/rank."""
+    """A logged run's rankings (with each hit's offsets and leg evidence where the file has them). Runs logged
+    before rankings.parquet existed: the ``retrieved`` chunk ids of per_query.parquet, scored 1/rank."""
     source = artifact_source(run)
     name = run.data.tags.get("mlflow.runName") or source
     try:
-        return Run.from_frame(read_artifact(client, source, "rankings.parquet", pd.read_parquet), name)
+        frame = read_artifact(client, source, "rankings.parquet", pd.read_parquet)
     except Exception:  # logged before rankings.parquet existed
         per_query, _ = read_per_query(client, run)
         return run_from_retrieved(per_query.reset_index(), name)
+    return ranked_hits(frame, name)
 
 
 def run_from_retrieved(per_query: pd.DataFrame, name: str = "kbench") -> Run:

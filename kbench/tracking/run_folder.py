@@ -3,9 +3,12 @@
 ``<workspace>/runs/<UTC stamp>-<name>-<run key>/`` holds ``config.yaml`` (the resolved config),
 ``metrics.json``, ``stages.json`` (seconds and counts per stage, when the run started and ended),
 ``per_query.parquet``, ``fingerprint.json`` (dataset hash, chunker source, model revision, index, kbench
-version), for a kbench search ``rankings.parquet`` (one row per hit: query_id, rank, chunk_id, doc_id, score),
-and what a person reads (``run_page``): ``plots/*.png`` and ``per_query_results.json``, the questions with
-their top hits. MLflow receives the same files as artifacts; a tracking failure never loses them.
+version), for a kbench search ``rankings.parquet`` (one row per hit: query_id, rank, chunk_id, doc_id, score,
+offsets and each leg's rank and score), what a person reads (``run_page``): ``plots/*.png`` and
+``per_query_results.json``, the questions with their scores and top hits; and what the MLflow export reads
+(``run_records``): ``dataset.json`` (the question set and its labels), ``candidates.parquet`` (each stage's list
+for the traced questions) and ``prompts.json`` (the LLM stages' prompts). MLflow receives the same files as
+artifacts (and traces, a dataset input, expectations built from them); a tracking failure never loses them.
 
 The name part is the run's name made a safe folder name (``folder_name``), so no name can place the
 folder outside ``<workspace>/runs``. The folder is written under a hidden temporary name and renamed
@@ -32,6 +35,8 @@ from kbench.errors import ConfigError
 from kbench.records import Chunk, Dataset, Run
 from kbench.trace import traced
 from kbench.tracking.run_page import PLOTS_DIR, results_table, write_plots, write_results_table
+from kbench.tracking.run_records import (CANDIDATES_FILE, candidates_frame, dataset_record, rankings_frame,
+                                        stage_prompts, traced_query_ids, write_dataset_record, write_prompts)
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +61,7 @@ class RunResult:
     dataset: Dataset | None = field(default=None, repr=False)
     run: Run | None = field(default=None, repr=False)  # the rankings (None for an imported TREC file)
     tracking_error: str | None = None  # why MLflow could not be reached (the run folder holds the results)
+    export_report: object | None = field(default=None, repr=False)  # mlflow_export.ExportReport, once exported
 
 
 MAX_NAME_BYTES = 100  # of the name part; with the stamp and run key the folder name stays far below 255
@@ -139,11 +145,19 @@ def write_run_folder(experiment: "Experiment", workspace: Path, metrics: dict[st
         (folder / "stages.json").write_text(json.dumps({"seconds": stage_seconds, "counts": counts, **times},
                                                        indent=2), encoding="utf-8")
         per_query.to_parquet(folder / "per_query.parquet", index=False)
-        if run is not None:  # scores per hit, for TREC/ranx export of logged runs
-            run.to_frame().to_parquet(folder / "rankings.parquet", index=False)
+        if run is not None:  # scores and evidence per hit, for TREC/ranx export and the MLflow traces
+            rankings_frame(run).to_parquet(folder / "rankings.parquet", index=False)
         if fingerprint is not None:  # what the numbers depend on beyond the config (tracking/fingerprint.py)
             (folder / "fingerprint.json").write_text(json.dumps(fingerprint, indent=2, sort_keys=True),
                                                      encoding="utf-8")
+        if dataset is not None:  # the question set and its labels: the MLflow dataset input and expectations
+            content_hash = (fingerprint or {}).get("dataset_hash") or dataset.content_hash or "unavailable"
+            write_dataset_record(folder, dataset_record(dataset, experiment.dataset, content_hash))
+            traced = traced_query_ids([q.query_id for q in dataset.queries], experiment.tracking.traces)
+            if run is not None and traced:
+                candidates_frame(run, chunks or [], traced, experiment.tracking.traces.max_documents).to_parquet(
+                    folder / CANDIDATES_FILE, index=False)
+        write_prompts(folder, stage_prompts(experiment))
         if "query_id" in per_query.columns:
             write_results_table(folder, results_table(per_query, dataset, chunks or [], run))
         try:

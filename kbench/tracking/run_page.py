@@ -2,8 +2,9 @@
 
 ``plots/metrics_by_k.png`` (each metric against k, per level), ``plots/latency_per_stage.png`` (wall seconds
 per stage, query latency percentiles) and ``plots/per_query_distribution.png`` (a histogram of the headline
-metric over queries); and ``per_query_results.json``, one row per question: its text, the top hit's document
-and text, the references and the question's scores, in MLflow's table format (``log_table``'s JSON), so the
+metric over queries); and ``per_query_results.json``, one row per question: its headline scores, the rank of its
+first relevant hit, where a relevant item was lost (``miss_stage``), its text, the top hit's document and text,
+the references, then every metric at every k, in MLflow's table format (``log_table``'s JSON), so the
 run page's artifact viewer and the experiment's Evaluation view show it. ``MLFLOW_TABLE_TAG`` is the tag that
 makes MLflow list it as a table.
 """
@@ -23,6 +24,7 @@ MLFLOW_TABLE_TAG = "mlflow.loggedArtifacts"  # MLflow's own tag: [{"path": ..., 
 TEXT_CHARS = 400  # of a question's top hit, in the table
 LEVELS = ("chunk", "doc", "span")  # finest first: the headline is read at the finest level present
 METRIC_COLUMN = re.compile(r"^(doc|chunk|span)_([a-z_]+?)_at_(\d+)$")
+METRIC_ORDER = ("precision", "recall", "mrr", "ndcg", "map", "hit_rate", "iou")  # rows of a run's description
 
 
 def headline_columns(columns) -> list[str]:
@@ -44,24 +46,54 @@ def headline_columns(columns) -> list[str]:
 
 
 def results_table(per_query: pd.DataFrame, dataset: Dataset | None, chunks: list[Chunk], run: Run | None) -> pd.DataFrame:
-    """One row per question: id, question, its headline scores, the top hit's document and text, the references."""
+    """One row per question: id, its headline scores, the first relevant rank, the miss stage, the question, the top
+    hit's document and text, the references, then every ``<level>_<metric>_at_<k>`` of the question."""
     questions = {q.query_id: q.text for q in dataset.queries} if dataset else {}
     texts = {c.chunk_id: c.text for c in chunks}
     scores = headline_columns(per_query.columns)
+    every_metric = [c for c in per_query.columns if METRIC_COLUMN.match(c) and c not in scores]
     rows = []
     for record in per_query.to_dict("records"):
         qid = str(record["query_id"])
         hits = run.hits.get(qid, []) if run is not None else []
         top = hits[0] if hits else None
-        rows.append({
+        rows.append({  # the headline scores first: MLflow's Evaluation view compares runs on the first column
             "query_id": qid,
+            **{name: _rounded(record[name]) for name in scores},
+            "first_relevant_rank": first_relevant_rank(record, dataset.qrels.get(qid) if dataset else None, run),
+            "miss_stage": _miss_stage(record.get("miss_stage")),
             "question": questions.get(qid, ""),
-            **{name: round(float(record[name]), 4) for name in scores},
             "top_doc_id": top.doc_id if top else "",
             "top_hit": _clip(texts.get(top.chunk_id, "")) if top else "",
             "references": ", ".join(_references(dataset, qid)),
+            **{name: _rounded(record[name]) for name in every_metric},
         })
     return pd.DataFrame(rows)
+
+
+def first_relevant_rank(record: dict, grades: dict[str, int] | None, run: Run | None) -> int | None:
+    """The rank of a question's first relevant hit at the finest level scored: a chunk hitting a reference span
+    (span datasets: ``spans_hit``, within the largest k scored, under evaluation.overlap), else a document that
+    ``grades`` (the question's qrels) grades above 0, anywhere in the ranking; None when there is none."""
+    spans_hit = record.get("spans_hit")
+    if spans_hit is not None and not (isinstance(spans_hit, float) and spans_hit != spans_hit):
+        found = [int(r) for r in spans_hit if int(r) > 0]
+        return min(found) if found else None
+    if not grades or run is None:
+        return None
+    return next((rank for rank, doc in enumerate(run.doc_ids(str(record["query_id"])), start=1)
+                 if grades.get(doc, 0) > 0), None)
+
+
+def _miss_stage(value) -> str:
+    """Where each relevant item of a question ended (hit, right_doc_wrong_chunk, lost at fusion, ...)."""
+    if value is None or isinstance(value, float):
+        return ""
+    return ", ".join(str(v) for v in value)
+
+
+def _rounded(value) -> float | None:
+    return None if value is None or value != value else round(float(value), 4)
 
 
 def _references(dataset: Dataset | None, qid: str) -> list[str]:
@@ -179,7 +211,10 @@ def describe_run(description: str, metrics: dict[str, float]) -> str:
             grid.setdefault((m.group(1), m.group(2)), {})[int(m.group(3))] = value
     parts = [description.strip()] if description.strip() else []
     for level in LEVELS:
-        rows = {metric: points for (lv, metric), points in grid.items() if lv == level}
+        # rows in one order however the metrics were ordered (a run folder's metrics.json is sorted by name)
+        rows = {metric: points for (lv, metric), points in sorted(grid.items(), key=lambda item: (
+            METRIC_ORDER.index(item[0][1]) if item[0][1] in METRIC_ORDER else len(METRIC_ORDER), item[0][1]))
+            if lv == level}
         if not rows:
             continue
         ks = sorted({k for points in rows.values() for k in points})

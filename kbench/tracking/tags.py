@@ -14,6 +14,8 @@ COMPUTES_IN = "kbench.computes_in"    # OpenVINO's float precision here: "embedd
 WORKER = "kbench.worker"              # host:pid that computed a sweep config
 OWNER = "kbench.owner"                # host:pid:process start of the process writing a run (tracking/guard.py)
 ABANDONED = "kbench.abandoned"        # why a later run marked this one KILLED (its process died mid-logging)
+RUN_FOLDER = "kbench.run_folder"      # the run folder's name (<workspace>/runs/<name>): what the MLflow run exports
+EXPORT_ERROR = "kbench.export_error"  # why the run's traces, dataset input or prompts are missing (mlflow_export)
 
 SWEEP_KEY = "kbench.sweep.key"        # identifies a sweep (its baseline and configs)
 SWEEP_ROLE = "kbench.sweep.role"      # parent | child
