@@ -1,4 +1,4 @@
-"""``endpoint``: one chunk per OpenAPI path + method (reference 001's ``endpoint`` strategy).
+"""``endpoint``: one chunk per OpenAPI path + method (the GWI spec's ``endpoint`` strategy).
 
 A chunk's text describes one operation: ``METHOD /path``, summary, description, operation id, tags,
 parameters (path-level and operation-level, ``$ref``s resolved), the request body and the responses with

@@ -23,7 +23,7 @@ class FixedParams(StrictModel):
 
 @CHUNKERS.register("fixed", FixedParams)
 def fixed_chunks(document: Document, params: FixedParams) -> list[Chunk]:
-    """Fixed-size character windows with overlap (reference 001's fixed_size, reference 004's 1000/200)."""
+    """Fixed-size character windows with overlap (the GWI spec's fixed_size, Supabase's 1000/200)."""
     text, step = document.text, params.chunk_size - params.chunk_overlap
     chunks: list[Chunk] = []
     start = 0

@@ -1,4 +1,4 @@
-"""``smart``: reference 000's smart_chunk_text (Archon), rule for rule, with exact offsets.
+"""``smart``: Archon's smart_chunk_text, rule for rule, with exact offsets.
 
 The algorithm walks the text in windows of ``chunk_size`` characters:
 - If the rest of the text fits in a window, it is the last chunk.
@@ -94,6 +94,6 @@ def merge_small(text: str, spans: list[Span], merge_below: int) -> list[tuple[in
 
 @CHUNKERS.register("smart", SmartParams)
 def smart_chunks(document: Document, params: SmartParams) -> list[Chunk]:
-    """Reference 000's smart_chunk_text: 600-char windows cut at fence/paragraph/sentence, small ones merged."""
+    """Archon's smart_chunk_text: 600-char windows cut at fence/paragraph/sentence, small ones merged."""
     merged = merge_small(document.text, smart_spans(document.text, params), params.merge_below)
     return make_chunks(document, ((s, e, t, {"merged_pieces": n}) for s, e, t, n in merged))

@@ -10,7 +10,7 @@ from kbench.registry import StrictModel
 
 
 class CodeExamplesConfig(StrictModel):
-    """Archon's code-example index (references 000 and 002, "agentic RAG"): fenced code blocks of the pages,
+    """Archon's code-example index ("agentic RAG"): fenced code blocks of the pages,
     each with an LLM summary, in a second collection the ``code_examples`` leg searches."""
 
     enabled: bool = False
@@ -24,13 +24,13 @@ class CodeExamplesConfig(StrictModel):
     api_key_env: str = "OPENAI_API_KEY"
     prompt_code_chars: int = Field(1500, ge=1, description="leading characters of the code shown to the LLM")
     context_chars: int = Field(0, ge=0, description="page text shown before and after the block (0: the code "
-                                                    "alone, as reference 002's generate_code_summary(code))")
+                                                    "alone, as the Archon replication guide's generate_code_summary(code))")
     max_tokens: int = Field(100, ge=1, description="the summary's length limit in tokens")
     concurrency: int = Field(4, ge=1, description="LLM requests in flight at once")
 
 
 class EnrichmentConfig(StrictModel):
-    """Contextual embeddings (reference 000/002): an LLM situates each chunk in its document."""
+    """Contextual embeddings (Archon and the Archon replication guide): an LLM situates each chunk in its document."""
 
     enabled: bool = False
     base_url: str | None = None

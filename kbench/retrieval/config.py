@@ -38,21 +38,21 @@ class FilterConfig(StrictModel):
     metadata: dict[str, Any] | None = Field(
         None, description="metadata @> filter (PostgreSQL jsonb containment) on document + chunk metadata")
     doc_types: list[str] | None = Field(None, description="keep documents of these types (code, markdown, pr, ...)")
-    doc_ids: list[str] | None = Field(None, description="keep these documents (reference 003's knowledge_ids)")
-    category: str | None = Field(None, description="metadata 'category' equals this (reference 003)")
-    tags: list[str] | None = Field(None, description="metadata 'tags' holds any (or all) of these (reference 003)")
+    doc_ids: list[str] | None = Field(None, description="keep these documents (the Chroma RAG's knowledge_ids)")
+    category: str | None = Field(None, description="metadata 'category' equals this (the Chroma RAG)")
+    tags: list[str] | None = Field(None, description="metadata 'tags' holds any (or all) of these (the Chroma RAG)")
     tags_match: Literal["any", "all"] = "any"
     exclude_query_document: bool = Field(
         False, description="drop results from the query's own document (query metadata 'doc_id'), after the "
-                           "first stage as reference 001's 'similar' search does")
+                           "first stage as the GWI spec's 'similar' search does")
 
 
 class GroupingConfig(StrictModel):
     enabled: bool = False
-    boost_per_chunk: float = Field(0.1, description="reference 000: score *= 1 + boost * count when count > 1")
+    boost_per_chunk: float = Field(0.1, description="Archon: score *= 1 + boost * count when count > 1")
     score: Literal["score", "vector_similarity"] = Field(
         "score", description="what is summed per page: each hit's final score, or its vector leg's cosine "
-                             "(0 when the vector leg did not find it; reference 000 sums similarity_score)")
+                             "(0 when the vector leg did not find it; Archon sums similarity_score)")
 
 
 class RetrievalConfig(StrictModel):
@@ -64,7 +64,7 @@ class RetrievalConfig(StrictModel):
     candidates_per_leg: int | None = Field(None, ge=1, description="default: top_k")
     filters: FilterConfig = Field(default_factory=FilterConfig)
     grouping: GroupingConfig = Field(default_factory=GroupingConfig)
-    preset: str | None = Field(None, description="a search type of reference 001 (semantic, code, similar, "
+    preset: str | None = Field(None, description="a search type of the GWI spec (semantic, code, similar, "
                                                  "historical): fills the settings this section leaves unset")
     fusion_level: Literal["document", "unit"] = Field(
         "document", description="legs on different units (kbench/retrieval/units.py): fuse their rankings lifted to "

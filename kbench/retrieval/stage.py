@@ -128,7 +128,7 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
         keep = max(config.candidates_per_leg or config.top_k,
                    config.top_k * rerank.params.candidate_multiplier)
     depth = leg_depth(config, fusion_params, keep)
-    if config.filters.exclude_query_document:  # reference 001: knn_search(k) -> exclude_same_file -> top
+    if config.filters.exclude_query_document:  # the GWI spec: knn_search(k) -> exclude_same_file -> top
         keep = max(keep, config.candidates_per_leg or 0)
     needs_vectors = any(leg.needs_query_vectors for leg in legs.values())
 

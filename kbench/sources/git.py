@@ -1,4 +1,4 @@
-"""A git source (reference 001's historical context): a local repository's commits become documents of
+"""A git source (the GWI spec's historical context): a local repository's commits become documents of
 type ``commit``, so the ``historical`` preset (``doc_types: [pr, commit]``) searches something real.
 
 One document per non-merge commit, newest first, read with the ``git`` command (Debian's ``git`` package)

@@ -1,4 +1,4 @@
-"""The ``query`` section: what is searched instead of (or beside) the question (reference 001's query processing).
+"""The ``query`` section: what is searched instead of (or beside) the question (the GWI spec's query processing).
 
 Each pre-stage is off by default. ``expansion`` adds synonyms from a configured list (no LLM) or asks the
 LLM to rewrite the query; ``decomposition`` asks the LLM to split the question, searches each part and fuses

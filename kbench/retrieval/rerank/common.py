@@ -14,7 +14,7 @@ class CandidateParams(RerankParams):
     """How many first-stage results a reranker sees."""
 
     candidate_multiplier: int = Field(
-        5, ge=1, description="fetch top_k x this many first-stage results to rerank (reference 002 fetches 5x)"
+        5, ge=1, description="fetch top_k x this many first-stage results to rerank (the Archon replication guide fetches 5x)"
     )
     max_candidates: int | None = Field(
         None, ge=1,

@@ -1,4 +1,4 @@
-"""``cross_encoder``: score (query, chunk) pairs with a sentence-transformers CrossEncoder (reference 002).
+"""``cross_encoder``: score (query, chunk) pairs with a sentence-transformers CrossEncoder (the Archon replication guide).
 
 Production fetches ``match_count * 5`` candidates, scores every pair with
 ``cross-encoder/ms-marco-MiniLM-L-6-v2`` and keeps the best ``match_count``. Here the model is found
@@ -169,7 +169,7 @@ def onnx_pair_scorer(folder: Path, params: CrossEncoderParams,
 
 @RERANKERS.register("cross_encoder", CrossEncoderParams)
 class CrossEncoderReranker(Reranker):
-    """Rescore the top candidates with a cross-encoder (reference 002; 5x candidates)."""
+    """Rescore the top candidates with a cross-encoder (the Archon replication guide; 5x candidates)."""
 
     @staticmethod
     def preflight(params: CrossEncoderParams) -> None:

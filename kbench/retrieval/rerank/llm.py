@@ -1,6 +1,6 @@
-"""``llm``: reference 001's LLM reranker through any OpenAI-compatible chat endpoint.
+"""``llm``: the GWI spec's LLM reranker through any OpenAI-compatible chat endpoint.
 
-Reference 001 sends one prompt per query listing each candidate as ``[i] <first 200 chars>...`` (0-based
+The GWI spec sends one prompt per query listing each candidate as ``[i] <first 200 chars>...`` (0-based
 indices, although the instruction says "1 = most relevant") and asks for a JSON array of indices in order
 of relevance. Its ``applyRanking`` is left unspecified; here it is:
 - the longest bracketed list of integers in the answer is the ranking (an answer may echo ``[0]`` labels);
@@ -37,11 +37,11 @@ INDEX_LIST = re.compile(r"\[\s*\"?\d+\"?(?:\s*,\s*\"?\d+\"?)*\s*,?\s*\]")
 
 
 class LLMRerankParams(CandidateParams):
-    candidate_multiplier: int = Field(4, ge=1, description="top_k x this many candidates (reference 001 semantic: 20 -> 5)")
+    candidate_multiplier: int = Field(4, ge=1, description="top_k x this many candidates (the GWI spec semantic: 20 -> 5)")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint; default OPENAI_BASE_URL")
     model: str | None = Field(None, description="chat model name at that endpoint")
     api_key_env: str = Field("OPENAI_API_KEY", description="name of the env var holding the key (never the key)")
-    snippet_chars: int = Field(200, ge=1, description="characters of each candidate shown (reference 001: 200)")
+    snippet_chars: int = Field(200, ge=1, description="characters of each candidate shown (the GWI spec: 200)")
     max_tokens: int = Field(256, ge=1)
     temperature: float | None = Field(0.0, description="0 for repeatable rankings; None: the endpoint's default")
     timeout_s: float = Field(60.0, gt=0)
@@ -83,7 +83,7 @@ def endpoint(params: LLMRerankParams) -> Endpoint:
 
 @RERANKERS.register("llm", LLMRerankParams)
 class LLMReranker(Reranker):
-    """Ask a chat model to order the candidates (reference 001's prompt; JSON array of indices)."""
+    """Ask a chat model to order the candidates (the GWI spec's prompt; JSON array of indices)."""
 
     @staticmethod
     def preflight(params: LLMRerankParams) -> None:
