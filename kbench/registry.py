@@ -27,7 +27,7 @@ from typing import Annotated, Any, Callable, ClassVar, Generic, TypeVar, Union, 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from kbench.errors import deprecated, format_error, shorten
+from kbench.errors import UserError, deprecated, format_error, shorten
 
 T = TypeVar("T")
 
@@ -102,7 +102,7 @@ class StrictModel(BaseModel):
         return value
 
 
-class UnknownNameError(KeyError):
+class UnknownNameError(UserError, KeyError):
     def __init__(self, field: str, name: str, allowed: list[str]):
         self.field, self.name, self.allowed = field, name, allowed
         super().__init__(f"{field}: unknown value {shorten(name)}; allowed: {', '.join(allowed)}")

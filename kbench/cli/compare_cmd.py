@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from kbench.cli.tables import format_table
-from kbench.compare import CompareError, compare_runs, summary_lines, write_report
+from kbench.compare import compare_runs, summary_lines, write_report
 from kbench.compare.frontier import FrontierError, best_under, pareto_frontier, parse_constraint, plot_frontier, run_points
 from kbench.compare.report import TEST_NAMES, format_p
 from kbench.compare.slices import compare_by_slice
@@ -83,30 +83,26 @@ def run_compare(args) -> int:
     if bool(args.sweep) == bool(args.runs):
         print("kbench: error: give run ids or --sweep PARENT_RUN_ID (one of them)", file=sys.stderr)
         return 2
-    try:
-        constraints = [parse_constraint(text) for text in args.constraints]
-        if constraints and not args.frontier:
-            raise FrontierError("--constraint needs --frontier METRIC (the metric to maximise)")
-        judged = None
-        if args.judged_qrels:  # re-scored from the saved rankings (kbench.judging.rescore)
-            judged = compare_judged(args.sweep or args.runs, JudgedQrels.read(args.judged_qrels, args.judged_use),
-                                    baseline=args.baseline, metrics=args.metrics, tracking_uri=args.tracking_uri,
-                                    test=args.test, correction=args.correction, alpha=args.alpha)
-            comparison = judged.comparison
-        else:
-            comparison = compare_runs(args.sweep or args.runs, baseline=args.baseline, metrics=args.metrics,
-                                      tracking_uri=args.tracking_uri, test=args.test, correction=args.correction,
-                                      alpha=args.alpha)
-        frontier = None
-        if args.frontier:
-            points = run_points(comparison.runs, [args.frontier, args.cost, *(c.metric for c in constraints)])
-            frontier = pareto_frontier(points, args.frontier, args.cost)
-        sliced = {key: compare_by_slice(comparison.runs, key, baseline=comparison.baseline,
-                                        metrics=comparison.metrics, test=args.test, correction=args.correction,
-                                        alpha=args.alpha) for key in args.slices or []}
-    except (CompareError, FrontierError) as e:
-        print(f"kbench: error: {e}", file=sys.stderr)
-        return 2
+    constraints = [parse_constraint(text) for text in args.constraints]
+    if constraints and not args.frontier:
+        raise FrontierError("--constraint needs --frontier METRIC (the metric to maximise)")
+    judged = None
+    if args.judged_qrels:  # re-scored from the saved rankings (kbench.judging.rescore)
+        judged = compare_judged(args.sweep or args.runs, JudgedQrels.read(args.judged_qrels, args.judged_use),
+                                baseline=args.baseline, metrics=args.metrics, tracking_uri=args.tracking_uri,
+                                test=args.test, correction=args.correction, alpha=args.alpha)
+        comparison = judged.comparison
+    else:
+        comparison = compare_runs(args.sweep or args.runs, baseline=args.baseline, metrics=args.metrics,
+                                  tracking_uri=args.tracking_uri, test=args.test, correction=args.correction,
+                                  alpha=args.alpha)
+    frontier = None
+    if args.frontier:
+        points = run_points(comparison.runs, [args.frontier, args.cost, *(c.metric for c in constraints)])
+        frontier = pareto_frontier(points, args.frontier, args.cost)
+    sliced = {key: compare_by_slice(comparison.runs, key, baseline=comparison.baseline,
+                                    metrics=comparison.metrics, test=args.test, correction=args.correction,
+                                    alpha=args.alpha) for key in args.slices or []}
     if judged is not None:
         print_judged(judged)
     print(format_table(*overview_table(comparison), numeric=[True, False] + [True] * len(comparison.metrics)))

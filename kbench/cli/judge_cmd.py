@@ -7,7 +7,6 @@ from pathlib import Path
 from kbench.cli.outputs import output_problem
 from kbench.cli.tables import format_table
 from kbench.judging import calibrate, judge_runs
-from kbench.judging.judge import JudgeError
 from kbench.judging.prompt import GRADES, PROMPT, PROMPT_SHA256
 from kbench.llm import Endpoint, LLMClient, LLMPolicy
 from kbench.paths import workspace_dir
@@ -54,14 +53,10 @@ def run_judge(args) -> int:
     endpoint = Endpoint("judge", args.base_url, args.model, args.api_key_env)
     with LLMClient(endpoint, stage="judge", policy=policy, cache_root=workspace_dir(args.workspace) / "cache",
                    cache_params={"prompt_sha256": PROMPT_SHA256}) as client:
-        try:
-            if args.calibrate:
-                return print_calibration(calibrate(args.runs, client, k=args.k, sample=args.sample, seed=args.seed,
-                                                   tracking_uri=args.tracking_uri))
-            report = judge_runs(args.runs, client, k=args.k, out=Path(args.out), tracking_uri=args.tracking_uri)
-        except JudgeError as e:
-            print(f"kbench: error: {e}", file=sys.stderr)
-            return 2
+        if args.calibrate:
+            return print_calibration(calibrate(args.runs, client, k=args.k, sample=args.sample, seed=args.seed,
+                                               tracking_uri=args.tracking_uri))
+        report = judge_runs(args.runs, client, k=args.k, out=Path(args.out), tracking_uri=args.tracking_uri)
     print(f"pooled {report.pooled} (query, chunk) pairs from the top {args.k} of {len(args.runs)} runs; "
           f"{report.labeled} already labeled; judged {report.judged} ({report.cache_hits} from the cache), "
           f"{report.unparsed} answers unparsed")

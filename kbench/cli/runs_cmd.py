@@ -25,7 +25,7 @@ from kbench.paths import workspace_dir
 from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_export import export_run_folder
 from kbench.tracking.mlflow_feedback import log_judge_feedback
-from kbench.tracking.mlflow_judges import JudgeSetupError, run_mlflow_judges
+from kbench.tracking.mlflow_judges import run_mlflow_judges
 from kbench.tracking.read import (RunReadError, experiment_names, find_run, read_per_query, recent_runs,
                                   tracking_client)
 
@@ -266,14 +266,9 @@ def mlflow_judge(args) -> int:
     if (args.max_traces is not None and args.max_traces < 1) or args.concurrency < 1:
         print("kbench: error: --max-traces and --concurrency must be at least 1", file=sys.stderr)
         return 2
-    try:
-        result = run_mlflow_judges(args.run_id, model=args.model, base_url=args.base_url, api_key_env=args.api_key_env,
-                                   scorers=args.scorers, max_traces=args.max_traces, concurrency=args.concurrency,
-                                   max_tokens=args.max_tokens, timeout_s=args.timeout_s,
-                                   tracking_uri=args.tracking_uri)
-    except JudgeSetupError as e:
-        print(f"kbench: error: {e}", file=sys.stderr)
-        return 2
+    result = run_mlflow_judges(args.run_id, model=args.model, base_url=args.base_url, api_key_env=args.api_key_env,
+                               scorers=args.scorers, max_traces=args.max_traces, concurrency=args.concurrency,
+                               max_tokens=args.max_tokens, timeout_s=args.timeout_s, tracking_uri=args.tracking_uri)
     for note in result.notes:
         print(f"note: {note}")
     print(f"MLflow judges on {result.traces} traces of run {result.run_id}: {result.feedback} assessments, "

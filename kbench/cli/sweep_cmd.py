@@ -10,7 +10,7 @@ from kbench.compare import ranking_lines
 from kbench.sweep.executors import make_executor
 from kbench.sweep.expand import load_sweep
 from kbench.sweep.confirm import confirm_sweep, record_confirmation
-from kbench.sweep.run import SweepError, run_sweep
+from kbench.sweep.run import run_sweep
 
 
 def add_parser(sub) -> None:
@@ -69,7 +69,7 @@ def run(args) -> int:
         executor = make_executor(args.executor, args.scheduler, args.workers, progress=not args.quiet)
         outcome = run_sweep(plan, executor, reuse=not args.no_reuse, report=not args.no_report,
                             say=lambda line: print(line, flush=True))
-    except (SweepError, ValueError) as e:
+    except ValueError as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 2
     print()

@@ -20,10 +20,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from kbench.errors import UserError
+
 OPERATORS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt}
 
 
-class FrontierError(ValueError):
+class FrontierError(UserError, ValueError):
     pass
 
 

@@ -33,6 +33,7 @@ from kbench.datasets.synthetic.leakage import (STRATA_OVERLAP, STRATA_RANK, Pass
 from kbench.evaluation.significance import minimum_detectable_difference
 from kbench.records import Dataset
 from kbench.tracking.mlflow_run import ensure_experiment, flatten, log_finished_run, mlflow_client
+from kbench.errors import UserError
 
 
 def gini(counts: list[int] | np.ndarray) -> float:
@@ -158,7 +159,7 @@ def inspect_dataset(dataset: Dataset, runs: list[RunScores] | None = None, metri
     return result
 
 
-class InspectError(ValueError):
+class InspectError(UserError, ValueError):
     pass
 
 

@@ -33,11 +33,12 @@ from kbench.paths import workspace_dir
 from kbench.pipeline import chunked_dataset
 from kbench.records import Chunk, Dataset, Run
 from kbench.tracking.read import artifact_source, find_run, read_config, read_run, tracking_client
+from kbench.errors import UserError
 
 RELEVANT_FROM = 2  # a judge grade at or above this counts as relevant when compared with binary labels
 
 
-class JudgeError(ValueError):
+class JudgeError(UserError, ValueError):
     pass
 
 

@@ -26,11 +26,12 @@ from pathlib import Path
 
 from kbench.records import Document
 from kbench.sources.folder import matches
+from kbench.errors import UserError
 
 FIELD, RECORD = "\x1f", "\x1e"
 
 
-class GitSourceError(ValueError):
+class GitSourceError(UserError, ValueError):
     """The repository cannot be read (not a repository, no git, a bad --since)."""
 
 

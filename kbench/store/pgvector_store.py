@@ -29,16 +29,17 @@ from kbench.store.config import StoreConfig
 from kbench.store.pgserver import start_pgserver
 from kbench.store.sync import (Collection, PageRows, ProductionStore, StoreDimensionError, embedding_column,
                                page_batch)
+from kbench.errors import UserError
 
 PG_SCHEMA_SQL = Path(__file__).with_name("pg_schema.sql")
 CONNECT_TIMEOUT_S = 5  # a closed port fails at once; a host that drops packets, after this (libpq waits forever)
 
 
-class PostgresUnreachableError(ConnectionError):
+class PostgresUnreachableError(UserError, ConnectionError):
     """No PostgreSQL answers at store.dsn (or it refuses the login)."""
 
 
-class StoreSchemaError(ValueError):
+class StoreSchemaError(UserError, ValueError):
     """The database cannot hold kbench's tables: no pgvector, or a collection schema of another shape."""
 
 # function name in config -> (SQL function, score column)

@@ -26,12 +26,13 @@ from kbench.datasets.config import DatasetConfig
 from kbench.enrichment.config import EnrichmentConfig
 from kbench.hashing import sha256_text, stable_hash
 from kbench.records import Chunk, Document
+from kbench.errors import UserError
 
 # The per-dimension columns of Archon, plus MiniLM's 384; other widths are added on demand.
 STANDARD_DIMENSIONS = (384, 768, 1024, 1536, 3072)
 
 
-class StoreDimensionError(ValueError):
+class StoreDimensionError(UserError, ValueError):
     """A vector written to (or searched in) a column of another width: the bug behind empty results."""
 
 

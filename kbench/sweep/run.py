@@ -44,11 +44,12 @@ from kbench.tracking.mlflow_run import (MAX_PARAM_CHARS, ensure_experiment, fill
 from kbench.tracking.guard import mark_abandoned, owner_tags
 from kbench.tracking.read import find_finished_elsewhere, sweep_children
 from kbench.tracking.run_folder import check_workspace, run_times, write_complete
+from kbench.errors import UserError
 
 LIVE_STATUSES = ("RUNNING", "SCHEDULED")
 
 
-class SweepError(RuntimeError):
+class SweepError(UserError, RuntimeError):
     pass
 
 

@@ -15,9 +15,10 @@ from kbench.records import Run
 from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_run import tracking_uri as resolve_uri
 from kbench.tracking.run_records import ranked_hits
+from kbench.errors import UserError
 
 
-class RunReadError(ValueError):
+class RunReadError(UserError, ValueError):
     """A logged run that cannot be read back (not found, or not logged by kbench)."""
 
 
