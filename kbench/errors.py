@@ -37,6 +37,18 @@ def deprecated(old: str, new: str) -> None:
 _DEPRECATIONS_SAID: dict = {}  # warnings' own once-registry for deprecated(), so each is said once
 
 
+class KbenchNote(UserWarning):
+    """Something kbench did on the user's behalf that they should know (a knob dropped on a strategy switch)."""
+
+
+def note(text: str) -> None:
+    """Say ``text`` once per process on stderr (the CLI shows it as ``kbench: note: ...``)."""
+    warnings.warn_explicit(text, KbenchNote, filename="kbench", lineno=0, module="kbench", registry=_NOTES_SAID)
+
+
+_NOTES_SAID: dict = {}
+
+
 class RunError(UserError, RuntimeError):
     """A run that cannot go on with this data (e.g. a chunker that produced nothing); the CLI prints it plainly."""
 

@@ -102,6 +102,11 @@ class StrictModel(BaseModel):
         return value
 
 
+def in_unit(name: str) -> dict[str, str]:
+    """A knob's unit for the settings reference: ``Field(600, json_schema_extra=in_unit("characters"))``."""
+    return {"unit": name}
+
+
 class UnknownNameError(UserError, KeyError):
     def __init__(self, field: str, name: str, allowed: list[str]):
         self.field, self.name, self.allowed = field, name, allowed
@@ -199,13 +204,25 @@ class StrategySection(StrictModel):
             entry = self.registry.get(name)
         except UnknownNameError as e:
             raise ValueError(str(e)) from None
+        prefix = self.registry.field.rsplit(".", 1)[0]
+        foreign = [k for k in self.model_extra or {} if k not in entry.params.model_fields]
+        if foreign:  # say whose knob it is: the usual cause is a strategy switched and its old knobs kept
+            raise ValueError("; ".join(self._foreign_knob(prefix, name, entry.params, k) for k in foreign))
         try:
             params = entry.params(**(self.model_extra or {}))
         except ValidationError as e:
-            prefix = self.registry.field.rsplit(".", 1)[0]
             raise ValueError("; ".join(format_error(err, prefix, entry.params) for err in e.errors())) from None
         self.__pydantic_extra__ = params.model_dump()
         return self
+
+    def _foreign_knob(self, prefix: str, name: str, params: type[StrictModel], knob: str) -> str:
+        field = self.registry.field
+        knob = knob if len(knob) <= 60 else shorten(knob, 60)
+        mine = (f"{field} {name} takes no knobs" if not params.model_fields
+                else f"unknown key for {field} {name}, whose knobs are {', '.join(params.model_fields)}")
+        owners = [n for n in self.registry.names() if knob in self.registry.get(n).params.model_fields]
+        whose = f" ({knob} is a knob of {', '.join(owners)})" if owners else ""
+        return f"{prefix}.{knob}: {mine}{whose}"
 
     @property
     def params(self) -> Any:

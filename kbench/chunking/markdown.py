@@ -28,16 +28,19 @@ from kbench.chunking.recursive import CHROMA_RAG_SEPARATORS, RecursiveParams, re
 from kbench.chunking.registry import CHUNKERS
 from kbench.chunking.spans import make_chunks, strip_span
 from kbench.records import Chunk, Document
-from kbench.registry import StrictModel
+from kbench.registry import StrictModel, in_unit
 
 ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 class MarkdownParams(StrictModel):
-    max_depth: int = Field(3, ge=1, le=6, description="headings of this level or shallower start a section")
-    chunk_size: int = Field(2000, ge=1, description="characters; longer sections are split")
-    chunk_overlap: int = Field(200, ge=0, description="characters repeated between parts of a long section")
+    max_depth: int = Field(3, ge=1, le=6, description="headings of this level or shallower start a section",
+                           json_schema_extra=in_unit("heading level"))
+    chunk_size: int = Field(2000, ge=1, description="characters; longer sections are split",
+                            json_schema_extra=in_unit("characters"))
+    chunk_overlap: int = Field(200, ge=0, description="characters repeated between parts of a long section",
+                               json_schema_extra=in_unit("characters"))
     separators: list[str] = Field(default_factory=lambda: list(CHROMA_RAG_SEPARATORS), min_length=1,
                                   description="separators for splitting long sections, tried in order")
     merge_heading_only: bool = Field(True, description="join a heading-only section to the next section")

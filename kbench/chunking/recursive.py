@@ -26,14 +26,16 @@ from pydantic import Field, model_validator
 from kbench.chunking.registry import CHUNKERS
 from kbench.chunking.spans import Span, span_chunks, strip_span
 from kbench.records import Chunk, Document
-from kbench.registry import StrictModel
+from kbench.registry import StrictModel, in_unit
 
 CHROMA_RAG_SEPARATORS = ["\n\n", "\n", ". ", " "]
 
 
 class RecursiveParams(StrictModel):
-    chunk_size: int = Field(1000, ge=1, description="characters per chunk at most (see the size limit)")
-    chunk_overlap: int = Field(200, ge=0, description="characters of the previous chunk repeated, at most")
+    chunk_size: int = Field(1000, ge=1, description="characters per chunk at most (see the size limit)",
+                            json_schema_extra=in_unit("characters"))
+    chunk_overlap: int = Field(200, ge=0, description="characters of the previous chunk repeated, at most",
+                               json_schema_extra=in_unit("characters"))
     separators: list[str] = Field(default_factory=lambda: list(CHROMA_RAG_SEPARATORS), min_length=1,
                                   description="literal separators, tried in order; '' splits characters")
     keep_separator: Literal["start", "end", "none"] = Field(

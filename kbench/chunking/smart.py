@@ -37,13 +37,16 @@ from pydantic import Field
 from kbench.chunking.registry import CHUNKERS
 from kbench.chunking.spans import Span, make_chunks, strip_span
 from kbench.records import Chunk, Document
-from kbench.registry import StrictModel
+from kbench.registry import StrictModel, in_unit
 
 
 class SmartParams(StrictModel):
-    chunk_size: int = Field(600, ge=1, description="characters per window before stripping and merging")
-    break_threshold: float = Field(0.3, ge=0, le=1, description="a break must lie past this fraction of the window")
-    merge_below: int = Field(200, ge=0, description="characters; shorter chunks absorb the following ones")
+    chunk_size: int = Field(600, ge=1, description="characters per window before stripping and merging",
+                            json_schema_extra=in_unit("characters"))
+    break_threshold: float = Field(0.3, ge=0, le=1, description="a break must lie past this fraction of the window",
+                                   json_schema_extra=in_unit("share of the window"))
+    merge_below: int = Field(200, ge=0, description="characters; shorter chunks absorb the following ones",
+                             json_schema_extra=in_unit("characters"))
 
 
 def smart_spans(text: str, params: SmartParams) -> list[Span]:

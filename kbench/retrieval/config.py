@@ -8,7 +8,7 @@ from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from kbench.errors import format_error
 from kbench.indexes import CHUNK, IndexSpec, unit_key, unit_kind, unit_label
-from kbench.registry import StrategySection, StrictModel, UnknownNameError
+from kbench.registry import StrategySection, StrictModel, UnknownNameError, in_unit
 from kbench.retrieval.presets import expand_preset
 from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS
 from kbench.retrieval.units import LegUnit, split_leg_params
@@ -23,7 +23,7 @@ class FusionConfig(StrategySection):
 class RerankConfig(StrategySection):
     registry = RERANKERS
     renamed_keys = {"method": "strategy"}
-    enabled: bool = False
+    enabled: bool = Field(False, description="rerank the first stage's candidates")
     strategy: str = Field("cross_encoder", description="how candidates are rescored (a registered reranker)")
 
     def _should_validate(self) -> bool:
@@ -41,14 +41,14 @@ class FilterConfig(StrictModel):
     doc_ids: list[str] | None = Field(None, description="keep these documents (the Chroma RAG's knowledge_ids)")
     category: str | None = Field(None, description="metadata 'category' equals this (the Chroma RAG)")
     tags: list[str] | None = Field(None, description="metadata 'tags' holds any (or all) of these (the Chroma RAG)")
-    tags_match: Literal["any", "all"] = "any"
+    tags_match: Literal["any", "all"] = Field("any", description="tags: a chunk needs any, or all, of them")
     exclude_query_document: bool = Field(
         False, description="drop results from the query's own document (query metadata 'doc_id'), after the "
                            "first stage as the GWI spec's 'similar' search does")
 
 
 class GroupingConfig(StrictModel):
-    enabled: bool = False
+    enabled: bool = Field(False, description="one result per page (document): Archon's _group_by_page")
     boost_per_chunk: float = Field(0.1, description="Archon: score *= 1 + boost * count when count > 1")
     score: Literal["score", "vector_similarity"] = Field(
         "score", description="what is summed per page: each hit's final score, or its vector leg's cosine "
@@ -56,12 +56,15 @@ class GroupingConfig(StrictModel):
 
 
 class RetrievalConfig(StrictModel):
-    legs: list[str] = Field(default_factory=lambda: ["vector"], min_length=1)
+    legs: list[str] = Field(default_factory=lambda: ["vector"], min_length=1,
+                            description="the first-stage rankers; two or more need a fusion")
     leg_params: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="knobs per leg name, plus its unit (kbench/retrieval/units.py)")
     fusion: FusionConfig = Field(default_factory=FusionConfig)
-    top_k: int = Field(100, ge=1, description="results kept per query after fusion (and rerank)")
-    candidates_per_leg: int | None = Field(None, ge=1, description="default: top_k")
+    top_k: int = Field(100, ge=1, description="results kept per query after fusion (and rerank)",
+                       json_schema_extra=in_unit("results"))
+    candidates_per_leg: int | None = Field(None, ge=1, description="results each leg passes to fusion; default: "
+                                           "top_k", json_schema_extra=in_unit("results"))
     filters: FilterConfig = Field(default_factory=FilterConfig)
     grouping: GroupingConfig = Field(default_factory=GroupingConfig)
     preset: str | None = Field(None, description="a search type of the GWI spec (semantic, code, similar, "

@@ -32,7 +32,7 @@ SEPARATOR = "\n\n"
 
 
 class ContextConfig(StrictModel):
-    enabled: bool = False
+    enabled: bool = Field(False, description="assemble each ranking into a context and score it (context_* metrics)")
     max_context_tokens: int = Field(4000, ge=1, description="token budget of the assembled context (the GWI spec)")
     drop_overlapping: bool = Field(True, description="drop a chunk overlapping one kept before it")
     include_metadata: bool = Field(False, description="a [source: ...] header line before each chunk")

@@ -30,16 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbench.config import (ChunkingConfig, ConfigError, Experiment, FusionConfig, RerankConfig, apply_set_items,
-                           current_path, read_yaml_mapping, set_dotted, validate_experiment)
+from kbench.config import (ConfigError, Experiment, apply_set_items, current_path, drop_foreign_knobs,
+                           read_yaml_mapping, set_dotted, validate_experiment)
 from kbench.config import MAX_NAME_CHARS
-from kbench.dotted import flatten_dotted, get_dotted
+from kbench.dotted import flatten_dotted
 from kbench.hashing import stable_hash
-from kbench.registry import Registry
 from kbench.tracking.mlflow_run import flatten
 
-# sections whose extra keys are the knobs of the strategy named by one field
-STRATEGY_SECTIONS = {"chunking": "strategy", "retrieval.fusion": "strategy", "rerank": "strategy"}
 BASELINE_LABEL = "baseline"  # the label of the baseline config a variants-only sweep adds
 # parts of the resolved config that do not change results (and so never make a knob)
 NOT_KNOBS = ("name", "description", "workspace", "tracking", "sweep", "variants")
@@ -75,10 +72,6 @@ class SweepPlan:
         return {c.label: c for c in self.configs}
 
 
-def _registry_for(section: str) -> Registry:
-    return {"chunking": ChunkingConfig, "retrieval.fusion": FusionConfig, "rerank": RerankConfig}[section].registry
-
-
 def sweep_config_name(base: str, label: str) -> str:
     """``base[label]``; a name past what MLflow and the run folder take is cut and made unique by a hash of
     the label (the run key never depends on the name)."""
@@ -95,31 +88,12 @@ def _flatten_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
                           or path.endswith(("filters.metadata", "tracking.tags")))
 
 
-def _drop_foreign_knobs(data: dict[str, Any], overridden: set[str]) -> None:
-    """After a strategy switch, drop knobs the chosen strategy lacks but a sibling strategy has."""
-    for section, name_field in STRATEGY_SECTIONS.items():
-        if f"{section}.{name_field}" not in overridden:
-            continue
-        node = get_dotted(data, section)
-        if not isinstance(node, dict) or name_field not in node:
-            continue
-        registry = _registry_for(section)
-        try:
-            own = set(registry.get(node[name_field]).params.model_fields)
-        except KeyError:
-            continue  # an unknown name: validation reports it with the allowed names
-        known = {f for name in registry.names() for f in registry.get(name).params.model_fields}
-        fixed = {"strategy", "method", "enabled"}
-        for knob in [k for k in node if k not in fixed and k not in own and k in known]:
-            del node[knob]
-
-
 def apply_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     data = copy.deepcopy(base)
     flat = {current_path(path): value for path, value in _flatten_overrides(overrides).items()}
     for path, value in flat.items():
         set_dotted(data, path, value)
-    _drop_foreign_knobs(data, set(flat))
+    drop_foreign_knobs(data, set(flat))
     return data
 
 

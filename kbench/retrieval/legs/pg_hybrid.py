@@ -24,7 +24,9 @@ from kbench.retrieval.registry import LEGS
 
 
 class PgHybridParams(StrictModel):
-    function: Literal["archon_weighted", "archon_hybrid", "rrf_supabase"] = "archon_hybrid"
+    function: Literal["archon_weighted", "archon_hybrid", "rrf_supabase"] = Field(
+        "archon_hybrid", description="the production SQL function called (archon_weighted: Archon; archon_hybrid: "
+        "the Archon replication guide; rrf_supabase: Supabase)")
     similarity_threshold: float = Field(0.05, description="archon_weighted: vector hits need cosine > this")
     rrf_k: int = Field(10, ge=0, description="rrf_supabase: the k in 1/(k + value)")
     query_lang: str = Field("english", description="rrf_supabase: text search configuration (Supabase's default: simple)")

@@ -29,6 +29,7 @@ from pydantic import Field
 
 from kbench.llm import Endpoint, LLMClient
 from kbench.records import Hit
+from kbench.registry import in_unit
 from kbench.retrieval.contracts import Reranker, SearchContext
 from kbench.retrieval.registry import RERANKERS
 from kbench.retrieval.rerank.common import CandidateParams, apply_scores, split_candidates
@@ -37,14 +38,15 @@ INDEX_LIST = re.compile(r"\[\s*\"?\d+\"?(?:\s*,\s*\"?\d+\"?)*\s*,?\s*\]")
 
 
 class LLMRerankParams(CandidateParams):
-    candidate_multiplier: int = Field(4, ge=1, description="top_k x this many candidates (the GWI spec semantic: 20 -> 5)")
+    candidate_multiplier: int = Field(4, ge=1, description="top_k x this many candidates (the GWI spec's semantic "
+                                      "search: 20 -> 5)", json_schema_extra=in_unit("x top_k"))
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint; default OPENAI_BASE_URL")
     model: str | None = Field(None, description="chat model name at that endpoint")
     api_key_env: str = Field("OPENAI_API_KEY", description="name of the env var holding the key (never the key)")
     snippet_chars: int = Field(200, ge=1, description="characters of each candidate shown (the GWI spec: 200)")
-    max_tokens: int = Field(256, ge=1)
+    max_tokens: int = Field(256, ge=1, description="tokens of the model's answer (a list of indices)")
     temperature: float | None = Field(0.0, description="0 for repeatable rankings; None: the endpoint's default")
-    timeout_s: float = Field(60.0, gt=0)
+    timeout_s: float = Field(60.0, gt=0, description="seconds to wait for one answer")
 
 
 def rerank_prompt(query_text: str, snippets: list[str], snippet_chars: int = 200) -> str:
