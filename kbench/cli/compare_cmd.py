@@ -173,7 +173,7 @@ def metric_table(comparison, metric: str, test: str) -> tuple[list[str], list[li
         vs_best = "best" if rank.vs_best == "best" else f"{rank.vs_best} (p {format_p(rank.p_vs_best_adjusted)})"
         rows.append([rank.rank, rank.config + (" (baseline)" if r["baseline"] else ""), r["mean"], r["ci_low"],
                      r["ci_high"], vs_best, "–" if r["baseline"] else f"{r['diff']:+.4f}",
-                     "–" if r["baseline"] else f"{r['effect_size']:.2f}", format_p(r[f"p_{test}"]),
+                     "–" if r["baseline"] else f"{r['effect_size']:.4f}", format_p(r[f"p_{test}"]),
                      format_p(r["p_adjusted"]), "yes" if r["significant"] else ""])
     return ["#", metric, "mean", "ci_low", "ci_high", "vs best", "Δ baseline", "d", f"p_{test}", "p_adj", "sig"], rows
 

@@ -62,7 +62,7 @@ def run_judge(args) -> int:
           f"{report.unparsed} answers unparsed")
     print("grades: " + ", ".join(f"{g}: {n}" for g, n in report.grades.items()))
     print(log_judge_feedback(f"{args.out}.json", args.tracking_uri, meanings=GRADES, prompt_template=PROMPT).summary())
-    rows = [[name, f"{report.judged_at_k_before[name]:.3f}", f"{report.judged_at_k_after[name]:.3f}"]
+    rows = [[name, f"{report.judged_at_k_before[name]:.4f}", f"{report.judged_at_k_after[name]:.4f}"]
             for name in report.judged_at_k_before]
     print(format_table(["run", f"judged_at_{args.k} before", "after"], rows))
     print(f"wrote {args.out} and {args.out}.json; use it with --set dataset.judged_qrels={args.out} "
@@ -71,7 +71,7 @@ def run_judge(args) -> int:
 
 
 def print_calibration(c) -> int:
-    print(f"calibration on {c.n} labeled pairs ({c.unparsed} answers unparsed): Cohen's kappa {c.kappa:.3f}, "
+    print(f"calibration on {c.n} labeled pairs ({c.unparsed} answers unparsed): Cohen's kappa {c.kappa:.4f}, "
           f"agreement {c.agreement:.1%} (judge grade >= 2 = relevant)")
     rows = [[f"label {gold}", *map(str, c.table[gold])] for gold in (0, 1)]
     print(format_table(["", "judge 0", "judge 1", "judge 2", "judge 3"], rows))

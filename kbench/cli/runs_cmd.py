@@ -36,6 +36,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("runs", help="list recent runs with their headline metrics; `runs show ID [--misses]` for one")
     p.add_argument("--experiment", metavar="NAME", help="only this MLflow experiment (default: every experiment)")
     p.add_argument("--limit", type=int, default=20, metavar="N", help="newest N runs (default 20)")
+    p.add_argument("--sweeps", action="store_true", help="only sweep parent runs (what `kbench compare --sweep` takes)")
+    p.add_argument("--ids", action="store_true", help="print only the run ids, newest first, one a line (for scripts: "
+                   "RUN=$(kbench runs --ids --limit 1))")
     p.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or <workspace>/mlflow.db)")
     p.set_defaults(func=list_runs)
     runs_sub = p.add_subparsers(dest="runs_command", metavar="show | export-mlflow | mlflow-judge")
@@ -126,7 +129,10 @@ def list_runs(args) -> int:
         print("kbench: error: --limit must be at least 1", file=sys.stderr)
         return 2
     client, uri = _open_store(args.tracking_uri)
-    runs = recent_runs(client, args.experiment, args.limit) if client is not None else []
+    runs = recent_runs(client, args.experiment, args.limit, args.sweeps) if client is not None else []
+    if args.ids:
+        print("\n".join(run.info.run_id for run in runs))
+        return 0
     if not runs:
         print(f"no runs in {uri} yet; log one with: kbench run configs/quickstart.yaml")
         return 0

@@ -97,8 +97,8 @@ class Inspection:
         rows = [["questions", str(self.questions)],
                 ["documents with a question", f"{self.documents_with_question} of {self.documents} "
                                               f"({self.documents_with_question / max(self.documents, 1):.0%})"],
-                ["Gini of questions per document", f"{self.gini_questions_per_document:.3f}"],
-                ["references per question (mean, max)", f"{self.references_per_question['mean']:.2f}, "
+                ["Gini of questions per document", f"{self.gini_questions_per_document:.4f}"],
+                ["references per question (mean, max)", f"{self.references_per_question['mean']:.4f}, "
                                                         f"{self.references_per_question['max']:.0f}"],
                 ["reference length, chars (p10 / p50 / p90)", pct(self.span_chars)],
                 ["question length, words (p10 / p50 / p90)", pct(self.question_words)],
@@ -108,7 +108,7 @@ class Inspection:
                  + f" (median rank {self.leakage_median_rank:.0f})"],
                 ["leakage: word overlap " + ", ".join(lbl for _, _, lbl in STRATA_OVERLAP),
                  ", ".join(str(self.leakage_overlap.get(lbl, 0)) for _, _, lbl in STRATA_OVERLAP)
-                 + f" (mean {self.leakage_mean_overlap:.2f})"]]
+                 + f" (mean {self.leakage_mean_overlap:.4f})"]]
         if self.runs:
             n = max(self.questions, 1)
             rows += [[f"saturated on {self.metric} over {len(self.runs)} runs: all right, all wrong",

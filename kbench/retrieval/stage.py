@@ -26,6 +26,7 @@ import numpy as np
 
 from kbench.errors import ConfigError
 from kbench.indexes import CHUNK, Index
+from kbench.progress import track
 from kbench.records import Chunk, Document, Hit, Query
 from kbench.retrieval.config import RerankConfig, RetrievalConfig
 from kbench.retrieval.contracts import FusionParams, Leg, SearchContext
@@ -160,11 +161,7 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
     elif n:
         first_stage(queries[:1])  # warm-up, untimed
 
-    iterator = enumerate(queries)
-    if progress:
-        from tqdm import tqdm
-
-        iterator = tqdm(iterator, total=n, desc="search", unit="query")
+    iterator = track(enumerate(queries), "search", n, "queries", enabled=progress and n > 0)
     rankings: dict[str, list[Hit]] = {}
     traces: dict[str, dict[str, list[int]]] = {}
     for qi, query in iterator:

@@ -30,6 +30,7 @@ import yaml
 from kbench.compare import Comparison, compare_runs, headline_metric, write_report
 from kbench.compare.report import md_table, ranking_rows
 from kbench.paths import workspace_dir
+from kbench.progress import duration
 from kbench.retrieval.stage import legs_need_query_vectors
 from kbench.store.stage import check_store
 from kbench.sweep.executors import ComputedRun, JobFailure, make_job
@@ -278,16 +279,6 @@ def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPla
             say(f"  comparison not finished: {outcome.report_error}")
     client.set_terminated(parent_id, "FAILED" if outcome.errors else "FINISHED")
     return outcome
-
-
-def duration(seconds: float) -> str:
-    """4.2s, 2m05s, 1h02m."""
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(int(round(seconds)), 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    return f"{minutes // 60}h{minutes % 60:02d}m"
 
 
 def _progress(elapsed: float, done: int, total: int) -> str:

@@ -129,8 +129,10 @@ def test_rescoring_refuses_qrels_judged_on_another_dataset(two_runs, workspace, 
     qrels = workspace / "other.qrels"
     qrels.write_text("q1 0 d1 2\n")
     qrels.with_name("other.qrels.json").write_text(json.dumps({"dataset": "scifact", "judge_model": "m"}))
-    assert kbench_main(["compare", *two_runs, "--judged-qrels", str(qrels),
-                        "--tracking-uri", f"sqlite:///{workspace / 'mlflow.db'}"]) == 2
+    with pytest.raises(SystemExit) as exit_:  # a user error: one line and exit 2, from the CLI's one handler
+        kbench_main(["compare", *two_runs, "--judged-qrels", str(qrels),
+                     "--tracking-uri", f"sqlite:///{workspace / 'mlflow.db'}"])
+    assert exit_.value.code == 2
     assert "judged on dataset 'scifact'" in capsys.readouterr().err
 
 
