@@ -17,6 +17,8 @@ def add_parser(sub) -> None:
     p.add_argument("config", help="a YAML config with a 'sweep:' grid and/or 'variants:', e.g. configs/sweeps/demo.yaml")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a baseline value by dotted path, e.g. --set dataset.max_queries=30")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="let LLM stages go on below llm.policy.min_usable (said loudly, tagged kbench.llm.partial)")
     p.add_argument("--executor", choices=["local", "dask"], default="local",
                    help="local: one config after another in this process; dask: on a Dask cluster")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
@@ -49,7 +51,8 @@ def run(args) -> int:
         print(f"kbench: error: --select-on and --confirm-on name the same split {args.confirm_on!r}; a confirmation "
               "needs queries the selection did not see", file=sys.stderr)
         return 2
-    overrides = args.overrides + ([f"dataset.split={args.select_on}"] if args.select_on else [])
+    overrides = args.overrides + ([f"dataset.split={args.select_on}"] if args.select_on else []) + (
+        ["llm.policy.allow_partial=true"] if args.allow_partial else [])
     plan = load_sweep(args.config, overrides)
     if args.dry_run:
         print(f"{len(plan.configs)} configs, sweep key {plan.sweep_key}; each config's resolved knobs that differ "

@@ -14,6 +14,7 @@ COMPUTES_IN = "kbench.computes_in"    # OpenVINO's float precision here: "embedd
 WORKER = "kbench.worker"              # host:pid that computed a sweep config
 OWNER = "kbench.owner"                # host:pid:process start of the process writing a run (tracking/guard.py)
 ABANDONED = "kbench.abandoned"        # why a later run marked this one KILLED (its process died mid-logging)
+LLM_PARTIAL = "kbench.llm.partial"    # LLM stages that went on below llm.policy.min_usable (allow_partial)
 
 SWEEP_KEY = "kbench.sweep.key"        # identifies a sweep (its baseline and configs)
 SWEEP_ROLE = "kbench.sweep.role"      # parent | child
