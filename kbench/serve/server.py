@@ -10,7 +10,8 @@
 - Fault injection (kbench.serve.faults): per request (header ``X-Kbench-Fault``) or per server.
 
 It binds to 127.0.0.1 by default and refuses any other address unless ``allow_remote`` is set; it checks
-no key (any bearer token is accepted) and logs no header.
+no key (any bearer token is accepted) and logs no header: the request log (``log``, one line per POST: route,
+status, seconds, model and tokens) names no key and no prompt.
 """
 from __future__ import annotations
 
@@ -138,15 +139,29 @@ class ServeState:
         }
 
 
-def make_handler(state: ServeState):
+def make_handler(state: ServeState, log: Callable[[str], None] | None = None):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        status = 0  # of the last answer sent (for the request log)
 
-        def log_message(self, *args):  # no request log: it would be noise, and headers carry keys
+        def log_message(self, *args):  # http.server's own log: headers carry keys; ours is request_line
             pass
+
+        def request_line(self, path: str, started: float, body: dict, result: dict | None) -> str:
+            """``POST /v1/chat/completions 200 in 5.1s (model x, 312 prompt + 19 completion tokens)``."""
+            usage = (result or {}).get("usage") or {}
+            model = body.get("model") if isinstance(body.get("model"), str) else "?"
+            detail = f"model {model[:80]}"
+            if usage:
+                detail += (f", {usage.get('prompt_tokens', 0)} prompt + {usage.get('completion_tokens', 0)} "
+                           "completion tokens" if "completion_tokens" in usage else
+                           f", {usage.get('prompt_tokens', 0)} tokens")
+            return (f"kbench serve: POST {path} {self.status or '-'} in {time.perf_counter() - started:.1f}s "
+                    f"({detail})")
 
         def _send(self, status: int, payload: bytes, content_type: str = "application/json",
                   headers: dict | None = None) -> None:
+            self.status = status
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(payload)))
@@ -223,6 +238,7 @@ def make_handler(state: ServeState):
 
         def do_POST(self):  # noqa: N802
             path = self.path.rstrip("/")
+            started, body, result, self.status = time.perf_counter(), {}, None, 0
             try:
                 body = self._read_json()
                 if path == "/v1/kbench/faults":
@@ -246,6 +262,9 @@ def make_handler(state: ServeState):
                 self._error(400, str(e), "invalid_request_error")
             except (BrokenPipeError, ConnectionResetError, GenerationCancelled):
                 pass  # the client gave up (its timeout): nothing to answer, nothing more to generate
+            finally:
+                if log is not None and path != "/v1/kbench/faults":
+                    log(self.request_line(path, started, body if isinstance(body, dict) else {}, result))
 
     return Handler
 
@@ -278,13 +297,15 @@ class RunningServer:
 
 def start_server(host: str = "127.0.0.1", port: int = 0, *, chat: bool = True, faults: list[str] = (),
                  allow_remote: bool = False, background: bool = True,
-                 preload: tuple[str, ...] = ("all-MiniLM-L6-v2",)) -> RunningServer:
-    """Bind, start loading the chat model in the background, and (``background``) serve from a thread."""
+                 preload: tuple[str, ...] = ("all-MiniLM-L6-v2",),
+                 log: Callable[[str], None] | None = None) -> RunningServer:
+    """Bind, start loading the chat model in the background, and (``background``) serve from a thread;
+    ``log`` receives one line per request (``kbench serve`` prints them on stderr)."""
     check_host(host, allow_remote)
     state = ServeState(chat_enabled=chat)
     for spec in faults:
         state.faults.add(parse_fault(spec))
-    server = ThreadingHTTPServer((host, port), make_handler(state))
+    server = ThreadingHTTPServer((host, port), make_handler(state, log))
     server.daemon_threads = True
     if chat:
         threading.Thread(target=state.load_chat, daemon=True).start()
