@@ -62,6 +62,12 @@ def resolve_dataset_path(config: DatasetConfig) -> tuple[Path, str]:
     return path, entry.name
 
 
+def is_dataset_folder(path: Path) -> bool:
+    """A folder in one of the layouts ``load_dataset`` reads (documents with questions and labels)."""
+    return any(check(path) for check in (is_beir_folder, is_autorag_folder, is_table_beir_folder, is_chroma_folder,
+                                         is_kbench_span_folder))
+
+
 def load_dataset(config: DatasetConfig) -> Dataset:
     path, name = resolve_dataset_path(config)
     if is_beir_folder(path):
