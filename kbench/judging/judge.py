@@ -144,8 +144,7 @@ def _ask(client: LLMClient, questions: dict[str, str], pairs: list[tuple[Pair, s
                          f"{failed[0].error}); check --base-url and --model, and --timeout-s for a slow model; "
                          "nothing was written")
     grades = [parse_grade(batch.answers[i]) if i in batch.answers else None for i in range(len(prompts))]
-    partial = client.require_usable(len(prompts), sum(g is not None for g in grades),
-                                    fix=FIX + "; nothing was written", batch=batch)
+    partial = client.require_usable(len(prompts), sum(g is not None for g in grades), fix=FIX, batch=batch)
     return grades, batch, partial
 
 

@@ -69,9 +69,15 @@ class JudgedQrels:
         if not p:
             return (f"judged qrels {self.path} (sha256 {self.sha256[:12]}, used {self.use}); no provenance file "
                     f"{self.path.name}.json beside it: not written by `kbench judge`, judge unknown")
-        return (f"judged qrels {self.path} (sha256 {self.sha256[:12]}, used {self.use}): judge model "
+        text = (f"judged qrels {self.path} (sha256 {self.sha256[:12]}, used {self.use}): judge model "
                 f"{p.get('judge_model', '?')}, prompt sha256 {str(p.get('prompt_sha256', '?'))[:12]}, "
                 f"pooled top-{p.get('k', '?')} of {len(p.get('runs', []))} run(s) on dataset {p.get('dataset', '?')}")
+        if p.get("queries"):
+            text += f"; a seeded sample of {len(p['queries'])} questions (judge --max-queries), compared on those"
+        if p.get("partial"):
+            text += (f"; PARTIAL: the judge went on below its floor of usable grades (--allow-partial; "
+                     f"{p.get('unparsed', '?')} answers held no grade)")
+        return text
 
 
 MIN_JUDGED = 0.8  # judged_at_k below this: the run's metrics are marked as computed on a thin pool

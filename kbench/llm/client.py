@@ -286,17 +286,19 @@ class LLMClient:
             shown.add(usable=ok, failed=answer is None, cached=cached, n=len(rows))
 
         todo: dict[str, list[int]] = {}
+        cached: list[tuple[int, str, str]] = []
         for i, prompt in enumerate(prompts):
             if cache is not None and (hit := cache.get(prompt)) is not None:
-                result.cache_hits += 1
-                record(prompt, [i], hit, cached=True)
+                cached.append((i, prompt, hit))
             else:
                 todo.setdefault(prompt, []).append(i)
-        if result.cache_hits:
-            self._count(cache_hits=result.cache_hits)
-        if todo:
-            shown.start(f" ({len(prompts) - sum(map(len, todo.values()))} from the cache), "
-                        f"{self.policy.concurrency} at a time, at {self.endpoint.url}")
+        result.cache_hits = len(cached)
+        if cached:
+            self._count(cache_hits=len(cached))
+        if todo:  # nothing to ask: no progress to show
+            shown.start(f" ({len(cached)} from the cache), {self.policy.concurrency} at a time, at {self.endpoint.url}")
+        for i, prompt, hit in cached:
+            record(prompt, [i], hit, cached=True)
 
         def ask(prompt: str) -> None:
             rows = todo[prompt]

@@ -42,6 +42,7 @@ class AnswerProgress:
         self.usable = self.unusable = self.failed = self.cached = 0
         self._started = clock()
         self._last = -1e9
+        self._shown = False  # lines start after ``start()``: answers counted before it (the cache's) say nothing
         self._closed = False
 
     @property
@@ -51,7 +52,7 @@ class AnswerProgress:
     def start(self, what: str = "") -> None:
         if self.enabled:
             self._write(f"{self.label}: {self.total} to answer{what}", final=True)
-            self._last = self._clock()
+            self._last, self._shown = self._clock(), True
 
     def add(self, *, usable: bool | None = True, failed: bool = False, cached: bool = False, n: int = 1) -> None:
         """``n`` answers: failed (no answer), else usable or not (None: the stage does not judge, count usable)."""
@@ -65,7 +66,7 @@ class AnswerProgress:
             self.cached += n if cached else 0
             now = self._clock()
             due = now - self._last >= (REDRAW_EVERY_S if self.tty else self.line_every_s)
-            if self.enabled and due and self.done < self.total:
+            if self.enabled and self._shown and due and self.done < self.total:
                 self._last = now
                 self._write(self.line())
 
@@ -81,7 +82,7 @@ class AnswerProgress:
 
     def close(self, note: str = "") -> None:
         with self._lock:
-            if self._closed or not self.enabled:
+            if self._closed or not self.enabled or not self._shown:
                 return
             self._closed = True
             elapsed = duration(self._clock() - self._started)

@@ -82,8 +82,8 @@ def check_usable(count: UsableCount, policy: LLMPolicy, *, fix: str, meter: Usag
     if not policy.allow_partial:
         raise UnusableAnswersError(f"{line}; or keep going on what is usable with --allow-partial "
                                    "(llm.policy.allow_partial: true)")
-    (warn or _stderr)(f"kbench: WARNING: {line}; going on anyway (allow_partial): results from "
-                      f"{count.section} rest on {count.usable} usable answers and are tagged kbench.llm.partial")
+    (warn or _stderr)(f"kbench: WARNING: {line}; going on anyway (allow_partial): what {count.section} gives rests "
+                      f"on {count.usable} usable answers and is marked partial")
     if meter is not None:
         meter.add(count.stage or count.section, count.model, **{PARTIAL_COUNTER: 1})
     return True

@@ -194,7 +194,7 @@ def test_a_judge_whose_answers_hold_no_grade_exits_2_and_writes_nothing(two_runs
     stop = pairs - math.ceil(0.8 * pairs) + 1  # the first answer past the 20% that may be unusable
     assert line == (f"kbench: error: judge: 0 of the first {stop} (of {pairs}) answers usable ({stop} unusable, 0 "
                     "failed) from model judge-model, below the floor of 80% (llm.policy.min_usable); use a stronger "
-                    "judge model (--model), and measure it first with --calibrate; nothing was written; or keep going "
+                    "judge model (--model), and measure it first with --calibrate; or keep going "
                     "on what is usable with --allow-partial (llm.policy.allow_partial: true)")
     assert not out.exists() and not out.with_name("judged.qrels.json").exists()
     assert len(server.requests) == stop < pairs  # stopped once 80% could no longer be usable

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 
@@ -26,6 +27,7 @@ def test_the_floor_counts_usable_answers_of_all_asked():
     assert check_usable(UsableCount("query.hyde", "m", 10, 5, stage="query_hyde"), LLMPolicy(allow_partial=True),
                         fix="x", meter=meter, warn=warned.append) is True
     assert warned[0].startswith("kbench: WARNING: query.hyde: 5 of 10 answers usable") and "allow_partial" in warned[0]
+    assert warned[0].endswith("what query.hyde gives rests on 5 usable answers and is marked partial")
     assert meter.metrics()["llm_query_hyde_partial"] == 1
     assert check_usable(UsableCount("j", "m", 10, 0), LLMPolicy(min_usable=0.0), fix="x") is False
 
@@ -54,9 +56,14 @@ def test_progress_redraws_one_line_on_a_terminal():
 
     stream = Tty()
     shown = AnswerProgress("rerank (m)", 2, stream=stream, clock=iter(range(100)).__next__)
+    shown.add(usable=True)  # before start(): counted, not shown (the cache's answers)
+    assert stream.getvalue() == ""
+    shown.start()
     shown.add(usable=True)
     shown.close()
-    assert stream.getvalue().count("\n") == 1 and stream.getvalue().startswith("\r")
+    text = stream.getvalue()
+    assert text.count("\n") == 2 and text.count("\r") == 2  # the start line, then the last redraw ends the line
+    assert re.search(r"rerank \(m\): 2/2 answers \(2 usable, 0 unusable, 0 failed\), [\d.]+/s; \d+s\n$", text)
 
 
 def test_each_answer_is_on_disk_as_it_arrives_and_a_cut_line_is_a_miss(tmp_path):
