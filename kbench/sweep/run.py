@@ -404,7 +404,8 @@ def _failed_child(client, experiment_id, parent_id, plan, config, failure: JobFa
 def _link_child(client, experiment_id, parent_id, plan, config, source) -> str:
     """A child that points at an equal config's finished run instead of computing it again."""
     tags = {**child_tags(plan, config), tag.SWEEP_REUSED_FROM: source.info.run_id,
-            tag.DATASET: source.data.tags.get(tag.DATASET, "")}
+            tag.DATASET: source.data.tags.get(tag.DATASET, ""),
+            **{k: v for k, v in source.data.tags.items() if k == tag.LLM_PARTIAL}}
     run_id = _create_child(client, experiment_id, parent_id, config.label, tags)
     fill_run(client, run_id, params=dict(source.data.params), metrics=dict(source.data.metrics), run_dir=None)
     client.set_terminated(run_id, "FINISHED")

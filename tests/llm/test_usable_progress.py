@@ -79,3 +79,13 @@ def test_each_answer_is_on_disk_as_it_arrives_and_a_cut_line_is_a_miss(tmp_path)
     assert again.get("second prompt") == "second answer" and again.get("old prompt") == "old answer"
     assert len(again) == 3
     assert json.loads((cache.dir / "key.json").read_text()) == {"kind": "chat", "model": "m"}
+
+
+def test_a_run_allowed_to_go_on_below_the_floor_never_stands_in_for_a_strict_one():
+    from kbench.config import load_experiment
+    from kbench.paths import REPO_ROOT
+
+    strict = load_experiment(REPO_ROOT / "configs" / "quickstart.yaml")
+    partial = load_experiment(REPO_ROOT / "configs" / "quickstart.yaml", ["llm.policy.allow_partial=true"])
+    tighter = load_experiment(REPO_ROOT / "configs" / "quickstart.yaml", ["llm.policy.min_usable=0.9"])
+    assert partial.run_key() != strict.run_key() == tighter.run_key()  # the floor itself changes no result
