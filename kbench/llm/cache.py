@@ -61,9 +61,16 @@ class ResponseCache:
 
     def put(self, text: str, value: Any) -> None:
         """Keep the answer and append it to this cache's file at once (one ``write`` of one line)."""
-        line = (json.dumps([self.key(text), value]) + "\n").encode("utf-8")
+        self.put_many([(text, value)])
+
+    def put_many(self, items: list[tuple[str, Any]]) -> None:
+        """Keep a batch's answers (an embeddings request's vectors) with one ``write``."""
+        if not items:
+            return
+        keyed = [(self.key(text), value) for text, value in items]
+        data = "".join(json.dumps([k, v]) + "\n" for k, v in keyed).encode("utf-8")
         with self._lock:
-            self._entries[self.key(text)] = value
+            self._entries.update(keyed)
             if self._log is None:
                 self.dir.mkdir(parents=True, exist_ok=True)
                 key_file = self.dir / "key.json"
@@ -72,7 +79,8 @@ class ResponseCache:
                 self._log = self.dir / f"{host_tag()}-{os.getpid()}-{secrets.token_hex(4)}.jsonl"
             fd = os.open(self._log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             try:
-                os.write(fd, line)  # in the kernel's hands on return: a kill of this process cannot lose it
+                while data:  # in the kernel's hands on return: a kill of this process cannot lose it
+                    data = data[os.write(fd, data):]
             finally:
                 os.close(fd)
 

@@ -411,10 +411,10 @@ class LLMClient:
                     return
                 failed = [Failure(i, t, str(e), 1) for t in batch for i in todo[t]]
             else:
+                if cache is not None:
+                    cache.put_many([(text, vector.tolist()) for text, vector in zip(batch, vectors)])
                 with lock:
                     for text, vector in zip(batch, vectors):
-                        if cache is not None:
-                            cache.put(text, vector.tolist())
                         for i in todo[text]:
                             found[i] = vector
                 return
