@@ -14,6 +14,9 @@ from kbench.config import load_experiment
 from kbench.judging.rescore import MIN_JUDGED, JudgedQrels, compare_judged
 from kbench.paths import workspace_dir
 from kbench.runner import export_run, import_trec_run
+from kbench.sweep.summary import knob_table
+from kbench.tracking import tags as tag
+from kbench.tracking.read import tracking_client
 
 
 def add_parser(sub) -> None:
@@ -131,7 +134,8 @@ def run_compare(args) -> int:
         print(line)
     name = comparison.parent_run_id or "-".join(r.run_id[:8] for r in comparison.runs)
     out = Path(args.out) if args.out else workspace_dir() / "comparisons" / name
-    write_report(comparison, out)
+    rows, legend = sweep_knobs(comparison) if comparison.parent_run_id else ([], [])
+    write_report(comparison, out, configs=rows, configs_legend=legend)
     for key, table in sliced.items():
         print()
         print_slice_table(table, key, comparison)
@@ -151,6 +155,18 @@ def run_compare(args) -> int:
         MlflowClient(comparison.tracking_uri).log_artifacts(comparison.parent_run_id, str(out), "report")
         print(f"logged as artifacts report/ of run {comparison.parent_run_id}")
     return 0
+
+
+def sweep_knobs(comparison) -> tuple[list[dict[str, str]], list[str]]:
+    """A sweep's children's ``kbench.knob.*`` tags as the report's "what each config ran" table."""
+    client = tracking_client(comparison.tracking_uri)
+    named = []
+    for run in comparison.runs:
+        tags = client.get_run(run.run_id).data.tags
+        named.append((run.label, {k[len(tag.KNOB_PREFIX):]: v for k, v in tags.items()
+                                  if k.startswith(tag.KNOB_PREFIX)}))
+    table = knob_table(named)
+    return table.rows(), [f"`{h}` = `{p}`" for h, p in table.legend.items()]
 
 
 def print_judged(judged) -> None:

@@ -398,3 +398,7 @@ def test_each_child_run_and_the_report_show_what_the_configs_ran(workspace, tmp_
     text = next(report).read_text()
     assert "## What each config ran" in text and "| chunking=markdown | markdown | 2000 |" in text
     assert "Each config's knobs that differ" in client.get_run(parent_id).data.tags["mlflow.note.content"]
+    # kbench compare --sweep builds the same table from the children's tags
+    assert main(["compare", "--sweep", parent_id, "--tracking-uri", f"sqlite:///{workspace / 'mlflow.db'}",
+                 "--out", str(tmp_path / "cmp")]) == 0
+    assert "| chunking=markdown | markdown | 2000 |" in (tmp_path / "cmp" / "report.md").read_text()
