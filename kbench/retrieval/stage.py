@@ -160,6 +160,8 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
     elif n:
         first_stage(queries[:1])  # warm-up, untimed
 
+    if reranker is not None:
+        reranker.start(n)
     iterator = enumerate(queries)
     if progress:
         from tqdm import tqdm
@@ -206,5 +208,7 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
             hits = group_by_page(hits, context.chunks, config.grouping.boost_per_chunk, config.grouping.score)
             latency["grouping"][qi] = (time.perf_counter() - t) * 1000
         rankings[query.query_id] = hits
+    if reranker is not None:
+        reranker.finish()
     latency["total"] = sum(latency.values()) if latency else np.zeros(n)
     return SearchOutput(rankings, latency, traces, units=None if rows is context_chunks else rows)
