@@ -179,6 +179,8 @@ class Experiment(StrictModel):
         data["dataset_content"] = self.dataset_content_hash()
         if not data["evaluation"].get("metrics"):  # added later: an empty list keeps the keys runs had before
             data["evaluation"].pop("metrics", None)
+        if self.llm.policy.allow_partial:  # a run that may rest on fallbacks never stands in for a strict one
+            data["llm_allow_partial"] = True
         return data
 
 

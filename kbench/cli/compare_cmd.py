@@ -11,9 +11,12 @@ from kbench.compare.frontier import FrontierError, best_under, pareto_frontier, 
 from kbench.compare.report import TEST_NAMES, format_p
 from kbench.compare.slices import compare_by_slice
 from kbench.config import load_experiment
-from kbench.judging.rescore import JudgedQrels, compare_judged
+from kbench.judging.rescore import MIN_JUDGED, JudgedQrels, compare_judged
 from kbench.paths import workspace_dir
 from kbench.runner import export_run, import_trec_run
+from kbench.sweep.summary import knob_table
+from kbench.tracking import tags as tag
+from kbench.tracking.read import tracking_client
 
 
 def add_parser(sub) -> None:
@@ -45,6 +48,9 @@ def add_parser(sub) -> None:
                         "judge; no re-retrieval) and compare the document-level metrics; reports judged_at_k per run")
     p.add_argument("--judged-use", choices=["beside", "instead"], default="beside",
                    help="with --judged-qrels: beside (the dataset's own labels win) or instead of the dataset's qrels")
+    p.add_argument("--min-judged", type=float, default=MIN_JUDGED, metavar="F",
+                   help="with --judged-qrels: mark (†) runs whose judged_at_k with the judged qrels is below F "
+                        f"(default {MIN_JUDGED}): their metrics rest on a thin pool")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or experiments/mlflow.db)")
     p.add_argument("--out", help="write report.md, report.html and plots here (default: a folder under the workspace)")
@@ -78,10 +84,12 @@ def _quiet_mlflow() -> None:
 
 
 def run_compare(args) -> int:
-
     _quiet_mlflow()
     if bool(args.sweep) == bool(args.runs):
         print("kbench: error: give run ids or --sweep PARENT_RUN_ID (one of them)", file=sys.stderr)
+        return 2
+    if not 0 <= args.min_judged <= 1:
+        print("kbench: error: --min-judged is a share between 0 and 1, e.g. 0.8", file=sys.stderr)
         return 2
     constraints = [parse_constraint(text) for text in args.constraints]
     if constraints and not args.frontier:
@@ -90,7 +98,8 @@ def run_compare(args) -> int:
     if args.judged_qrels:  # re-scored from the saved rankings (kbench.judging.rescore)
         judged = compare_judged(args.sweep or args.runs, JudgedQrels.read(args.judged_qrels, args.judged_use),
                                 baseline=args.baseline, metrics=args.metrics, tracking_uri=args.tracking_uri,
-                                test=args.test, correction=args.correction, alpha=args.alpha)
+                                test=args.test, correction=args.correction, alpha=args.alpha,
+                                min_judged=args.min_judged)
         comparison = judged.comparison
     else:
         comparison = compare_runs(args.sweep or args.runs, baseline=args.baseline, metrics=args.metrics,
@@ -103,21 +112,25 @@ def run_compare(args) -> int:
     sliced = {key: compare_by_slice(comparison.runs, key, baseline=comparison.baseline,
                                     metrics=comparison.metrics, test=args.test, correction=args.correction,
                                     alpha=args.alpha) for key in args.slices or []}
+    thin = set(judged.thin) if judged is not None else set()
     if judged is not None:
         print_judged(judged)
-    print(format_table(*overview_table(comparison), numeric=[True, False] + [True] * len(comparison.metrics)))
+    print(format_table(*overview_table(comparison, thin), numeric=[True, False] + [True] * len(comparison.metrics)))
     print(f"* best, = tied with the best (no significant difference: {TEST_NAMES[comparison.test]}, "
           f"{comparison.correction} correction, α = {comparison.alpha}); rows sorted by {comparison.headline}")
+    if thin:
+        print(f"† computed on a thin pool: judged_at_{judged.k} below {judged.min_judged:.2f} with the judged qrels")
     print()
     for metric in comparison.metrics:
-        headers, rows = metric_table(comparison, metric, args.test)
+        headers, rows = metric_table(comparison, metric, args.test, thin)
         print(format_table(headers, rows, numeric=[True, False, True, True, True, False] + [True] * 4 + [False]))
         print()
     for line in summary_lines(comparison):
         print(line)
     name = comparison.parent_run_id or "-".join(r.run_id[:8] for r in comparison.runs)
     out = Path(args.out) if args.out else workspace_dir() / "comparisons" / name
-    write_report(comparison, out)
+    rows, legend = sweep_knobs(comparison) if comparison.parent_run_id else ([], [])
+    write_report(comparison, out, configs=rows, configs_legend=legend)
     for key, table in sliced.items():
         print()
         print_slice_table(table, key, comparison)
@@ -139,18 +152,35 @@ def run_compare(args) -> int:
     return 0
 
 
+def sweep_knobs(comparison) -> tuple[list[dict[str, str]], list[str]]:
+    """A sweep's children's ``kbench.knob.*`` tags as the report's "what each config ran" table."""
+    client = tracking_client(comparison.tracking_uri)
+    named = []
+    for run in comparison.runs:
+        tags = client.get_run(run.run_id).data.tags
+        named.append((run.label, {k[len(tag.KNOB_PREFIX):]: v for k, v in tags.items()
+                                  if k.startswith(tag.KNOB_PREFIX)}))
+    table = knob_table(named)
+    return table.rows(), [f"`{h}` = `{p}`" for h, p in table.legend.items()]
+
+
 def print_judged(judged) -> None:
     """Which qrels produced the numbers, and how much of each run's top k now carries a label."""
     print(f"Re-scored from saved rankings with the {judged.judged.describe()}")
-    rows = [[r.config, r.run_id[:8], r.logged, r.with_judged] for r in judged.judged_at_k.itertuples()]
-    print(format_table(["config", "run", f"judged_at_{judged.k} logged", f"judged_at_{judged.k} with judged"], rows,
-                       numeric=[False, False, True, True]))
+    rows = [[r.config, r.run_id[:8], r.logged, r.with_judged,
+             f"THIN (< {judged.min_judged:.2f}) †" if r.thin else "ok"] for r in judged.judged_at_k.itertuples()]
+    print(format_table(["config", "run", f"judged_at_{judged.k} logged", f"judged_at_{judged.k} with judged", "pool"],
+                       rows, numeric=[False, False, True, True, False]))
+    if judged.thin:
+        print(f"  a THIN pool: more than {1 - judged.min_judged:.0%} of those runs' top {judged.k} documents carry no "
+              "label, and the metrics below count them as not relevant")
     print()
 
 
-def overview_table(comparison) -> tuple[list[str], list[list[object]]]:
+def overview_table(comparison, thin: set[str] = frozenset()) -> tuple[list[str], list[list[object]]]:
     """Like ranx's tables: one row per config sorted by the headline metric, one column per metric, the best
-    of each column marked * and the configs tied with it =."""
+    of each column marked * and the configs tied with it =; a config in ``thin`` (judged_at_k below the floor)
+    marked †."""
     marks = {}
     for metric in comparison.metrics:
         for r in comparison.ranking(metric).itertuples():
@@ -158,12 +188,13 @@ def overview_table(comparison) -> tuple[list[str], list[list[object]]]:
     means = comparison.wide("mean")
     rows = []
     for r in comparison.ranking().itertuples():
-        rows.append([r.rank, r.config + (" (baseline)" if r.baseline else "")]
+        rows.append([r.rank, r.config + (" (baseline)" if r.baseline else "") + (" †" if r.config in thin else "")]
                     + [f"{means.loc[r.config, m]:.4f}{marks[(r.config, m)]}" for m in comparison.metrics])
     return ["#", "config", *comparison.metrics], rows
 
 
-def metric_table(comparison, metric: str, test: str) -> tuple[list[str], list[list[object]]]:
+def metric_table(comparison, metric: str, test: str, thin: set[str] = frozenset()
+                 ) -> tuple[list[str], list[list[object]]]:
     """One metric, best first: mean with its interval, the verdict against the best, and the difference to the
     baseline with its effect size and p-values."""
     table = comparison.table[comparison.table["metric"] == metric].set_index("config")
@@ -171,7 +202,8 @@ def metric_table(comparison, metric: str, test: str) -> tuple[list[str], list[li
     for rank in comparison.ranking(metric).itertuples():
         r = table.loc[rank.config]
         vs_best = "best" if rank.vs_best == "best" else f"{rank.vs_best} (p {format_p(rank.p_vs_best_adjusted)})"
-        rows.append([rank.rank, rank.config + (" (baseline)" if r["baseline"] else ""), r["mean"], r["ci_low"],
+        rows.append([rank.rank, rank.config + (" (baseline)" if r["baseline"] else "")
+                     + (" †" if rank.config in thin else ""), r["mean"], r["ci_low"],
                      r["ci_high"], vs_best, "–" if r["baseline"] else f"{r['diff']:+.4f}",
                      "–" if r["baseline"] else f"{r['effect_size']:.4f}", format_p(r[f"p_{test}"]),
                      format_p(r["p_adjusted"]), "yes" if r["significant"] else ""])

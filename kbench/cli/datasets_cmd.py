@@ -85,6 +85,11 @@ def add_synthetic_parser(bsub) -> None:
                     help="llm: seconds to wait for one answer (default 60; a small model on a busy CPU needs more)")
     sy.add_argument("--concurrency", type=_positive, default=None, metavar="N",
                     help="llm: requests in flight (default 4; `kbench serve` answers one at a time, so 1 there)")
+    sy.add_argument("--min-usable", type=float, default=None, metavar="F",
+                    help="llm: share of answers that must give a located question (default 0.8); below it the "
+                         "build stops early with exit 2")
+    sy.add_argument("--allow-partial", action="store_true",
+                    help="llm: go on below --min-usable (said loudly; \"partial\": true in manifest.json)")
     sy.add_argument("--force", action="store_true", help="replace a set built before at --out (never the source "
                     "or other files)")
     sy.set_defaults(func=build_synthetic_cmd)
@@ -131,12 +136,16 @@ def build_synthetic_cmd(args) -> int:
     if args.max_word_overlap is not None and not 0 <= args.max_word_overlap <= 1:
         print("kbench: error: --max-word-overlap is a share between 0 and 1", file=sys.stderr)
         return 2
+    if args.min_usable is not None and not 0 <= args.min_usable <= 1:
+        print("kbench: error: --min-usable is a share between 0 and 1", file=sys.stderr)
+        return 2
     report = build_from_source(args.source, args.out, method=args.method, seed=args.seed, per_doc=args.per_doc,
                                max_questions=args.max_questions, force=args.force, include=args.include,
                                exclude=args.exclude, since=args.since, max_commits=args.max_commits,
                                filters=Filters(args.max_word_overlap, args.min_bm25_rank),
                                llm_options=LLMOptions(args.base_url, args.model, args.api_key_env, args.workspace,
-                                                      args.timeout_s, args.concurrency))
+                                                      args.timeout_s, args.concurrency, args.min_usable,
+                                                      args.allow_partial))
     print(f"{report.kept} questions ({args.method}) from {report.documents_with_questions} of {report.documents} "
           f"documents; {report.proposals} candidates")
     rows = [[reason, count] for reason, count in sorted(report.rejected.items(), key=lambda x: -x[1])]

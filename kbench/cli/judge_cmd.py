@@ -1,6 +1,7 @@
 """kbench judge RUN... --out QRELS | --calibrate: LLM relevance judgements for the pooled top-k of runs."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -16,13 +17,25 @@ from kbench.tracking.mlflow_feedback import log_judge_feedback
 def add_parser(sub) -> None:
     p = sub.add_parser("judge", help="grade the unlabeled pooled top-k of runs with an LLM (0-3), write qrels; "
                                      "--calibrate measures the judge on labeled pairs")
-    p.add_argument("runs", nargs="+", metavar="RUN_ID", help="runs on one dataset (e.g. every config of a sweep)")
+    p.add_argument("runs", nargs="+", metavar="RUN_ID",
+                   help="runs on one dataset, or a sweep's parent run id alone (every finished config of the sweep)")
     p.add_argument("--out", help="TREC qrels to write (and <out>.json with the provenance and every judgement)")
     p.add_argument("--k", type=int, default=10, help="pool depth: the top k of each run (default 10)")
     p.add_argument("--calibrate", action="store_true", help="judge a sample of already-labeled pairs and report "
                    "Cohen's kappa and the confusion table (nothing written)")
     p.add_argument("--sample", type=int, default=50, help="--calibrate: pairs to judge, half relevant (default 50)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample and --max-queries (default 0)")
+    p.add_argument("--max-queries", type=int, default=None, metavar="N",
+                   help="judge a seeded sample of N pooled questions, each with its whole pool (a CPU judge cannot "
+                        "grade a real sweep's pool); judged_at_k is then reported on those questions")
+    p.add_argument("--min-usable", type=float, default=None, metavar="F",
+                   help="share of answers that must hold a readable grade (default 0.8); below it the judge stops "
+                        "with exit 2 and writes nothing")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="go on below --min-usable: qrels from the usable grades, said loudly and recorded in "
+                        "<out>.json (\"partial\": true)")
+    p.add_argument("--max-retries", type=int, default=None, metavar="N",
+                   help="retries of a failed or timed-out request (default 5)")
     p.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL; `kbench serve`)")
     p.add_argument("--model", help="the judge's chat model")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="the variable holding the key")
@@ -36,6 +49,7 @@ def add_parser(sub) -> None:
 
 
 def run_judge(args) -> int:
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one bar per run read: noise
     if not args.calibrate and not args.out:
         print("kbench: error: give --out QRELS (or --calibrate to measure the judge first)", file=sys.stderr)
         return 2
@@ -48,18 +62,30 @@ def run_judge(args) -> int:
     if (args.timeout_s is not None and args.timeout_s <= 0) or (args.concurrency is not None and args.concurrency < 1):
         print("kbench: error: --timeout-s must be > 0 and --concurrency >= 1", file=sys.stderr)
         return 2
-    policy = LLMPolicy(**{k: v for k, v in (("timeout_s", args.timeout_s), ("concurrency", args.concurrency))
-                          if v is not None})
+    if args.max_queries is not None and args.max_queries < 1:
+        print("kbench: error: --max-queries must be >= 1", file=sys.stderr)
+        return 2
+    if (args.min_usable is not None and not 0 <= args.min_usable <= 1) or (args.max_retries or 0) < 0:
+        print("kbench: error: --min-usable is a share between 0 and 1; --max-retries >= 0", file=sys.stderr)
+        return 2
+    policy = LLMPolicy(**{k: v for k, v in (("timeout_s", args.timeout_s), ("concurrency", args.concurrency),
+                                            ("min_usable", args.min_usable), ("max_retries", args.max_retries))
+                          if v is not None}, allow_partial=args.allow_partial)
     endpoint = Endpoint("judge", args.base_url, args.model, args.api_key_env)
     with LLMClient(endpoint, stage="judge", policy=policy, cache_root=workspace_dir(args.workspace) / "cache",
                    cache_params={"prompt_sha256": PROMPT_SHA256}) as client:
         if args.calibrate:
             return print_calibration(calibrate(args.runs, client, k=args.k, sample=args.sample, seed=args.seed,
                                                tracking_uri=args.tracking_uri))
-        report = judge_runs(args.runs, client, k=args.k, out=Path(args.out), tracking_uri=args.tracking_uri)
-    print(f"pooled {report.pooled} (query, chunk) pairs from the top {args.k} of {len(args.runs)} runs; "
+        report = judge_runs(args.runs, client, k=args.k, out=Path(args.out), tracking_uri=args.tracking_uri,
+                            max_queries=args.max_queries, seed=args.seed)
+    sample = f" (a seeded sample of {report.questions} questions, --max-queries)" if report.sampled else ""
+    print(f"pooled {report.pooled} (query, chunk) pairs from the top {args.k} of {len(report.runs)} runs{sample}; "
           f"{report.labeled} already labeled; judged {report.judged} ({report.cache_hits} from the cache), "
           f"{report.unparsed} answers unparsed")
+    if report.partial:
+        print(f"WARNING: --allow-partial: only {report.judged} of {report.judged + report.unparsed} answers held a "
+              "grade; the qrels rest on those (\"partial\": true in the provenance)")
     print("grades: " + ", ".join(f"{g}: {n}" for g, n in report.grades.items()))
     print(log_judge_feedback(f"{args.out}.json", args.tracking_uri, meanings=GRADES, prompt_template=PROMPT).summary())
     rows = [[name, f"{report.judged_at_k_before[name]:.4f}", f"{report.judged_at_k_after[name]:.4f}"]

@@ -15,13 +15,16 @@ def add_parser(sub) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value by dotted path, e.g. --set chunking.chunk_size=400")
     p.add_argument("--no-log", action="store_true", help="do not log to MLflow (results still land in the workspace)")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="let LLM stages go on below llm.policy.min_usable (said loudly, tagged kbench.llm.partial)")
     p.add_argument("--quiet", action="store_true", help="no progress bars (only the results are printed)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     quiet_libraries(progress_bars=not args.quiet)
-    experiment = load_experiment(args.config, args.overrides)
+    experiment = load_experiment(args.config, args.overrides + (["llm.policy.allow_partial=true"]
+                                                                if args.allow_partial else []))
     result = run_experiment(experiment, progress=not args.quiet, log=not args.no_log)
     print_metrics(result)
     if result.tracking_error:  # results and folder printed first; then why they are not (all) in MLflow

@@ -6,6 +6,10 @@ import sys
 
 from kbench.serve import start_server
 
+# One thread: SmolLM2 answered a 19-token request in 5.1 s with one thread and 84 s with torch's default (one per
+# core) on a 2-core machine another job kept busy (issue 29); measure yours with benchmarks/serve_threads.py.
+DEFAULT_THREADS = 1
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("serve", help="a local OpenAI-compatible endpoint: /v1/models, /v1/embeddings, "
@@ -17,17 +21,28 @@ def add_parser(sub) -> None:
                    help="queue a fault for the next requests: 429, 500, slow, quota, malformed "
                         "(e.g. 429x2;retry_after_s=1, quotax-1 for every request)")
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host (no key is checked)")
+    p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
+                   help=f"torch threads for the models (default {DEFAULT_THREADS}: on a busy CPU more threads thrash; "
+                        "benchmarks/serve_threads.py measures it)")
+    p.add_argument("--quiet", action="store_true", help="no request log (one line per request on stderr)")
     p.set_defaults(func=serve)
 
 
 def serve(args) -> int:
     # `kbench` lets SIGPIPE end a piped command quietly; a server must instead survive a client that hangs up
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    if args.threads < 1:
+        print("kbench: error: --threads must be at least 1", file=sys.stderr)
+        return 2
+    import torch  # the models' runtime: its thread pool is this server's (a process of its own)
+
+    torch.set_num_threads(args.threads)
     running = start_server(args.host, args.port, chat=not args.no_chat, faults=args.fault,
-                           allow_remote=args.allow_remote, background=False)
+                           allow_remote=args.allow_remote, background=False,
+                           log=None if args.quiet else lambda line: print(line, file=sys.stderr, flush=True))
     chat = "off" if args.no_chat else "SmolLM2-135M-Instruct (loading in the background)"
-    print(f"kbench serve: ready at {running.base_url} (embeddings: the kbench catalogue; chat: {chat}); "
-          "Ctrl-C stops", flush=True)
+    print(f"kbench serve: ready at {running.base_url} (embeddings: the kbench catalogue; chat: {chat}; "
+          f"{args.threads} torch thread{'s' if args.threads > 1 else ''}); Ctrl-C stops", flush=True)
     try:
         running.server.serve_forever()
     except KeyboardInterrupt:

@@ -4,13 +4,12 @@ from __future__ import annotations
 import sys
 
 from kbench.cli.console import quiet_libraries
-from kbench.cli.tables import format_table
 from kbench.cli.ui_cmd import browse_hint
-from kbench.compare import ranking_lines
 from kbench.sweep.executors import make_executor
 from kbench.sweep.expand import load_sweep
 from kbench.sweep.confirm import confirm_sweep, record_confirmation
-from kbench.sweep.run import run_sweep
+from kbench.sweep.run import SweepError, run_sweep
+from kbench.sweep.summary import plan_lines, summary_lines
 
 
 def add_parser(sub) -> None:
@@ -18,6 +17,8 @@ def add_parser(sub) -> None:
     p.add_argument("config", help="a YAML config with a 'sweep:' grid and/or 'variants:', e.g. configs/sweeps/demo.yaml")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a baseline value by dotted path, e.g. --set dataset.max_queries=30")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="let LLM stages go on below llm.policy.min_usable (said loudly, tagged kbench.llm.partial)")
     p.add_argument("--executor", choices=["local", "dask"], default="local",
                    help="local: one config after another in this process; dask: on a Dask cluster")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
@@ -27,7 +28,8 @@ def add_parser(sub) -> None:
                    help="run configs again even when an equal config (same run key) finished outside this sweep")
     p.add_argument("--no-report", action="store_true", help="skip the comparison report at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bars inside a config (one line per config)")
-    p.add_argument("--dry-run", action="store_true", help="list the configs, their run keys and knobs; run nothing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="list the configs, their run keys and resolved knobs that differ; run nothing")
     p.add_argument("--confirm-half", action="store_true",
                    help="choose the winner on a seeded half of the queries and report its gain on the other half")
     p.add_argument("--confirm-seed", type=int, default=0, metavar="N", help="the seed of --confirm-half (default 0)")
@@ -49,17 +51,14 @@ def run(args) -> int:
         print(f"kbench: error: --select-on and --confirm-on name the same split {args.confirm_on!r}; a confirmation "
               "needs queries the selection did not see", file=sys.stderr)
         return 2
-    overrides = args.overrides + ([f"dataset.split={args.select_on}"] if args.select_on else [])
+    overrides = args.overrides + ([f"dataset.split={args.select_on}"] if args.select_on else []) + (
+        ["llm.policy.allow_partial=true"] if args.allow_partial else [])
     plan = load_sweep(args.config, overrides)
     if args.dry_run:
-        rows = [[c.label, c.run_key, _shorten(", ".join(f"{k}={v}" for k, v in c.knobs.items()) or "(baseline)")]
-                for c in plan.configs]
-        print(format_table(["config", "run key", "knobs that differ from the baseline"], rows))
-        print(f"\n{len(plan.configs)} configs, sweep key {plan.sweep_key}")
-        for warning in plan.warnings:
-            print(f"warning: {warning}")
-        for note in plan.notes:
-            print(f"note: {note}")
+        print(f"{len(plan.configs)} configs, sweep key {plan.sweep_key}; each config's resolved knobs that differ "
+              "between configs:\n")
+        for line in plan_lines(plan):
+            print(line)
         return 0
     if args.workers < 1:
         print("kbench: error: --workers must be at least 1", file=sys.stderr)
@@ -73,14 +72,7 @@ def run(args) -> int:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 2
     print()
-    print(f"sweep {plan.name}: {outcome.count('ran')} ran, {outcome.count('done')} finished before, "
-          f"{outcome.count('reused')} reused, {outcome.count('failed')} failed")
-    for label, error in outcome.errors.items():
-        print(f"  FAILED {label}: {error}")
-    for warning in outcome.warnings:
-        print(f"warning: {warning}")
-    print()
-    for line in winner_lines(outcome):
+    for line in summary_lines(plan, outcome):
         print(line)
     if args.confirm_half or args.confirm_on:
         try:
@@ -101,29 +93,3 @@ def run(args) -> int:
     print(f"  compare: kbench compare --sweep {outcome.parent_run_id} --tracking-uri {outcome.tracking_uri}")
     print(f"  browse: {browse_hint(outcome.tracking_uri)}   (MLflow's UI on http://127.0.0.1:5000)")
     return 1 if outcome.errors else 0
-
-
-def winner_lines(outcome) -> list[str]:
-    """The ranking on the headline metric, then the winner and where its resolved config is."""
-    if outcome.winner is None:
-        return ["no config finished: nothing to rank" + (f" ({outcome.report_error})" if outcome.report_error else "")]
-    lines = ranking_lines(outcome.comparison) + [""] if outcome.comparison is not None else [
-        "only one config finished: it wins by default, with nothing to compare it with"]
-    value = f" {outcome.headline} {outcome.headline_value:.4f}" if outcome.headline_value is not None else ""
-    lines.append(f"winner: {outcome.winner}{value} (run {outcome.winner_run_id})")
-    if outcome.comparison is not None:
-        tied = outcome.comparison.ranking()
-        tied = list(tied[tied["vs_best"] == "tied"]["config"])
-        if tied:
-            lines.append(f"  not significantly better than {len(tied)} other configs: "
-                         + ", ".join(tied[:3]) + (" ..." if len(tied) > 3 else ""))
-    if outcome.winner_config:
-        lines.append(f"  resolved config: {outcome.winner_config} (run it: kbench run {outcome.winner_config})")
-    lines.append("  also on the parent run: its metrics, artifact winner.yaml, the ranking as description")
-    if outcome.report_error:
-        lines.append(f"  (comparison incomplete: {outcome.report_error})")
-    return lines
-
-
-def _shorten(text: str, limit: int = 100) -> str:
-    return text if len(text) <= limit else text[: limit - 4] + " ..."

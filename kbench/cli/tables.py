@@ -88,7 +88,7 @@ def diagnosis_lines(metrics: dict[str, float]) -> list[str]:
 
 
 LLM_COUNTERS = ("requests", "cache_hits", "retries", "failures", "unusable_answers", "prompt_tokens",
-                "completion_tokens", "cost_usd")
+                "completion_tokens", "cost_usd", "partial")
 
 
 def llm_usage_lines(metrics: dict[str, float]) -> list[str]:
@@ -112,6 +112,9 @@ def llm_usage_lines(metrics: dict[str, float]) -> list[str]:
                                                         ("unusable_answers", "unusable answers")) if c.get(n)]
         if lost:
             line += f"; WARNING: {', '.join(lost)} (the stage fell back for those; see llm_{stage}_*)"
+        if c.get("partial"):
+            line += ("; PARTIAL: went on below llm.policy.min_usable (allow_partial): its numbers rest on the "
+                     "usable answers only (tag kbench.llm.partial)")
         lines.append(line)
     return lines
 

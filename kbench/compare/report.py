@@ -248,9 +248,11 @@ def _default_scatter(comparison: Comparison) -> str | None:
     return None if others.empty else others.loc[others["diff"].abs().idxmax(), "config"]
 
 
-def write_report(comparison: Comparison, out_dir: str | Path, scatter: str | None = None) -> Path:
+def write_report(comparison: Comparison, out_dir: str | Path, scatter: str | None = None,
+                 configs: list[dict[str, str]] | None = None, configs_legend: list[str] | None = None) -> Path:
     """Write report.md, report.html (images inline), comparison.csv, ranking.csv and the plots into
-    ``out_dir``; returns the folder."""
+    ``out_dir``; returns the folder. ``configs``: one row per config (``config`` and the knobs that differ
+    between configs, e.g. a sweep's resolved knobs), shown after the ranking with ``configs_legend``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     comparison.table.to_csv(out / "comparison.csv", index=False)
@@ -269,8 +271,12 @@ def write_report(comparison: Comparison, out_dir: str | Path, scatter: str | Non
     title = "kbench comparison"
     md = [f"# {title}", "", *header_lines(comparison), "",
           f"## Ranking on {comparison.headline}", "", ranking_note(comparison), "",
-          md_table(ranking_rows(comparison)), "",
-          f"## Significant differences to the baseline ({comparison.baseline})", ""]
+          md_table(ranking_rows(comparison)), ""]
+    has_configs = bool(configs) and len(configs[0]) > 1
+    if has_configs:
+        md += ["## What each config ran", "", "The knobs that differ between configs, resolved (each strategy's "
+               "own defaults filled in):", "", md_table(configs), "", *(f"- {x}" for x in configs_legend or []), ""]
+    md += [f"## Significant differences to the baseline ({comparison.baseline})", ""]
     if no_difference:
         md += [no_difference, ""]
     for name, lines in (("Better", better), ("Worse", worse)):
@@ -288,8 +294,12 @@ def write_report(comparison: Comparison, out_dir: str | Path, scatter: str | Non
     esc = html.escape
     body = [f"<h1>{esc(title)}</h1>", *(f"<p>{esc(line).replace('**', '')}</p>" for line in header_lines(comparison)),
             f"<h2>Ranking on {esc(comparison.headline)}</h2>", f"<p>{esc(ranking_note(comparison))}</p>",
-            _html_table(ranking_rows(comparison)),
-            f"<h2>Significant differences to the baseline ({esc(comparison.baseline)})</h2>"]
+            _html_table(ranking_rows(comparison))]
+    if has_configs:
+        body += ["<h2>What each config ran</h2>", "<p>The knobs that differ between configs, resolved (each "
+                 "strategy's own defaults filled in):</p>", _html_table(configs)]
+        body += ["<ul>", *(f"<li>{esc(x.replace('`', ''))}</li>" for x in configs_legend or []), "</ul>"]
+    body.append(f"<h2>Significant differences to the baseline ({esc(comparison.baseline)})</h2>")
     if no_difference:
         body.append(f"<p>{esc(no_difference)}</p>")
     for name, lines in (("Better", better), ("Worse", worse)):

@@ -63,6 +63,12 @@ def resolve_dataset_path(config: DatasetConfig) -> tuple[Path, str]:
     return path, entry.name
 
 
+def is_dataset_folder(path: Path) -> bool:
+    """A folder in one of the layouts ``load_dataset`` reads (documents with questions and labels)."""
+    return any(check(path) for check in (is_beir_folder, is_autorag_folder, is_table_beir_folder, is_chroma_folder,
+                                         is_kbench_span_folder))
+
+
 def load_dataset(config: DatasetConfig) -> Dataset:
     path, name = resolve_dataset_path(config)
     if is_beir_folder(path):
@@ -100,10 +106,12 @@ def load_dataset(config: DatasetConfig) -> Dataset:
     if dropped:
         log.warning("dataset %s: left out %s; counted in the run as count_skipped_<reason> "
                     "(dataset.strict: true refuses them)", name, dropped)
+    known_documents = {d.doc_id for d in dataset.documents} | {d for docs in dataset.qrels.values() for d in docs}
     dataset = sample(dataset, config)
     if config.judged_qrels:  # after sampling: the corpus stays the one the judged runs searched
         judged = read_judged_qrels(Path(config.judged_qrels))
         kept = {q.query_id for q in dataset.queries}
+        check_judged_qrels_match(Path(config.judged_qrels), judged, kept, known_documents, dataset.name)
         dataset.qrels = merge_judged_qrels(dataset.qrels, {q: d for q, d in judged.items() if q in kept},
                                            config.judged_qrels_use)
     if not any(d.text.strip() for d in dataset.documents):
@@ -145,7 +153,40 @@ def read_judged_qrels(path: Path) -> dict[str, dict[str, int]]:
             raise DatasetError(f"dataset.judged_qrels: {path}:{n}: expected 'qid 0 docid grade' (a whole-number "
                                f"grade), got {got}; give the --out of `kbench judge`")
         qrels.setdefault(parts[0], {})[parts[2]] = int(parts[3])
+    check_judged_qrels(path, qrels)
     return qrels
+
+
+JUDGED_GRADES = (0, 1, 2, 3)  # the scale `kbench judge` grades on (kbench/judging/prompt.py GRADES)
+
+
+def check_judged_qrels(path: Path, qrels: dict[str, dict[str, int]]) -> None:
+    """Judged qrels are judgements on the judge's scale: an empty file (what a failed judge could leave) and a
+    grade outside 0-3 (99 would dominate graded nDCG) are refused."""
+    if not qrels:
+        raise DatasetError(f"dataset.judged_qrels: {path} holds no judgement; every document would count as not "
+                           "relevant. Judge again (kbench judge RUN... --out QRELS) or leave dataset.judged_qrels unset")
+    bad = sorted({(g, q, d) for q, docs in qrels.items() for d, g in docs.items() if g not in JUDGED_GRADES})
+    if bad:
+        grade, q, d = bad[0]
+        raise DatasetError(f"dataset.judged_qrels: {path}: {len(bad)} grade(s) outside the judge's scale "
+                           f"{JUDGED_GRADES[0]}-{JUDGED_GRADES[-1]}, e.g. {grade} for question {q!r}; grades are "
+                           "what `kbench judge` writes (0 not relevant ... 3 holds the answer)")
+
+
+def check_judged_qrels_match(path: Path, judged: dict[str, dict[str, int]], questions: set[str],
+                             documents: set[str], dataset_name: str) -> None:
+    """Judged qrels naming no question of the (sampled) dataset, or only documents it does not have, would
+    score every run 0 (``instead``) or change nothing (``beside``) without a word: refused."""
+    pairs = sum(len(docs) for docs in judged.values())
+    on_questions = {q: docs for q, docs in judged.items() if q in questions}
+    matching = sum(1 for docs in on_questions.values() for d in docs if d in documents)
+    if not matching:
+        why = (f"none of its {len(judged)} question ids is a question of dataset {dataset_name!r} "
+               f"({len(questions)} questions after sampling)" if not on_questions else
+               f"none of the documents it grades for this dataset's questions is a document of {dataset_name!r}")
+        raise DatasetError(f"dataset.judged_qrels: {path}: {pairs} judgements, but {why}; judged on another "
+                           "dataset or sample? Judge this dataset's runs (kbench judge RUN... --out QRELS)")
 
 
 def merge_judged_qrels(own: dict[str, dict[str, int]], judged: dict[str, dict[str, int]],

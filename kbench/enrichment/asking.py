@@ -6,7 +6,10 @@ batch is asked once per distinct prompt and the answers come back keyed by promp
   also when the batch then stops: it arrived, like the requests the client counted before the stop;
 - a stop (quota, unreachable endpoint, refused key) raises ``LLMStoppedError`` naming the client's section
   and how many answers were kept (they are cached);
-- when every request failed the run is refused with the caller's own error: the endpoint or model is wrong.
+- when every request failed the run is refused with the caller's own error: the endpoint or model is wrong;
+- when fewer than ``llm.policy.min_usable`` of the prompts got a usable answer (failed or empty), the run
+  stops (``UnusableAnswersError``, kbench/llm/usable.py) naming the count, the model and ``fix``, unless
+  ``llm.policy.allow_partial``.
 What an answer means (stripped, embedded, parsed) stays with the caller.
 """
 from __future__ import annotations
@@ -32,21 +35,22 @@ class PromptAnswers:
 
 
 def ask_once_per_prompt(client: LLMClient, prompts: list[str], *, max_tokens: int,
-                        all_failed: Callable[[int, str], LLMError]) -> PromptAnswers:
+                        all_failed: Callable[[int, str], LLMError], fix: str) -> PromptAnswers:
     """Ask ``client`` each distinct prompt once (first-seen order), then close it.
 
-    ``all_failed(n, first_error)`` builds the error raised when all ``n`` requests failed."""
+    ``all_failed(n, first_error)`` builds the error raised when all ``n`` requests failed; ``fix`` is what the
+    floor's message tells the user to do (kbench.llm.usable)."""
     unique = list(dict.fromkeys(prompts))
     try:
-        batch = client.chat_many(unique, max_tokens=max_tokens)
-        empty = sum(1 for answer in batch.answers.values() if not answer.strip())
-        client.count_unusable(empty)
+        batch = client.chat_many(unique, max_tokens=max_tokens, usable=lambda prompt, answer: bool(answer.strip()))
     finally:
         client.close()
     if batch.stopped is not None:
         raise stop_error(client.endpoint.section, batch.stopped, batch.success_count, len(unique))
     if unique and not batch.answers:
         raise all_failed(len(unique), batch.failed_items[0].error)
+    empty = len(batch.unusable)
+    client.require_usable(len(unique), len(batch.answers) - empty, fix=fix, batch=batch)
     return PromptAnswers(answers={unique[i]: a for i, a in batch.answers.items()},
                          errors={unique[f.index]: f.error for f in batch.failed_items},
                          cache_hits=batch.cache_hits,

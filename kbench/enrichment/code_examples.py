@@ -118,7 +118,9 @@ def build_code_examples(documents: list[Document], config: CodeExamplesConfig, c
     policy = (policy or LLMPolicy()).model_copy(update={"concurrency": config.concurrency})
     client = LLMClient(endpoint(config), stage="code_examples", policy=policy, cache_root=cache_root, meter=meter,
                        cache_params={"purpose": "code_example_summary", "prompt_template": SUMMARY_PROMPT})
-    asked = ask_once_per_prompt(client, prompts, max_tokens=config.max_tokens, all_failed=all_summaries_failed)
+    asked = ask_once_per_prompt(client, prompts, max_tokens=config.max_tokens, all_failed=all_summaries_failed,
+                                fix="set enrichment.code_examples.model to a model that summarizes code, or "
+                                    "enrichment.code_examples.summary: none")
     summaries = {prompt: answer.strip() for prompt, answer in asked.answers.items()}
     summarized = [_with_summary(unit, summaries.get(prompt) or None)  # an empty answer: no summary
                   for unit, prompt in zip(units, prompts)]

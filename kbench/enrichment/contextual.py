@@ -89,7 +89,9 @@ def enrich_chunks(chunks: list[Chunk], documents: list[Document], config: Enrich
     policy = (policy or LLMPolicy()).model_copy(update={"concurrency": config.concurrency})
     client = LLMClient(endpoint(config), stage="enrichment", policy=policy, cache_root=cache_root, meter=meter,
                        cache_params={"purpose": "contextual_enrichment", "prompt_template": CONTEXT_PROMPT})
-    asked = ask_once_per_prompt(client, prompts, max_tokens=config.max_tokens, all_failed=all_requests_failed)
+    asked = ask_once_per_prompt(client, prompts, max_tokens=config.max_tokens, all_failed=all_requests_failed,
+                                fix="set enrichment.model to a model that writes a context for the chunk, or "
+                                    "disable enrichment")
     contexts = [asked.answers.get(prompt) for prompt in prompts]  # None: failed, the plain text is kept
     texts = [chunk.text if context is None else contextual_text(context, chunk.text)
              for chunk, context in zip(chunks, contexts)]

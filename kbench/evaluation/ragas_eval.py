@@ -27,6 +27,8 @@ is kept as NaN per query and left out of the mean; never silently: each unusable
 run's meter (``llm_ragas_unusable_answers``), each failed request in ``llm_ragas_failures``. ragas' own retry
 loop is switched off (one attempt): kbench's client already retries, and ragas would otherwise retry a stopped
 endpoint ten times with waits of up to a minute. A quota or unreachable endpoint stops the run (LLMStoppedError).
+Fewer usable LLM-judged scores than ``llm.policy.min_usable`` (80%) stop the run with the count, the model and
+the fix (kbench/llm/usable.py), as soon as the floor can no longer be met; progress shows on stderr.
 
 ragas is imported when these metrics run (a heavy import; RAGAS_DO_NOT_TRACK=true is set first so it sends
 no usage data).
@@ -37,7 +39,7 @@ import asyncio
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -45,6 +47,8 @@ import pandas as pd
 from kbench.evaluation.config import EvaluationConfig
 from kbench.llm import (AuthenticationError, Endpoint, EndpointUnreachableError, LLMClient, LLMError, LLMPolicy,
                         LLMStoppedError, QuotaExhaustedError, UsageMeter)
+from kbench.llm.progress import AnswerProgress
+from kbench.llm.usable import most_bad_allowed
 from kbench.records import Chunk, Dataset, Run
 
 OFFLINE = ("id_context_precision", "id_context_recall", "nonllm_context_precision", "nonllm_context_recall")
@@ -145,18 +149,37 @@ def ragas_metric(name: str, llm=None):
     return metric
 
 
-def score_samples(samples: list[RagasSample], names: list[str], llm=None) -> tuple[pd.DataFrame, int]:
-    """One row per sample, a ``ragas_<name>`` column per metric (NaN where ragas gives none), and how many
-    LLM-judged scores were lost to an answer ragas could not use (unparsable, or no verdict to average).
+@dataclass
+class JudgedScores:
+    """How the LLM-judged scores went: asked, unusable (ragas could not use the answer), failed (no answer)."""
+
+    asked: int = 0
+    unusable: int = 0
+    failed: int = 0
+
+    @property
+    def usable(self) -> int:
+        return self.asked - self.unusable - self.failed
+
+
+def score_samples(samples: list[RagasSample], names: list[str], llm=None,
+                  give_up: Callable[[JudgedScores, int], None] | None = None,
+                  label: str = "ragas") -> tuple[pd.DataFrame, JudgedScores]:
+    """One row per sample, a ``ragas_<name>`` column per metric (NaN where ragas gives none), and how the
+    LLM-judged scores went (an answer ragas could not use: unparsable, or no verdict to average; a request that
+    failed). ``give_up(counts, total)`` is called after each LLM-judged score and may raise (the floor).
     A stopped endpoint (quota, unreachable, refused key) raises."""
     import_ragas()
     from ragas.dataset_schema import SingleTurnSample
 
     metrics = {name: ragas_metric(name, llm) for name in names}
-    unusable = 0
+    counts = JudgedScores()
+    judged = [n for n in names if n in LLM_JUDGED]
+    total = sum(len(judged) for s in samples if s.retrieved_contexts and s.reference_contexts)
+    shown = AnswerProgress(label, total, enabled=bool(judged))
+    shown.start()
 
     async def score_all():
-        nonlocal unusable
         rows = []
         for sample in samples:
             ragas_sample_ = SingleTurnSample(**sample.as_dict())
@@ -165,23 +188,33 @@ def score_samples(samples: list[RagasSample], names: list[str], llm=None) -> tup
                 if not sample.retrieved_contexts or not sample.reference_contexts:
                     row[f"ragas_{name}"] = np.nan  # ragas asserts on empty lists
                     continue
+                failed = bad = False
                 try:
                     score = float(await metric.single_turn_ascore(ragas_sample_))
                 except STOPS:
                     raise
                 except LLMError:  # failed after the client's retries: counted as a failure by the client
-                    score = np.nan
+                    score, failed = np.nan, True
                 except Exception:  # noqa: BLE001 - an LLM answer ragas cannot parse: NaN for this query
-                    score = np.nan
-                    unusable += name in LLM_JUDGED
+                    score, bad = np.nan, True
                 else:
-                    unusable += name in LLM_JUDGED and np.isnan(score)  # parsed, but nothing to score
+                    bad = bool(np.isnan(score))  # parsed, but nothing to score
                 row[f"ragas_{name}"] = score
+                if name in LLM_JUDGED:
+                    counts.asked += 1
+                    counts.failed += failed
+                    counts.unusable += bad
+                    shown.add(usable=not bad, failed=failed)
+                    if give_up is not None:
+                        give_up(counts, total)
             rows.append(row)
         return rows
 
-    frame = pd.DataFrame(asyncio.run(score_all()), columns=[f"ragas_{n}" for n in names])
-    return frame, unusable
+    try:
+        frame = pd.DataFrame(asyncio.run(score_all()), columns=[f"ragas_{n}" for n in names])
+    finally:
+        shown.close()
+    return frame, counts
 
 
 @dataclass
@@ -216,12 +249,23 @@ def evaluate_ragas(dataset: Dataset, chunks: list[Chunk], run: Run, config: Eval
         client = LLMClient(ragas_endpoint(config), stage="ragas", policy=policy, cache_root=cache_root,
                            meter=meter, cache_params={"purpose": "ragas"})
         llm = ragas_llm(client, config.ragas_llm.max_tokens)
+    fix = "set evaluation.ragas_llm.model to a model that follows ragas' prompts, or use the id_/nonllm_ metrics"
+    counted = 0
+
+    def give_up(counts: JudgedScores, total: int) -> None:  # the floor, as soon as it can no longer be met
+        nonlocal counted
+        client.count_unusable(counts.unusable - counted)
+        counted = counts.unusable
+        bad = counts.unusable + counts.failed
+        if not client.policy.allow_partial and bad > most_bad_allowed(total, client.policy.min_usable):
+            client.require_usable(total, counts.usable, counts.failed, fix=fix, asked=counts.asked)
+
     try:
-        scores, unusable = score_samples(samples, names, llm)
+        scores, counts = score_samples(samples, names, llm, give_up if client is not None else None,
+                                       label=f"evaluation.ragas_llm ({config.ragas_llm.model})")
     finally:
         if client is not None:
-            client.flush()
             client.close()
     if client is not None:
-        client.count_unusable(unusable)
+        client.require_usable(counts.asked, counts.usable, counts.failed, fix=fix)
     return scores

@@ -1,11 +1,17 @@
 """Pooling runs, judging what has no label, and measuring the judge.
 
-- **Pool**: the top ``k`` chunks of every run given (a whole sweep), per query, deduplicated by their
-  document and character range (two chunkers can cut the same passage). The runs must share one dataset.
+- **Pool**: the top ``k`` chunks of every run given (or every finished config of a sweep, given its parent run
+  id), per query, deduplicated by their document and character range (two chunkers can cut the same
+  passage). The runs must share one dataset. ``max_queries``: a seeded sample of the pooled questions, each
+  with its whole pool (a CPU judge cannot grade a real sweep's pool; a sample of whole questions keeps
+  judged_at_k meaningful on them).
 - **Labels already there**: a chunk overlapping one of the query's reference spans (span datasets) or from a
   document the qrels grade (BEIR, any grade) is labeled; everything else in the pool is sent to the judge.
 - **Judging**: the UMBRELA-style prompt (``prompt.py``) through the shared LLM client, answers cached by
-  (model, prompt), so a re-run or a bigger pool pays only for new pairs. Unparseable answers are counted.
+  (model, prompt) as they arrive, so a re-run, a killed judge or a bigger pool pays only for new pairs.
+  Nothing is written unless the judge worked: an endpoint that stops (down, quota, refused key) or fails every
+  request raises, and fewer usable grades than ``llm.policy.min_usable`` (80%) stop it with the count, the
+  model and the fix (kbench/llm/usable.py; ``allow_partial`` goes on, recorded in the provenance).
 - **Qrels**: one TREC line per (query, document) the judge graded and the dataset did not, the document's
   grade the best grade of its judged chunks. ``<out>.json`` beside it holds the provenance (judge model,
   prompt SHA-256, runs, k) and every chunk-level judgement. ``dataset.judged_qrels`` uses them in a run.
@@ -28,12 +34,14 @@ import numpy as np
 from kbench.config import validate_experiment
 from kbench.judging.agreement import cohen_kappa, confusion
 from kbench.judging.prompt import PROMPT_SHA256, judge_prompt, parse_grade
-from kbench.llm import LLMClient
+from kbench.llm import ChatBatchResult, LLMClient, stop_error
 from kbench.paths import workspace_dir
 from kbench.pipeline import chunked_dataset
-from kbench.records import Chunk, Dataset, Run
-from kbench.tracking.read import artifact_source, find_run, read_config, read_run, tracking_client
 from kbench.errors import UserError
+from kbench.records import Chunk, Dataset, Run
+from kbench.tracking import tags as tag
+from kbench.tracking.read import (RunReadError, artifact_source, find_run, finished_sweep_children, read_config,
+                                  read_run, tracking_client)
 
 RELEVANT_FROM = 2  # a judge grade at or above this counts as relevant when compared with binary labels
 
@@ -61,8 +69,13 @@ class LoggedRun:
 
 def load_logged_run(client, run_id: str) -> LoggedRun:
     """A run's rankings, and its dataset and chunks rebuilt from its resolved config (as ``misses`` does)."""
-    run = find_run(client, run_id)
-    experiment = validate_experiment(read_config(client, run), f"run {artifact_source(run)} config.yaml")
+    run = run_id if not isinstance(run_id, str) else find_run(client, run_id)
+    try:
+        config = read_config(client, run)
+    except Exception:  # noqa: BLE001 - MLflow's own error: the run has no config.yaml artifact
+        raise RunReadError(f"run {run.info.run_id} has no config.yaml artifact: not a kbench run (a sweep's "
+                           "parent run stands for its configs; give its id alone)") from None
+    experiment = validate_experiment(config, f"run {artifact_source(run)} config.yaml")
     dataset, chunks = chunked_dataset(experiment.dataset, experiment.chunking,
                                      cache_dir=workspace_dir(experiment.workspace) / "cache")
     return LoggedRun(run.info.run_id, run.data.tags.get("mlflow.runName", run.info.run_id[:8]), read_run(client, run),
@@ -113,11 +126,47 @@ def judged_at_k(run: Run, labeled: dict[str, set[str]], k: int) -> float:
     return float(np.mean(shares)) if shares else float("nan")
 
 
-def _ask(client: LLMClient, questions: dict[str, str], pairs: list[tuple[Pair, str]]) -> tuple[list[int | None], int]:
+FIX = "use a stronger judge model (--model), and measure it first with --calibrate"
+
+
+def _ask(client: LLMClient, questions: dict[str, str], pairs: list[tuple[Pair, str]]
+         ) -> tuple[list[int | None], ChatBatchResult, bool]:
+    """A grade per pair (None: no readable grade) and whether the judge went on below the floor
+    (allow_partial), once the judge proved it works: an endpoint that stopped or failed every request raises,
+    and so does a judge whose usable grades are below the floor."""
     prompts = [judge_prompt(questions[p.query_id], text) for p, text in pairs]
-    batch = client.chat_many(prompts, max_tokens=16, temperature=0.0)
+    batch = client.chat_many(prompts, max_tokens=16, temperature=0.0,
+                             usable=lambda prompt, answer: parse_grade(answer) is not None)
+    if batch.stopped is not None:
+        raise stop_error("judge", batch.stopped, batch.success_count, len(prompts))
+    failed = [f for f in batch.failed_items if f.attempts]
+    if prompts and not batch.answers and failed:
+        raise JudgeError(f"judge: {len(failed)} of {len(prompts)} requests failed and none was answered (first: "
+                         f"{failed[0].error}); check --base-url and --model, and --timeout-s for a slow model; "
+                         "nothing was written")
     grades = [parse_grade(batch.answers[i]) if i in batch.answers else None for i in range(len(prompts))]
-    return grades, batch.cache_hits
+    partial = client.require_usable(len(prompts), sum(g is not None for g in grades), fix=FIX, batch=batch)
+    return grades, batch, partial
+
+
+def expand_runs(client, run_ids: list[str]) -> list:
+    """The runs to pool: a sweep parent's id alone stands for its finished configs (one run each)."""
+    runs = [find_run(client, r) for r in run_ids]
+    if len(runs) == 1 and runs[0].data.tags.get(tag.SWEEP_ROLE) == "parent":
+        return finished_sweep_children(client, runs[0])
+    parents = [r.info.run_id for r in runs if r.data.tags.get(tag.SWEEP_ROLE) == "parent"]
+    if parents:
+        raise JudgeError(f"run {parents[0]} is a sweep's parent run: give its id alone (it stands for every "
+                         "finished config of the sweep), or give the configs' run ids")
+    return runs
+
+
+def sample_questions(pooled: list[tuple[Pair, str]], max_queries: int | None, seed: int) -> set[str] | None:
+    """A seeded sample of ``max_queries`` of the pooled questions (None: all)."""
+    ids = sorted({p.query_id for p, _ in pooled})
+    if max_queries is None or max_queries >= len(ids):
+        return None
+    return set(random.Random(seed).sample(ids, max_queries))
 
 
 @dataclass
@@ -131,12 +180,16 @@ class JudgeReport:
     judged_at_k_before: dict[str, float]
     judged_at_k_after: dict[str, float]
     grades: dict[int, int] = field(default_factory=dict)
+    runs: list[str] = field(default_factory=list)  # the run ids pooled (a sweep parent's finished configs)
+    questions: int = 0  # questions whose pool was judged (a sample with max_queries)
+    sampled: bool = False
+    partial: bool = False  # went on below the floor of usable grades (allow_partial)
 
 
 def _pooled(run_ids: list[str], k: int, tracking_uri: str | None):
     """The logged runs, their dataset, its questions by id, and the runs' pooled top-k in a stable order."""
     mlflow = tracking_client(tracking_uri)
-    runs = [load_logged_run(mlflow, r) for r in run_ids]
+    runs = [load_logged_run(mlflow, r) for r in expand_runs(mlflow, run_ids)]
     dataset = runs[0].dataset
     questions = {q.query_id: q.text for q in dataset.queries}
     pooled = sorted(pool_runs(runs, k).items(), key=lambda x: (x[0].query_id, x[0].doc_id, x[0].start))
@@ -144,10 +197,17 @@ def _pooled(run_ids: list[str], k: int, tracking_uri: str | None):
 
 
 def judge_runs(run_ids: list[str], client: LLMClient, *, k: int = 10, out: Path | None = None,
-               tracking_uri: str | None = None) -> JudgeReport:
+               tracking_uri: str | None = None, max_queries: int | None = None, seed: int = 0) -> JudgeReport:
     runs, dataset, questions, pooled = _pooled(run_ids, k, tracking_uri)
+    chosen = sample_questions(pooled, max_queries, seed)
+    if chosen is not None:
+        pooled = [(p, t) for p, t in pooled if p.query_id in chosen]
+        questions = {q: text for q, text in questions.items() if q in chosen}
     todo = [(p, t) for p, t in pooled if dataset_label(dataset, p) is None and p.query_id in questions]
-    grades, hits = _ask(client, questions, todo) if todo else ([], 0)
+    if not todo:
+        raise JudgeError(f"judge: nothing to judge: every one of the {len(pooled)} pooled (question, chunk) pairs "
+                         f"already carries the dataset's label (top {k} of {len(runs)} runs); no qrels written")
+    grades, batch, partial = _ask(client, questions, todo)
     doc_grades: dict[str, dict[str, int]] = {}
     judgements = []
     for (p, _), g in zip(todo, grades):
@@ -160,16 +220,30 @@ def judge_runs(run_ids: list[str], client: LLMClient, *, k: int = 10, out: Path 
     before = {q: set(dataset.qrels.get(q, {})) for q in questions}
     after = {q: before[q] | set(qrels.get(q, {})) for q in questions}
     report = JudgeReport(len(pooled), len(pooled) - len(todo), sum(g is not None for g in grades),
-                         sum(g is None for g in grades), hits, qrels,
-                         {r.name: judged_at_k(r.run, before, k) for r in runs},
-                         {r.name: judged_at_k(r.run, after, k) for r in runs},
-                         {g: sum(x == g for x in grades) for g in range(4)})
+                         sum(g is None for g in grades), batch.cache_hits, qrels,
+                         {r.name: judged_at_k(_only(r.run, chosen), before, k) for r in runs},
+                         {r.name: judged_at_k(_only(r.run, chosen), after, k) for r in runs},
+                         {g: sum(x == g for x in grades) for g in range(4)}, [r.run_id for r in runs],
+                         len(questions), chosen is not None, partial)
+    if not qrels:
+        raise JudgeError(f"judge: none of the {len(todo)} judged pairs adds a grade the dataset lacks (no readable "
+                         "grade, or only documents the dataset already grades); no qrels written")
     if out is not None:
         write_qrels(out, qrels, {"judge_model": client.endpoint.model, "prompt_sha256": PROMPT_SHA256, "k": k,
-                                 "runs": [r.run_id for r in runs], "dataset": dataset.name,
+                                 "runs": report.runs, "dataset": dataset.name,
                                  "pooled": report.pooled, "already_labeled": report.labeled,
-                                 "unparsed": report.unparsed, "judgements": judgements})
+                                 "unparsed": report.unparsed, "partial": partial,
+                                 "queries": sorted(questions) if chosen is not None else None,
+                                 "max_queries": max_queries, "seed": seed if chosen is not None else None,
+                                 "judgements": judgements})
     return report
+
+
+def _only(run: Run, questions: set[str] | None) -> Run:
+    """``run`` with only the sampled questions (all when None)."""
+    if questions is None:
+        return run
+    return Run({q: hits for q, hits in run.hits.items() if q in questions}, run.name)
 
 
 def write_qrels(out: Path, qrels: dict[str, dict[str, int]], provenance: dict[str, Any]) -> None:
@@ -209,7 +283,7 @@ def calibrate(run_ids: list[str], client: LLMClient, *, k: int = 10, sample: int
     for gold in (1, 0):
         items = by_gold[gold]
         chosen += [(gold, x) for x in rng.sample(items, min(len(items), sample // 2))]
-    grades, _ = _ask(client, questions, [x for _, x in chosen])
+    grades, _, _ = _ask(client, questions, [x for _, x in chosen])
     kept = [(gold, g) for (gold, _), g in zip(chosen, grades) if g is not None]
     if not kept:
         raise JudgeError("--calibrate: the judge gave no parseable grade")

@@ -8,6 +8,11 @@ the figures are equal to the bit (tested). What the saved ranking cannot give is
 reported stale: ``miss_stage`` and ``ceiling_*`` need the retrieval trace, ``context_*`` the context assembly.
 Columns the judged qrels cannot change (latency, ragas) keep the logged values.
 
+Each run's ``judged_at_<k>`` (the share of its top-k documents that carry a label) is reported as logged and
+with the judged qrels; a run below ``min_judged`` (default 0.8) is marked: its metrics count every unjudged
+document as not relevant, so they rest on a thin pool. Qrels judged on a sample of the questions (``kbench
+judge --max-queries``; their provenance lists the questions) re-score those questions only.
+
 Judged qrels are document grades, so span metrics (``chunk_*``, ``span_*``) do not move; compare the
 ``doc_*`` metrics (the CLI's default with ``--judged-qrels``). The qrels' provenance (``<QRELS>.json`` from
 ``kbench judge``: judge model, prompt SHA-256, dataset, pooled runs) and the file's own SHA-256 say which
@@ -26,6 +31,7 @@ from kbench.compare.compare import (DEFAULT_MEASURES, NOT_METRICS, CompareError,
                                     load_runs)
 from kbench.config import validate_experiment
 from kbench.datasets import DatasetError
+from kbench.datasets.registry import resolve_dataset_path
 from kbench.evaluation.stage import evaluate_rankings, summarize
 from kbench.paths import workspace_dir
 from kbench.pipeline import chunked_dataset
@@ -63,26 +69,37 @@ class JudgedQrels:
         if not p:
             return (f"judged qrels {self.path} (sha256 {self.sha256[:12]}, used {self.use}); no provenance file "
                     f"{self.path.name}.json beside it: not written by `kbench judge`, judge unknown")
-        return (f"judged qrels {self.path} (sha256 {self.sha256[:12]}, used {self.use}): judge model "
+        text = (f"judged qrels {self.path} (sha256 {self.sha256[:12]}, used {self.use}): judge model "
                 f"{p.get('judge_model', '?')}, prompt sha256 {str(p.get('prompt_sha256', '?'))[:12]}, "
                 f"pooled top-{p.get('k', '?')} of {len(p.get('runs', []))} run(s) on dataset {p.get('dataset', '?')}")
+        if p.get("queries"):
+            text += f"; a seeded sample of {len(p['queries'])} questions (judge --max-queries), compared on those"
+        if p.get("partial"):
+            text += (f"; PARTIAL: the judge went on below its floor of usable grades (--allow-partial; "
+                     f"{p.get('unparsed', '?')} answers held no grade)")
+        return text
 
 
-def rescore_run(client, scores: RunScores, judged: JudgedQrels) -> RunScores:
-    """One logged run scored again with the judged qrels: a new RunScores (same label and ids)."""
+MIN_JUDGED = 0.8  # judged_at_k below this: the run's metrics are marked as computed on a thin pool
+
+
+def rescore_run(client, scores: RunScores, judged: JudgedQrels, only: set[str] | None = None) -> RunScores:
+    """One logged run scored again with the judged qrels: a new RunScores (same label and ids); ``only``: the
+    questions to keep (a judged sample)."""
     run = get_run(client, scores.run_id)
     experiment = validate_experiment(read_config(client, run), f"run {artifact_source(run)} config.yaml")
     dataset_config = experiment.dataset.model_copy(update={"judged_qrels": str(judged.path),
                                                            "judged_qrels_use": judged.use})
     made_on = judged.provenance.get("dataset")
     try:
+        name = resolve_dataset_path(dataset_config)[1]
+        if made_on and made_on != name:  # before loading: the more telling message
+            raise CompareError(f"--judged-qrels: judged on dataset {made_on!r}, but run {scores.label} is on "
+                               f"{name!r}; judge this dataset's runs (kbench judge)")
         dataset, chunks = chunked_dataset(dataset_config, experiment.chunking,
                                          cache_dir=workspace_dir(experiment.workspace) / "cache")
     except DatasetError as e:
         raise CompareError(f"{scores.label}: {e}") from None
-    if made_on and made_on != dataset.name:
-        raise CompareError(f"--judged-qrels: judged on dataset {made_on!r}, but run {scores.label} is on "
-                           f"{dataset.name!r}; judge this dataset's runs (kbench judge)")
     ranking = read_run(client, run)
     known = {c.chunk_id for c in chunks}
     unknown = sorted({h.chunk_id for hits in ranking.hits.values() for h in hits} - known)
@@ -95,6 +112,8 @@ def rescore_run(client, scores: RunScores, judged: JudgedQrels) -> RunScores:
         tokens = count_ranked_tokens(ranking, chunks, experiment.evaluation.budget_tokenizer
                                      or experiment.embedding.model)
     frame = evaluate_rankings(dataset, chunks, ranking, experiment.evaluation, tokens).set_index("query_id")
+    if only is not None:
+        frame = frame[frame.index.isin(only)]
     logged = scores.per_query
     kept = [c for c in logged.columns if c not in frame.columns and not c.startswith(NOT_RESCORED)]
     frame = frame.join(logged[kept], how="left") if kept else frame
@@ -103,19 +122,25 @@ def rescore_run(client, scores: RunScores, judged: JudgedQrels) -> RunScores:
     return RunScores(scores.label, scores.run_id, frame, scores.artifact_run_id, scores.knobs, summary)
 
 
-def rescore_runs(client, runs: list[RunScores], judged: JudgedQrels) -> list[RunScores]:
-    return [rescore_run(client, r, judged) for r in runs]
+def rescore_runs(client, runs: list[RunScores], judged: JudgedQrels, only: set[str] | None = None
+                 ) -> list[RunScores]:
+    return [rescore_run(client, r, judged, only) for r in runs]
 
 
-def judged_at_k_table(before: list[RunScores], after: list[RunScores], k: int) -> pd.DataFrame:
-    """Per run, the mean share of its top-k documents carrying a label: as logged, and with the judged qrels."""
+def judged_at_k_table(before: list[RunScores], after: list[RunScores], k: int, min_judged: float = MIN_JUDGED,
+                      only: set[str] | None = None) -> pd.DataFrame:
+    """Per run, the mean share of its top-k documents carrying a label: as logged, and with the judged qrels;
+    ``thin`` when that is below ``min_judged``."""
     column = f"judged_at_{k}"
     rows = []
     for b, a in zip(before, after):
+        logged = b.per_query if only is None else b.per_query[b.per_query.index.isin(only)]
         rows.append({"config": a.label, "run_id": a.run_id,
-                     "logged": float(b.per_query[column].mean()) if column in b.per_query else float("nan"),
+                     "logged": float(logged[column].mean()) if column in logged else float("nan"),
                      "with_judged": float(a.per_query[column].mean()) if column in a.per_query else float("nan")})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    table["thin"] = ~(table["with_judged"] >= min_judged)  # NaN (no such column) is thin too
+    return table
 
 
 def doc_metrics(columns) -> list[str]:
@@ -132,23 +157,41 @@ def doc_metrics(columns) -> list[str]:
 class JudgedComparison:
     comparison: Comparison
     judged: JudgedQrels
-    judged_at_k: pd.DataFrame  # per run: judged_at_<k> as logged and with the judged qrels
+    judged_at_k: pd.DataFrame  # per run: judged_at_<k> as logged and with the judged qrels, thin or not
     k: int
+    min_judged: float = MIN_JUDGED
+
+    @property
+    def thin(self) -> list[str]:
+        """Labels of the runs whose metrics rest on a pool below ``min_judged``."""
+        return [str(c) for c in self.judged_at_k.loc[self.judged_at_k["thin"], "config"]]
 
 
 def compare_judged(runs: str | list[str], judged: JudgedQrels, *, metrics: list[str] | None = None,
-                   tracking_uri: str | None = None, **options) -> JudgedComparison:
+                   tracking_uri: str | None = None, min_judged: float = MIN_JUDGED, **options) -> JudgedComparison:
     """``compare_runs`` on the runs re-scored with ``judged``; default metrics: the document level's (see
     ``doc_metrics``). ``options``: baseline, test, correction, alpha, ... as ``compare_scores`` takes them."""
     logged, parent_id, client = load_runs(runs, tracking_uri)
-    rescored = rescore_runs(client, logged, judged)
+    sampled = judged.provenance.get("queries")
+    only = set(sampled) if sampled else None
+    rescored = rescore_runs(client, logged, judged, only)
     metrics = metrics or doc_metrics(list(rescored[0].per_query.columns))
     comparison = compare_scores(rescored, metrics=metrics, **options)
     comparison.parent_run_id = parent_id
     comparison.tracking_uri = str(client.tracking_uri)
     comparison.notes.append("scores re-computed from each run's saved ranking with the " + judged.describe())
+    if only is not None:
+        comparison.notes.append(f"the qrels judge a seeded sample of {len(only)} questions (kbench judge "
+                                "--max-queries): the runs are compared on those questions only")
     k = int(metrics[0].rsplit("_", 1)[1]) if metrics[0].rsplit("_", 1)[1].isdigit() else 10
-    return JudgedComparison(comparison, judged, judged_at_k_table(logged, rescored, k), k)
+    result = JudgedComparison(comparison, judged, judged_at_k_table(logged, rescored, k, min_judged, only), k,
+                              min_judged)
+    if result.thin:
+        comparison.notes.append(
+            f"thin pool: {', '.join(result.thin)} keep judged_at_{k} below {min_judged:.2f} with these qrels, so "
+            f"their {', '.join(metrics)} count every unjudged document of their top {k} as not relevant; judge "
+            "their pools (kbench judge with their run ids) before trusting their ranks")
+    return result
 
 
 __all__ = ["JudgedComparison", "JudgedQrels", "compare_judged", "doc_metrics", "judged_at_k_table", "rescore_run",

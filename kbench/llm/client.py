@@ -43,7 +43,9 @@ from kbench.llm.config import LLMPolicy
 from kbench.llm.endpoint import Endpoint
 from kbench.llm.errors import (AuthenticationError, EndpointUnreachableError, LLMError, LLMStoppedError,
                                QuotaExhaustedError)
+from kbench.llm.progress import AnswerProgress
 from kbench.llm.results import ChatBatchResult, EmbeddingBatchResult, Failure
+from kbench.llm.usable import UsableCount, check_usable, most_bad_allowed
 from kbench.llm.usage import UsageMeter
 
 RETRY_STATUSES = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -250,23 +252,62 @@ class LLMClient:
         return answer
 
     def chat_many(self, prompts: list[str], *, max_tokens: int = 256, temperature: float | None = None,
-                  system: str | None = None) -> ChatBatchResult:
-        """Every prompt, ``policy.concurrency`` at a time; answers and failures apart, stopping at a quota."""
+                  system: str | None = None, usable: Callable[[str, str], bool] | None = None,
+                  progress: bool = True) -> ChatBatchResult:
+        """Every prompt, ``policy.concurrency`` at a time; answers and failures apart, stopping at a quota.
+
+        Each answer reaches the cache as it arrives. ``usable(prompt, answer)`` says whether the stage can use
+        an answer: unusable ones are counted (``result.unusable``, the meter's ``unusable_answers``, the progress
+        line), and once unusable plus failed answers exceed what ``policy.min_usable`` allows the batch stops
+        (``result.stopped_unusable``; the rest are failures "not attempted"), unless ``policy.allow_partial``.
+        The stage then calls ``require_usable``. ``progress``: counts, rate and time left on stderr."""
         result = ChatBatchResult()
         cache = self._cache("chat", {"max_tokens": max_tokens, "temperature": temperature, "system": system})
+        shown = AnswerProgress(f"{self.endpoint.section} ({self.endpoint.model})", len(prompts), enabled=progress)
+        judge = usable or (lambda prompt, answer: True)
+        bad_allowed = len(prompts) if self.policy.allow_partial or usable is None else \
+            most_bad_allowed(len(prompts), self.policy.min_usable)
+        lock = threading.Lock()
+        bad = 0
+        halt = threading.Event()
+
+        def record(prompt: str, rows: list[int], answer: str | None, cached: bool) -> None:
+            """Keep one prompt's answer (None: failed) for its rows; halt when the floor cannot be met."""
+            nonlocal bad
+            ok = answer is not None and judge(prompt, answer)
+            with lock:
+                if answer is not None:
+                    result.answers.update(dict.fromkeys(rows, answer))
+                    if not ok:
+                        result.unusable.extend(rows)
+                if not ok:
+                    bad += len(rows)
+                    if bad > bad_allowed:
+                        halt.set()
+            shown.add(usable=ok, failed=answer is None, cached=cached, n=len(rows))
+
         todo: dict[str, list[int]] = {}
+        cached: list[tuple[int, str, str]] = []
         for i, prompt in enumerate(prompts):
             if cache is not None and (hit := cache.get(prompt)) is not None:
-                result.answers[i] = hit
-                result.cache_hits += 1
+                cached.append((i, prompt, hit))
             else:
                 todo.setdefault(prompt, []).append(i)
-        if result.cache_hits:
-            self._count(cache_hits=result.cache_hits)
-        lock = threading.Lock()
+        result.cache_hits = len(cached)
+        if cached:
+            self._count(cache_hits=len(cached))
+        if todo:  # nothing to ask: no progress to show
+            shown.start(f" ({len(cached)} from the cache), {self.policy.concurrency} at a time, at {self.endpoint.url}")
+        for i, prompt, hit in cached:
+            record(prompt, [i], hit, cached=True)
 
         def ask(prompt: str) -> None:
             rows = todo[prompt]
+            if halt.is_set():
+                with lock:
+                    result.failed_items.extend(Failure(i, prompt, "not attempted: too few usable answers so far",
+                                                       0) for i in rows)
+                return
             try:
                 answer = self._send_chat(prompt, max_tokens, temperature, system)
             except LLMStoppedError as e:
@@ -275,22 +316,44 @@ class LLMClient:
                 failures = [Failure(i, prompt, str(e), 1) for i in rows]
             else:
                 if cache is not None:
-                    cache.put(prompt, answer)
-                with lock:
-                    result.answers.update(dict.fromkeys(rows, answer))
+                    cache.put(prompt, answer)  # written now: a kill loses only the answers in flight
+                record(prompt, rows, answer, cached=False)
                 return
             with lock:
                 result.failed_items.extend(failures)
+            if failures[0].attempts:  # a request that failed counts against the floor; a stop does not
+                record(prompt, rows, None, cached=False)
 
         try:
             with ThreadPoolExecutor(max_workers=self.policy.concurrency) as pool:
                 list(pool.map(ask, list(todo)))
         finally:
-            if cache is not None:
-                cache.flush()  # answers already received survive an interrupted run
+            result.stopped = self._stop_reason
+            result.stopped_unusable = halt.is_set() and not self.policy.allow_partial and usable is not None
+            note = ""
+            if result.stopped:
+                note = "; stopped: the endpoint cannot answer"
+            elif result.stopped_unusable:
+                note = f"; stopped early: fewer than {self.policy.min_usable:.0%} can be usable"
+            shown.close(note)
+        if result.unusable:
+            self.count_unusable(len(result.unusable))
+        result.unusable.sort()
         result.failed_items.sort(key=lambda f: f.index)
-        result.stopped = self._stop_reason
         return result
+
+    def require_usable(self, total: int, usable: int, failed: int = 0, *, fix: str,
+                       batch: ChatBatchResult | None = None, asked: int | None = None) -> bool:
+        """``check_usable`` for this client's stage and model (kbench.llm.usable: one rule for every stage).
+        With ``batch`` (what ``chat_many`` returned), ``failed`` is its requests that failed, and when it stopped
+        early the counts are of the answers it got before stopping; ``asked``: a stage that stopped early itself
+        after that many of ``total``."""
+        if batch is not None:
+            failed = sum(1 for f in batch.failed_items if f.attempts)
+            if batch.stopped_unusable:
+                asked = len(batch.answers) + failed
+        return check_usable(UsableCount(self.endpoint.section, self.endpoint.model or "", total, usable, failed,
+                                        stage=self.stage, asked=asked), self.policy, fix=fix, meter=self.meter)
 
     # ------------------------------------------------------------------ embeddings
     def _send_embeddings(self, texts: list[str], dimensions: int | None) -> list[np.ndarray]:
@@ -349,10 +412,10 @@ class LLMClient:
                     return
                 failed = [Failure(i, t, str(e), 1) for t in batch for i in todo[t]]
             else:
+                if cache is not None:
+                    cache.put_many([(text, vector.tolist()) for text, vector in zip(batch, vectors)])
                 with lock:
                     for text, vector in zip(batch, vectors):
-                        if cache is not None:
-                            cache.put(text, vector.tolist())
                         for i in todo[text]:
                             found[i] = vector
                 return

@@ -24,6 +24,11 @@ class LLMPolicy(StrictModel):
     timeout_s: float = Field(60.0, gt=0, description="seconds to wait for one response")
     connect_timeout_s: float = Field(3.0, gt=0, description="seconds to wait for a connection")
     batch_size: int = Field(64, ge=1, description="texts per embeddings request", json_schema_extra=in_unit("texts"))
+    min_usable: float = Field(0.8, ge=0, le=1, description="share of a stage's answers that must be usable (a "
+                              "grade, a context, a ranking ...); below it the stage stops with exit 2 "
+                              "(kbench/llm/usable.py)")
+    allow_partial: bool = Field(False, description="go on below min_usable: said on stderr, metric "
+                                "llm_<stage>_partial and tag kbench.llm.partial on the run (--allow-partial)")
 
 
 class ModelPrice(StrictModel):

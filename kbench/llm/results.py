@@ -21,6 +21,8 @@ class ChatBatchResult:
     failed_items: list[Failure] = field(default_factory=list)
     stopped: str | None = None  # why the batch stopped early (quota, unreachable endpoint, refused key)
     cache_hits: int = 0
+    unusable: list[int] = field(default_factory=list)  # answers the caller's ``usable`` test refused (sorted)
+    stopped_unusable: bool = False  # stopped early: too many unusable or failed answers to meet the floor
 
     @property
     def success_count(self) -> int:

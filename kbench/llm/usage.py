@@ -6,7 +6,8 @@ gives flat MLflow metric names: ``llm_<stage>_<counter>`` and ``llm_total_<count
 ``unusable_answers`` counts answers that arrived but that the stage could not use (a rerank answer with no
 index list, an empty rewrite, an empty enrichment context, a ragas verdict it could not parse): the stage adds
 them (``LLMClient.count_unusable``), since only it knows what it asked for. A stage that quietly fell back
-would otherwise log a result that looks like the model's.
+would otherwise log a result that looks like the model's. ``partial`` (only where set) counts a stage that went on
+below ``llm.policy.min_usable`` because ``allow_partial`` let it (kbench/llm/usable.py).
 """
 from __future__ import annotations
 

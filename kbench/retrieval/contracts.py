@@ -98,6 +98,12 @@ class Reranker(ABC):
     def rerank(self, query_text: str, hits: list[Hit], top_k: int) -> list[Hit]:
         """The best ``top_k`` of ``hits`` (one query's candidates, best first) after rescoring."""
 
+    def start(self, queries: int) -> None:
+        """Called once before the first ``rerank``, with how many queries follow (an LLM reranker's progress)."""
+
+    def finish(self) -> None:
+        """Called once after the last ``rerank`` (an LLM reranker checks how many answers it could use)."""
+
 
 class ContractError(TypeError):
     """A strategy registered without what its stage calls: a programming error, raised at import time."""

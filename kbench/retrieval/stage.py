@@ -161,6 +161,8 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
     elif n:
         first_stage(queries[:1])  # warm-up, untimed
 
+    if reranker is not None:
+        reranker.start(n)
     iterator = track(enumerate(queries), "search", n, "queries", enabled=progress and n > 0)
     rankings: dict[str, list[Hit]] = {}
     traces: dict[str, dict[str, list[int]]] = {}
@@ -203,5 +205,7 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
             hits = group_by_page(hits, context.chunks, config.grouping.boost_per_chunk, config.grouping.score)
             latency["grouping"][qi] = (time.perf_counter() - t) * 1000
         rankings[query.query_id] = hits
+    if reranker is not None:
+        reranker.finish()
     latency["total"] = sum(latency.values()) if latency else np.zeros(n)
     return SearchOutput(rankings, latency, traces, units=None if rows is context_chunks else rows)

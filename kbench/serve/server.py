@@ -10,7 +10,8 @@
 - Fault injection (kbench.serve.faults): per request (header ``X-Kbench-Fault``) or per server.
 
 It binds to 127.0.0.1 by default and refuses any other address unless ``allow_remote`` is set; it checks
-no key (any bearer token is accepted) and logs no header. A request is checked before it waits on anything:
+no key (any bearer token is accepted) and logs no header: the request log (``log``, one line per POST: route,
+status, seconds, model and tokens) names no key and no prompt. A request is checked before it waits on anything:
 a body above ``MAX_BODY_BYTES`` (413) or that does not arrive within ``read_timeout_s`` (408) is never read
 whole, and an embedding model is a catalogue name or a folder's name under the models directory, never a path.
 """
@@ -193,16 +194,31 @@ class ServeState:
         }
 
 
-def make_handler(state: ServeState, read_timeout_s: float = READ_TIMEOUT_S):
+def make_handler(state: ServeState, read_timeout_s: float = READ_TIMEOUT_S,
+                 log: Callable[[str], None] | None = None):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         timeout = read_timeout_s  # on the socket: a read that waits longer fails (socketserver's setup sets it)
+        status = 0  # of the last answer sent (for the request log)
 
-        def log_message(self, *args):  # no request log: it would be noise, and headers carry keys
+        def log_message(self, *args):  # http.server's own log: headers carry keys; ours is request_line
             pass
+
+        def request_line(self, path: str, started: float, body: dict, result: dict | None) -> str:
+            """``POST /v1/chat/completions 200 in 5.1s (model x, 312 prompt + 19 completion tokens)``."""
+            usage = (result or {}).get("usage") or {}
+            model = body.get("model") if isinstance(body.get("model"), str) else "?"
+            detail = f"model {model[:80]}"
+            if usage:
+                detail += (f", {usage.get('prompt_tokens', 0)} prompt + {usage.get('completion_tokens', 0)} "
+                           "completion tokens" if "completion_tokens" in usage else
+                           f", {usage.get('prompt_tokens', 0)} tokens")
+            return (f"kbench serve: POST {path} {self.status or '-'} in {time.perf_counter() - started:.1f}s "
+                    f"({detail})")
 
         def _send(self, status: int, payload: bytes, content_type: str = "application/json",
                   headers: dict | None = None) -> None:
+            self.status = status
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(payload)))
@@ -307,6 +323,7 @@ def make_handler(state: ServeState, read_timeout_s: float = READ_TIMEOUT_S):
 
         def do_POST(self):  # noqa: N802
             path = self.path.rstrip("/")
+            started, body, result, self.status = time.perf_counter(), {}, None, 0
             try:
                 body = self._read_json()
                 if path == "/v1/kbench/faults":
@@ -333,6 +350,9 @@ def make_handler(state: ServeState, read_timeout_s: float = READ_TIMEOUT_S):
                 self._error(400, str(e), "invalid_request_error")
             except (BrokenPipeError, ConnectionResetError, GenerationCancelled):
                 pass  # the client gave up (its timeout): nothing to answer, nothing more to generate
+            finally:
+                if log is not None and path != "/v1/kbench/faults":
+                    log(self.request_line(path, started, body if isinstance(body, dict) else {}, result))
 
     return Handler
 
@@ -374,8 +394,9 @@ class RunningServer:
 def start_server(host: str = "127.0.0.1", port: int = 0, *, chat: bool = True, faults: list[str] = (),
                  allow_remote: bool = False, background: bool = True,
                  preload: tuple[str, ...] = ("all-MiniLM-L6-v2",),
-                 read_timeout_s: float = READ_TIMEOUT_S) -> RunningServer:
-    """Bind, start loading the chat model in the background, and (``background``) serve from a thread."""
+                 read_timeout_s: float = READ_TIMEOUT_S, log: Callable[[str], None] | None = None) -> RunningServer:
+    """Bind, start loading the chat model in the background, and (``background``) serve from a thread;
+    ``log`` receives one line per request (``kbench serve`` prints them on stderr)."""
     check_host(host, allow_remote)
     if not 0 <= port <= 65535:
         raise ConfigError(f"--port {port}: give a port between 1 and 65535 (0: any free port)")
@@ -386,7 +407,7 @@ def start_server(host: str = "127.0.0.1", port: int = 0, *, chat: bool = True, f
         except ValueError as e:
             raise ConfigError(f"--fault {shorten(spec, 60)}: {e} (e.g. 429x2;retry_after_s=1, quotax-1)") from None
     try:
-        server = ThreadingHTTPServer((host, port), make_handler(state, read_timeout_s))
+        server = ThreadingHTTPServer((host, port), make_handler(state, read_timeout_s, log))
     except OSError as e:
         if e.errno not in BIND_FIXES:
             raise

@@ -9,6 +9,12 @@ children) and a ``plots_dir`` where the notebook saves its figures. After execut
 notebook and the plots and ends the run FINISHED, or FAILED with the failing cell and error in the tags
 ``kbench.error`` / ``kbench.failed_cell`` and ``error.txt``. The executed copy is written either way to
 ``<workspace>/notebooks/<timestamp>-NAME.ipynb``.
+
+Before anything runs, ``dataset`` / ``doc_dataset`` (a registered name or a dataset folder) and ``config`` (an
+experiment YAML) are checked and made absolute (kbench/studies/inputs.py): a path is read from the caller's
+working directory, and a value that names nothing is refused (exit 2), never replaced by the demo set. The
+notebook runs in the caller's working directory too, so a relative path inside their config means what
+`kbench run` makes of it there.
 """
 from __future__ import annotations
 
@@ -22,8 +28,8 @@ from typing import Any
 
 import yaml
 
-from kbench.errors import ConfigError
 from kbench.paths import REPO_ROOT, workspace_dir
+from kbench.studies.inputs import NotebookError, resolve_inputs
 from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_run import ensure_experiment, mlflow_client, record_failed_run
 from kbench.tracking.run_page import write_notebook_html
@@ -32,10 +38,6 @@ NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
 MLFLOW_EXPERIMENT = "notebooks"
 KERNEL = "kbench"
-
-
-class NotebookError(ConfigError):
-    """A notebook or profile that does not exist, or a parameter the notebook does not take."""
 
 
 @dataclass
@@ -117,8 +119,9 @@ def _cell_source(path: Path, index: int | None) -> str:
 
 def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile: str | None = None,
                  output_dir: str | Path | None = None, directory: Path = NOTEBOOKS_DIR,
-                 kernel: str = KERNEL, log=print) -> NotebookResult:
-    """Execute one notebook with papermill into ``<workspace>/notebooks/``; one MLflow run per execution."""
+                 kernel: str = KERNEL, log=print, cwd: Path | None = None) -> NotebookResult:
+    """Execute one notebook with papermill into ``<workspace>/notebooks/``; one MLflow run per execution.
+    ``cwd``: where relative dataset and config paths are read from (default: this process's directory)."""
     import papermill
 
     source = notebook_path(name, directory)
@@ -130,6 +133,7 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile
         raise NotebookError(f"{name}: unknown parameter(s) {unknown}; its parameters cell defines: "
                             f"{', '.join(declared)}")
     params = {k: v for k, v in params.items() if k in declared}  # profile keys other notebooks use
+    params = resolve_inputs(params, cwd)  # before any MLflow run: a dataset or config that names nothing, exit 2
     workspace = workspace_dir(str(params.get("workspace", declared.get("workspace") or "experiments")).strip("'\""))
     out_dir = Path(output_dir) if output_dir else workspace / "notebooks"
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -153,8 +157,9 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile
     started = time.perf_counter()
     error = failed_cell = None
     try:
+        # run where the caller is: a relative path in their config means what `kbench run` makes of it there
         papermill.execute_notebook(str(source), str(output), parameters=params, kernel_name=kernel,
-                                   cwd=str(REPO_ROOT), progress_bar=False, log_output=False,
+                                   cwd=str(cwd or Path.cwd()), progress_bar=False, log_output=False,
                                    kernel_manager_class=ipc_kernel_manager())
     except Exception as e:  # the executed copy (with the traceback in the failing cell) is still written
         error, failed_cell = _failure(e, output)

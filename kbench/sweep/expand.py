@@ -8,13 +8,23 @@
         chunking.strategy: none
 
 The baseline is the config without its sweep/variants blocks. Each expanded config is the baseline with
-its overrides applied; it is labelled by the knobs that differ from the baseline. A sweep of variants only
-runs the baseline too (label ``baseline``, first), so each variant is compared with what it changes; a
-grid runs the points it lists (include the baseline's value in an axis to run it). When an override picks
-another strategy (chunking.strategy, retrieval.fusion.strategy, rerank.strategy), knobs that the new strategy
-does not have but another registered strategy does are dropped (``chunk_size`` means nothing to
-``none``), so a grid may cross strategies with their knobs; a knob no strategy knows is still an error.
-Configs that resolve to the same content (same run key) are run once, under the first label.
+its overrides applied. Two kinds of override, on purpose:
+- **a mapping replaces that section**: ``chunking: [{strategy: recursive}, {strategy: markdown}]`` runs each
+  chunker with its own defaults (recursive 1000/200, markdown 2000/200), never the baseline's chunk_size;
+- **a dotted path sets one knob** and keeps the rest of the section: ``chunking.strategy: [fixed, recursive]``
+  keeps the knobs the strategies share (both run at the baseline's chunk_size). When such an override picks
+  another strategy (chunking.strategy, retrieval.fusion.strategy, rerank.strategy), knobs that the new
+  strategy does not have but another registered strategy does are dropped (``chunk_size`` means nothing to
+  ``none``), so a grid may cross strategies with their knobs; a knob no strategy knows is still an error.
+A mapping that is one knob's value (``retrieval.leg_params``, a metadata filter, tracking tags) is that value.
+
+Labels are short: ``chunk_size=300,top_k=5`` for scalars, a section's strategy name for a mapping
+(``chunking=markdown``; ``fixed-1``, ``fixed-2`` when one strategy appears twice on an axis), ``<knob>#<n>``
+for a long value; ``label_legend`` says what each stands for and ``kbench.sweep.summary`` shows every
+config's resolved knobs that differ between configs. A sweep of variants only runs the baseline too (label
+``baseline``, first), so each variant is compared with what it changes; a grid runs the points it lists
+(include the baseline's value in an axis to run it). Configs that resolve to the same content (same run
+key) are run once, under the first label.
 
 ``SweepPlan.warnings`` says what would make a comparison unfair, e.g. a grid whose ``retrieval.top_k`` drops
 below an evaluated k: those configs return fewer results than the metric counts, so they lose by
@@ -30,14 +40,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbench.config import (ConfigError, Experiment, apply_set_items, current_path, drop_foreign_knobs,
-                           read_yaml_mapping, set_dotted, validate_experiment)
+from kbench.config import (STRATEGY_SECTIONS, ConfigError, Experiment, apply_set_items, current_path,
+                           drop_foreign_knobs, read_yaml_mapping, set_dotted, validate_experiment)
 from kbench.config import MAX_NAME_CHARS
 from kbench.dotted import flatten_dotted
 from kbench.hashing import stable_hash
 from kbench.tracking.mlflow_run import flatten
 
 BASELINE_LABEL = "baseline"  # the label of the baseline config a variants-only sweep adds
+MAX_VALUE_LABEL = 24  # characters of a value shown in a label; a longer one is named by its place on its axis
 # parts of the resolved config that do not change results (and so never make a knob)
 NOT_KNOBS = ("name", "description", "workspace", "tracking", "sweep", "variants")
 
@@ -51,6 +62,7 @@ class SweepConfig:
     knobs: dict[str, str]  # dotted path -> value (as logged in MLflow params), only where != baseline
     overrides: dict[str, Any]  # what the sweep/variant set, as written
     aliases: list[str] = field(default_factory=list)  # labels of grid points that resolved to the same config
+    resolved_knobs: dict[str, str] = field(default_factory=dict)  # every knob of the resolved config, flattened
 
     @property
     def run_key(self) -> str:
@@ -67,6 +79,7 @@ class SweepPlan:
     raw_blocks: dict[str, Any] = field(default_factory=dict)  # {"sweep": ..., "variants": ...} as written
     warnings: list[str] = field(default_factory=list)  # what makes some configs lose by construction
     notes: list[str] = field(default_factory=list)  # what a reader should know, e.g. the baseline does not run
+    legend: dict[str, str] = field(default_factory=dict)  # a shortened label part -> the value it stands for
 
     def by_label(self) -> dict[str, SweepConfig]:
         return {c.label: c for c in self.configs}
@@ -81,38 +94,85 @@ def sweep_config_name(base: str, label: str) -> str:
     return f"{name[:MAX_NAME_CHARS - 12]}~{stable_hash(label, 8)}]"
 
 
+def _is_knob_mapping(path: str) -> bool:
+    """A mapping that is one knob's value (set whole), not a section."""
+    return path == "retrieval.leg_params" or path.endswith(("filters.metadata", "tracking.tags"))
+
+
 def _flatten_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
-    """``{chunking: {strategy: none}}`` and ``{chunking.strategy: none}`` both become dotted paths; a knob
-    whose value is itself a mapping (leg_params, a metadata filter, tags) is set whole."""
-    return flatten_dotted(overrides, is_leaf=lambda path, value: path == "retrieval.leg_params"
-                          or path.endswith(("filters.metadata", "tracking.tags")))
+    """Dotted paths of the knobs ``overrides`` sets one by one (``{chunking.strategy: none}``); a knob whose
+    value is itself a mapping (leg_params, a metadata filter, tags) is set whole."""
+    return flatten_dotted(overrides, is_leaf=lambda path, value: _is_knob_mapping(path))
+
+
+def _is_section_value(path: str, value: Any) -> bool:
+    """An override that replaces a section: a mapping written at a section's path."""
+    return isinstance(value, dict) and not _is_knob_mapping(path)
 
 
 def apply_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """The baseline with ``overrides`` applied: a mapping replaces the section at its path (first), then each
+    dotted knob is set in what is there."""
     data = copy.deepcopy(base)
-    flat = {current_path(path): value for path, value in _flatten_overrides(overrides).items()}
-    for path, value in flat.items():
+    sections = {current_path(p): v for p, v in overrides.items() if _is_section_value(p, v)}
+    knobs = {current_path(path): value for path, value in
+             _flatten_overrides({p: v for p, v in overrides.items() if not _is_section_value(p, v)}).items()}
+    for path, value in sections.items():
+        set_dotted(data, path, copy.deepcopy(value))
+    for path, value in knobs.items():
         set_dotted(data, path, value)
-    drop_foreign_knobs(data, set(flat))
+    # a replaced strategy section chose its strategy too: dotted knobs of another axis it lacks are dropped
+    switched = set(knobs) | {f"{p}.strategy" for p in sections if p in STRATEGY_SECTIONS}
+    drop_foreign_knobs(data, switched)
     return data
 
 
 def knob_diff(experiment: Experiment, baseline: Experiment) -> dict[str, str]:
     """Flattened params of ``experiment`` whose value differs from the baseline's (or that it lacks)."""
-    mine = flatten({k: v for k, v in experiment.resolved().items() if k not in NOT_KNOBS})
-    base = flatten({k: v for k, v in baseline.resolved().items() if k not in NOT_KNOBS})
+    mine = resolved_knobs(experiment)
+    base = resolved_knobs(baseline)
     return {k: v for k, v in mine.items() if base.get(k) != v}
 
 
-def _short_label(overrides: dict[str, Any]) -> str:
-    """``chunking.chunk_size=300,retrieval.top_k=5`` -> ``chunk_size=300,top_k=5`` (full path if ambiguous)."""
-    flat = _flatten_overrides(overrides)
-    tails = [p.rsplit(".", 1)[-1] for p in flat]
+def resolved_knobs(experiment: Experiment) -> dict[str, str]:
+    """Every knob of the resolved config that can change a result, flattened as MLflow params are."""
+    return flatten({k: v for k, v in experiment.resolved().items() if k not in NOT_KNOBS})
+
+
+def _strategy_name(value: dict[str, Any]) -> str | None:
+    name = value.get("strategy", value.get("method"))
+    return str(name) if isinstance(name, (str, int, float)) and not isinstance(name, bool) else None
+
+
+def axis_labels(path: str, values: list[Any]) -> list[str]:
+    """The short label part of each value of one axis: ``tail=value``; a section by its strategy name
+    (numbered when the axis holds it twice); ``tail#n`` (its place on the axis) for every value of an axis
+    where one value is too long to read in a label."""
+    tail = path.rsplit(".", 1)[-1]
+    names = [_strategy_name(v) if _is_section_value(path, v) else None for v in values]
+    texts = [_label_value(v) for v in values]
+    readable = all(len(t) <= MAX_VALUE_LABEL and not _is_section_value(path, v) for t, v in zip(texts, values))
+    seen: dict[str, int] = {}
     parts = []
-    for (path, value), tail in zip(flat.items(), tails):
-        key = tail if tails.count(tail) == 1 else path
-        parts.append(f"{key}={_label_value(value)}")
-    return ",".join(parts) or BASELINE_LABEL
+    for n, (name, text) in enumerate(zip(names, texts), start=1):
+        if name is not None and len(name) <= MAX_VALUE_LABEL:
+            if names.count(name) > 1:
+                seen[name] = seen.get(name, 0) + 1
+                name = f"{name}-{seen[name]}"
+            parts.append(f"{tail}={name}")
+        else:
+            parts.append(f"{tail}={text}" if readable else f"{tail}#{n}")
+    return parts
+
+
+def _point_label(point: dict[str, Any], parts: dict[str, str]) -> str:
+    """``chunk_size=300,top_k=5``; a key's full path where two axes end in the same name."""
+    tails = [p.rsplit(".", 1)[-1] for p in point]
+    out = []
+    for path, tail in zip(point, tails):
+        part = parts[path]
+        out.append(part if tails.count(tail) == 1 else path + part[len(tail):])
+    return ",".join(out) or BASELINE_LABEL
 
 
 def _label_value(value: Any) -> str:
@@ -123,11 +183,27 @@ def _label_value(value: Any) -> str:
 
 
 def grid_points(sweep: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    return [point for _, point in labelled_grid_points(sweep)[0]]
+
+
+def labelled_grid_points(sweep: dict[str, list[Any]]) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, str]]:
+    """Every combination with its short label, and the legend of the label parts that stand for a value
+    (``chunking=markdown`` -> ``{"strategy": "markdown"}``)."""
     for path, values in sweep.items():
         if not isinstance(values, list) or not values:
             raise ConfigError(f"sweep.{path}: give a non-empty list of values, e.g. [300, 600], got {values!r}")
     keys = list(sweep)
-    return [dict(zip(keys, combo)) for combo in itertools.product(*(sweep[k] for k in keys))]
+    parts = {k: axis_labels(k, sweep[k]) for k in keys}
+    legend = {}
+    for k in keys:
+        for part, value in zip(parts[k], sweep[k]):
+            if part != f"{k.rsplit('.', 1)[-1]}={_label_value(value)}":
+                legend[part] = _label_value(value)
+    points = []
+    for combo in itertools.product(*(range(len(sweep[k])) for k in keys)):
+        point = {k: sweep[k][i] for k, i in zip(keys, combo)}
+        points.append((_point_label(point, {k: parts[k][i] for k, i in zip(keys, combo)}), point))
+    return points, legend
 
 
 def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
@@ -144,7 +220,7 @@ def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
         raise ConfigError(f"{origin}: variants: must be a list of mappings (name: ..., path: value ...)")
     baseline = validate_experiment(raw, f"{origin} (baseline, without sweep/variants)")
 
-    points: list[tuple[str, dict[str, Any]]] = [(_short_label(p), p) for p in (grid_points(sweep) if sweep else [])]
+    points, legend = labelled_grid_points(sweep) if sweep else ([], {})
     if not sweep:  # variants only: run the baseline they vary, so the comparison has it
         points.append((BASELINE_LABEL, {}))
     for n, variant in enumerate(variants, start=1):
@@ -171,14 +247,15 @@ def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
         if key in configs:
             configs[key].aliases.append(label)
             continue
-        configs[key] = SweepConfig(label, experiment, knob_diff(experiment, baseline), overrides)
+        configs[key] = SweepConfig(label, experiment, knob_diff(experiment, baseline), overrides,
+                                   resolved_knobs=resolved_knobs(experiment))
     if errors:
         raise ConfigError("\n".join(errors))
     sweep_key = hashlib.sha256(json.dumps(
         {"name": baseline.name, "baseline": baseline.run_key(), "configs": sorted(configs)},
         sort_keys=True).encode()).hexdigest()[:16]
     plan = SweepPlan(baseline.name, baseline, list(configs.values()), sweep_key, raw,
-                     {"sweep": sweep, "variants": variants})
+                     {"sweep": sweep, "variants": variants}, legend=legend)
     plan.warnings = top_k_warnings(plan.configs)
     if plan.configs and all(c.knobs for c in plan.configs):
         plan.notes.append(f"the baseline (this config without its sweep blocks) is no point of the grid, so it does "

@@ -35,6 +35,7 @@ from kbench.retrieval.stage import legs_need_query_vectors
 from kbench.store.stage import check_store
 from kbench.sweep.executors import ComputedRun, JobFailure, make_job
 from kbench.sweep.expand import SweepConfig, SweepPlan
+from kbench.sweep.summary import knob_markdown, plan_knob_table, plan_lines
 from kbench.trace import traced
 from kbench.tracking import tags as tag
 from kbench.tracking.fingerprint import FINGERPRINT_FILE, fingerprint_tags
@@ -107,10 +108,15 @@ class SweepLock:
 
 
 def child_tags(plan: SweepPlan, config: SweepConfig) -> dict[str, str]:
+    """The sweep's tags on a child: its label, config key, the knobs that differ from the baseline
+    (``kbench.sweep.knobs``) and one ``kbench.knob.<path>`` tag per knob that differs between any two configs
+    of the sweep, with this config's resolved value ("-": it has no such knob), so MLflow's run table shows
+    what each child ran."""
+    differing = plan_knob_table(plan).of(config.label) if config in plan.configs else {}
     tags = {tag.SWEEP_KEY: plan.sweep_key, tag.SWEEP_ROLE: "child", tag.SWEEP_LABEL: config.label,
             tag.SWEEP_CONFIG_KEY: config.run_key,
             tag.SWEEP_KNOBS: ", ".join(f"{k}={v}" for k, v in config.knobs.items())[:MAX_PARAM_CHARS] or "baseline",
-            **{f"{tag.KNOB_PREFIX}{k}": v[:MAX_PARAM_CHARS] for k, v in config.knobs.items()}}
+            **{f"{tag.KNOB_PREFIX}{k}": v[:MAX_PARAM_CHARS] for k, v in {**config.knobs, **differing}.items()}}
     if config.aliases:
         tags[tag.SWEEP_ALIASES] = ", ".join(config.aliases)
     return tags
@@ -203,10 +209,8 @@ def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPla
     _log_parent_plan(client, parent_id, plan)
     if plan.warnings:
         client.set_tag(parent_id, tag.SWEEP_WARNINGS, "\n".join(plan.warnings)[:5000])
-    for warning in plan.warnings:
-        say(f"  warning: {warning}")
-    for note in plan.notes:
-        say(f"  note: {note}")
+    for line in plan_lines(plan, indent="  "):  # what each config runs: its resolved knobs, warnings, notes
+        say(line)
 
     done: dict[str, str] = {}  # config run key -> finished child id
     for run in sweep_children(client, experiment_id, parent_id):
@@ -271,8 +275,10 @@ def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPla
         try:
             _pick_winner(client, plan, outcome, workspace, report)
             if report and outcome.comparison is not None:
+                rows, legend = knob_markdown(plan)
                 outcome.report_dir = write_report(outcome.comparison,
-                                                  workspace / "sweeps" / plan.sweep_key / "report")
+                                                  workspace / "sweeps" / plan.sweep_key / "report",
+                                                  configs=rows, configs_legend=legend)
                 client.log_artifacts(parent_id, str(outcome.report_dir), "report")
         except Exception as e:  # the runs are logged; a ranking or report problem must not hide that
             outcome.report_error = f"{type(e).__name__}: {e}"
@@ -322,7 +328,7 @@ def _pick_winner(client, plan: SweepPlan, outcome: SweepOutcome, workspace: Path
         client.log_artifact(outcome.parent_run_id, str(outcome.winner_config))
     parent_tags = {tag.SWEEP_WINNER: outcome.winner, tag.SWEEP_WINNER_RUN: outcome.winner_run_id,
                    tag.SWEEP_TIED: ", ".join(tied)[:MAX_PARAM_CHARS], tag.SWEEP_HEADLINE: outcome.headline or "",
-                   tag.MLFLOW_NOTE: _parent_note(outcome, tied, report)}
+                   tag.MLFLOW_NOTE: _parent_note(plan, outcome, tied, report)}
     fill_run(client, outcome.parent_run_id, params={}, metrics=metrics, run_dir=None, tags=parent_tags)
     knobs = list(dict.fromkeys(f"{tag.KNOB_PREFIX}{k}" for c in plan.configs for k in c.knobs))
     describe(client, outcome.experiment_id, plan.baseline.tracking.experiment, metrics, plan.baseline.tracking,
@@ -334,8 +340,8 @@ def _pick_winner(client, plan: SweepPlan, outcome: SweepOutcome, workspace: Path
                          metrics=metrics, config_file=outcome.winner_config)
 
 
-def _parent_note(outcome: SweepOutcome, tied: list[str], report: bool) -> str:
-    """The parent run's MLflow description: the winner, the ranking table, where the report is."""
+def _parent_note(plan: SweepPlan, outcome: SweepOutcome, tied: list[str], report: bool) -> str:
+    """The parent run's MLflow description: the winner, the ranking table, each config's knobs, the report."""
     value = f" ({outcome.headline} {outcome.headline_value:.4f})" if outcome.headline_value is not None else ""
     lines = [f"**Winner: {outcome.winner}**{value}, child run `{outcome.winner_run_id}`; its resolved config is the "
              "artifact `winner.yaml`, its metrics are this run's metrics."]
@@ -344,16 +350,23 @@ def _parent_note(outcome: SweepOutcome, tied: list[str], report: bool) -> str:
     lines += [f"Warning: {w}" for w in outcome.warnings]
     if outcome.comparison is not None:
         lines += ["", f"Ranking on {outcome.headline}, best first:", "", md_table(ranking_rows(outcome.comparison))]
-        if report:
-            lines += ["", "Full report with the significance tests and plots: artifact `report/report.html`."]
+    rows, legend = knob_markdown(plan)
+    if rows and len(rows[0]) > 1:
+        lines += ["", "Each config's knobs that differ between configs (resolved):", "", md_table(rows)]
+        lines += [f"- {line}" for line in legend]
+    if outcome.comparison is not None and report:
+        lines += ["", "Full report with the significance tests and plots: artifact `report/report.html`."]
     return "\n".join(lines)[:5000]
 
 
 def _log_parent_plan(client, parent_id: str, plan: SweepPlan) -> None:
     """The baseline's params, the sweep blocks and sweep_plan.json (label, run key, knobs per config)."""
-    rows = [{"label": c.label, "run_key": c.run_key, "knobs": c.knobs, "aliases": c.aliases} for c in plan.configs]
+    table = plan_knob_table(plan)
+    rows = [{"label": c.label, "run_key": c.run_key, "knobs": c.knobs, "aliases": c.aliases,
+             "differing_knobs": table.of(c.label), "overrides": c.overrides} for c in plan.configs]
     client.log_text(parent_id, json.dumps({"sweep_key": plan.sweep_key, "baseline_run_key": plan.baseline.run_key(),
-                                           "configs": rows}, indent=2), "sweep_plan.json")
+                                           "configs": rows, "label_legend": plan.legend}, indent=2, default=str),
+                    "sweep_plan.json")
     params = run_params(plan.baseline)
     params.update({f"sweep.{k}": json.dumps(plan.raw_blocks.get(k))[:MAX_PARAM_CHARS]
                    for k in ("sweep", "variants") if plan.raw_blocks.get(k)})
@@ -395,7 +408,8 @@ def _failed_child(client, experiment_id, parent_id, plan, config, failure: JobFa
 def _link_child(client, experiment_id, parent_id, plan, config, source) -> str:
     """A child that points at an equal config's finished run instead of computing it again."""
     tags = {**child_tags(plan, config), tag.SWEEP_REUSED_FROM: source.info.run_id,
-            tag.DATASET: source.data.tags.get(tag.DATASET, "")}
+            tag.DATASET: source.data.tags.get(tag.DATASET, ""),
+            **{k: v for k, v in source.data.tags.items() if k == tag.LLM_PARTIAL}}
     run_id = _create_child(client, experiment_id, parent_id, config.label, tags)
     fill_run(client, run_id, params=dict(source.data.params), metrics=dict(source.data.metrics), run_dir=None)
     client.set_terminated(run_id, "FINISHED")

@@ -13,6 +13,8 @@ one SQLite store at once, and runs a killed process left RUNNING.
 """
 from __future__ import annotations
 
+import errno
+
 import fcntl
 import logging
 import os
@@ -146,6 +148,8 @@ def store_fault(error: BaseException) -> str | None:
     """What the machine did to the tracking store, for an error the user can fix; None for anything else."""
     if isinstance(error, TrackingUnreachableError):
         return str(error)
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):  # an artifact or trace copy
+        return f"MLflow could not write: {STORE_FAULTS['database or disk is full']}"
     text = str(error)
     for needle, meaning in STORE_FAULTS.items():
         if needle in text:

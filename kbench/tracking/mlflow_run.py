@@ -42,8 +42,14 @@ def run_params(experiment, workspace: Path | None = None) -> dict[str, str]:
 
 def run_tags(experiment, metrics: dict[str, float]) -> dict[str, str]:
     """Tags every kbench run carries: its description (the config's, with its metrics rounded) for MLflow's
-    run page."""
-    return {tag.MLFLOW_NOTE: describe_run(experiment.description, metrics)}
+    run page; ``kbench.llm.partial`` naming the LLM stages that went on below their floor of usable answers
+    (metric ``llm_<stage>_partial``, kbench/llm/usable.py)."""
+    tags = {tag.MLFLOW_NOTE: describe_run(experiment.description, metrics)}
+    partial = sorted(k[len("llm_"):-len("_partial")] for k, v in metrics.items()
+                     if k.startswith("llm_") and k.endswith("_partial") and k != "llm_total_partial" and v)
+    if partial:
+        tags[tag.LLM_PARTIAL] = ", ".join(partial)
+    return tags
 
 
 def ensure_experiment(client, name: str, workspace: Path) -> str:

@@ -16,6 +16,7 @@ OWNER = "kbench.owner"                # host:pid:process start of the process wr
 ABANDONED = "kbench.abandoned"        # why a later run marked this one KILLED (its process died mid-logging)
 RUN_FOLDER = "kbench.run_folder"      # the run folder's name (<workspace>/runs/<name>): what the MLflow run exports
 EXPORT_ERROR = "kbench.export_error"  # why the run's traces, dataset input or prompts are missing (mlflow_export)
+LLM_PARTIAL = "kbench.llm.partial"    # LLM stages that went on below llm.policy.min_usable (allow_partial)
 
 SWEEP_KEY = "kbench.sweep.key"        # identifies a sweep (its baseline and configs)
 SWEEP_ROLE = "kbench.sweep.role"      # parent | child

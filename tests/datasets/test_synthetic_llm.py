@@ -49,7 +49,8 @@ def test_llm_set_from_the_demo_docs(tmp_path, server):
     from tests.conftest import DEMO
 
     options = LLMOptions(server.base_url, "test-model", "KBENCH_TEST_KEY", str(tmp_path / "ws"), timeout_s=30.0,
-                         concurrency=1)  # the policy a CPU-served model needs (benchmarks/synthetic_agreement.py)
+                         concurrency=1,  # the policy a CPU-served model needs (benchmarks/synthetic_agreement.py)
+                         min_usable=0.5)  # the stand-in damages some quotes on purpose (about 70% usable)
     report = build_from_source(str(DEMO / "docs"), tmp_path / "set", method="llm", max_questions=40, seed=3,
                                llm_options=options)
     assert len(server.requests) == 40 and server.requests[0]["authorization"] == "Bearer local-secret"
@@ -107,6 +108,12 @@ def test_the_documented_recipe_runs_as_written(tmp_path, server):
     from kbench.paths import REPO_ROOT
     from tests.docs.blocks import shell_blocks
 
+    def faithful(prompt: str) -> str:  # every quote exact: the recipe has no --allow-partial, so no damage here
+        excerpt = prompt.split("<excerpt>\n", 1)[1].split("\n</excerpt>", 1)[0]
+        found = SENTENCE.search(excerpt)
+        return f"Question: What does it say?\nQuote: {found.group(0)}" if found else "I cannot."
+
+    server.reply = faithful
     block = next(b for b in shell_blocks(REPO_ROOT / "docs" / "how-to" / "evaluation-sets.md")
                  if "--method llm" in b.code)
     lines = [line for line in block.code.replace("http://127.0.0.1:8000/v1", server.base_url).splitlines()
@@ -118,3 +125,73 @@ def test_the_documented_recipe_runs_as_written(tmp_path, server):
     assert done.returncode == 0, done.stderr[-2000:]
     assert server.requests and all(r["authorization"] == "Bearer local" for r in server.requests)
     assert (tmp_path / "sets" / "demo-llm" / "questions.jsonl").read_text().strip()
+def build_args(server, tmp_path, *extra) -> list[str]:
+    from tests.conftest import DEMO
+
+    return ["datasets", "build", "synthetic", str(DEMO / "docs"), "--method", "llm", "--out", str(tmp_path / "set"),
+            "--max", "20", "--seed", "3", "--base-url", server.base_url, "--model", "smol", "--api-key-env",
+            "KBENCH_TEST_KEY", "--workspace", str(tmp_path / "ws"), "--concurrency", "1", *extra]
+
+
+def test_a_model_whose_answers_give_no_question_stops_early_with_exit_2(tmp_path, server, capsys):
+    """The trap: a weak model kept 0 of 20 questions after 9 minutes, saying nothing while it worked. Now the
+    progress shows the counts, and the build stops once 80% can no longer be usable: 20 excerpts allow 4
+    unusable answers, so the fifth stops it, with the count, the model and the fix; nothing is written."""
+    from kbench.cli import main as kbench_main
+
+    server.reply = lambda prompt: "Sure! Here is a question about the excerpt you gave me."
+    with pytest.raises(SystemExit) as exit_info:
+        kbench_main(build_args(server, tmp_path))
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    (line,) = [x for x in err.splitlines() if x.startswith("kbench: error:")]
+    assert line.startswith("kbench: error: synthetic: 0 of the first 5 (of 20) answers usable (5 unusable, 0 failed) "
+                           "from model smol, below the floor of 80% (llm.policy.min_usable); use a model that follows")
+    assert "rejected: 5 answer_not_parsed" in line and "--allow-partial" in line
+    assert len(server.requests) == 5 and not (tmp_path / "set").exists()
+    assert "synthetic (smol): 20 to answer" in err and "0 usable, 5 unusable" in err  # the progress said it
+
+    # --allow-partial asks every excerpt and then refuses a set of 0 questions (exit 2, nothing written)
+    with pytest.raises(SystemExit) as exit_info:
+        kbench_main(build_args(server, tmp_path, "--allow-partial"))
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(server.requests) == 20  # the 5 answered before came from the cache
+    assert "kbench: WARNING: synthetic: 0 of 20 answers usable" in err and "no document gave a question" in err
+    assert not (tmp_path / "set").exists()
+
+
+def test_a_killed_build_resumes_from_the_answers_it_had(tmp_path, server):
+    """The trap: answers were held in memory and written every 20, so a build killed after 33 minutes kept
+    nothing. Every answer now reaches the cache as it arrives: after a kill -9 only the answer in flight is
+    asked again."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    def slow(prompt: str) -> str:
+        time.sleep(0.4)
+        return question_writer(prompt)
+
+    server.reply = slow
+    env = {**os.environ, "KBENCH_TEST_KEY": "local-secret"}
+    args = [sys.executable, "-c", "import sys; from kbench.cli import main; sys.exit(main())",
+            *build_args(server, tmp_path, "--min-usable", "0.5")]
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(server.requests) < 8 and proc.poll() is None:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    sent_before = len(server.requests)
+    assert 8 <= sent_before < 20, "the kill should land mid-build"
+    server.reply = question_writer
+    report = build_from_source(str(__import__("tests.conftest", fromlist=["DEMO"]).DEMO / "docs"), tmp_path / "set",
+                               method="llm", max_questions=20, seed=3,
+                               llm_options=LLMOptions(server.base_url, "smol", "KBENCH_TEST_KEY", str(tmp_path / "ws"),
+                                                      concurrency=1, min_usable=0.5))
+    asked_again = len(server.requests) - sent_before
+    assert report.cache["hits"] >= sent_before - 1  # at most the answer in flight was lost
+    assert asked_again == 20 - report.cache["hits"] <= 20 - sent_before + 1

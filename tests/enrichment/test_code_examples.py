@@ -12,7 +12,8 @@ from kbench.config import CodeExamplesConfig, ConfigError, DatasetConfig, load_e
 from kbench.datasets import load_dataset
 from kbench.enrichment import (CODE_EXAMPLE_UNIT, build_code_examples, embedded_text, extract_code_examples,
                                summary_prompt)
-from kbench.llm import LLMStoppedError, UsageMeter
+from kbench.llm.usable import UnusableAnswersError
+from kbench.llm import LLMPolicy, LLMStoppedError, UsageMeter
 from kbench.records import Document
 from tests.enrichment.chat_server import start_chat_server
 
@@ -85,12 +86,19 @@ def test_an_empty_summary_keeps_the_code_alone_and_is_counted_unusable(demo, cha
     monkeypatch.setenv(KEY_ENV, "local")
     chat_server.reply = lambda prompt: "  \n"  # what a weak model sometimes answers
     documents = [d for d in demo.documents if d.doc_id.startswith("api/")]
-    config = CodeExamplesConfig(enabled=True, base_url=chat_server.base_url, model="terse", api_key_env=KEY_ENV)
+    config = CodeExamplesConfig(enabled=True, base_url=chat_server.base_url, model="terse", api_key_env=KEY_ENV,
+                                concurrency=1)  # one at a time: the stop comes at the second answer exactly
     meter = UsageMeter()
-    built = build_code_examples(documents, config, tmp_path / "cache", meter=meter)
+    with pytest.raises(UnusableAnswersError, match=r"^enrichment.code_examples: 0 of the first 2 \(of 6\) answers "
+                       r"usable \(2 unusable, 0 failed\) from model terse, below the floor of 80%.*summary: none"):
+        build_code_examples(documents, config, tmp_path / "cache", meter=meter)
+    # kept going on purpose (allow_partial): the code alone is embedded, every empty answer counted
+    built = build_code_examples(documents, config, tmp_path / "cache", meter=meter,
+                                policy=LLMPolicy(allow_partial=True))
     assert built.texts == [u.text for u in built.units] and all(u.metadata["summary"] is None for u in built.units)
     assert built.counts()["code_examples_summaries_empty"] == 6 and not built.failed
-    assert meter.metrics({})["llm_code_examples_unusable_answers"] == 6
+    assert meter.metrics({})["llm_code_examples_unusable_answers"] == 2 + 6
+    assert meter.metrics({})["llm_code_examples_partial"] == 1
 
 
 def test_context_chars_shows_the_page_around_the_fences(demo):

@@ -135,14 +135,15 @@ def test_run_embeds_enriched_text_and_the_key_never_reaches_mlflow(workspace, co
 
 def test_an_empty_context_is_embedded_as_production_does_and_counted(demo_sample, chat_server, tmp_path,
                                                                    monkeypatch):
-    from kbench.llm import UsageMeter
+    from kbench.llm import LLMPolicy, UsageMeter
 
     dataset, chunks = demo_sample
     monkeypatch.setenv(KEY_ENV, SECRET)
     chat_server.reply = lambda prompt: "" if f"<chunk>\n{chunks[0].text}\n</chunk>" in prompt else situate(prompt)
     config = EnrichmentConfig(enabled=True, base_url=chat_server.base_url, model="weak", api_key_env=KEY_ENV)
     meter = UsageMeter()
-    result = enrich_chunks(chunks[:3], dataset.documents, config, tmp_path / "cache", meter=meter)
+    result = enrich_chunks(chunks[:3], dataset.documents, config, tmp_path / "cache", meter=meter,
+                           policy=LLMPolicy(min_usable=0.6))  # 2 of 3 usable: above this floor
     assert result.texts[0] == "\n---\n" + chunks[0].text and result.contexts[0] == ""
     assert result.counts()["enrichment_empty"] == 1 and not result.failed
     assert meter.metrics()["llm_enrichment_unusable_answers"] == 1

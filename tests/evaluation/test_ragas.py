@@ -102,14 +102,16 @@ def chat_server():
 
 def test_llm_judged_answers_ragas_cannot_use_are_counted_and_a_stopped_endpoint_ends_the_run(workspace, chat_server,
                                                                                             monkeypatch):
-    """A judge that never writes ragas' JSON: NaN per query, each one counted (llm_ragas_unusable_answers), and
-    asked once per prompt (ragas' own retry loop is off; its output-fixing prompts still run). An endpoint that
+    """A judge that never writes ragas' JSON: the run stops at the first unusable verdict (below the floor of
+    usable answers); with allow_partial: NaN per query, each one counted (llm_ragas_unusable_answers), and asked
+    once per prompt (ragas' own retry loop is off; its output-fixing prompts still run). An endpoint that
     refuses connections raises instead of turning every score into a quiet NaN."""
     import socket
 
     from kbench.evaluation.config import EvaluationConfig
     from kbench.evaluation.ragas_eval import evaluate_ragas
-    from kbench.llm import EndpointUnreachableError, UsageMeter
+    from kbench.llm import EndpointUnreachableError, LLMPolicy, UsageMeter
+    from kbench.llm.usable import UnusableAnswersError
 
     monkeypatch.setenv("KBENCH_TEST_RAGAS_KEY", "sk-test")
     result = run_with_ragas(workspace, {"name": "demo", "max_queries": 3},
@@ -118,12 +120,17 @@ def test_llm_judged_answers_ragas_cannot_use_are_counted_and_a_stopped_endpoint_
     config = EvaluationConfig(k=[1, 3], ragas=["id_context_recall", "llm_context_recall"], ragas_k=2,
                               ragas_llm={"base_url": chat_server.base_url, "model": "weak",
                                          "api_key_env": "KBENCH_TEST_RAGAS_KEY", "max_tokens": 32})
+    with pytest.raises(UnusableAnswersError, match=r"^evaluation.ragas_llm: 0 of the first 1 \(of 3\) answers usable "
+                       r"\(1 unusable, 0 failed\) from model weak, below the floor of 80%"):
+        evaluate_ragas(result.dataset, result.chunks, result.run, config, cache_root=workspace / "cache",
+                       meter=UsageMeter())
     meter = UsageMeter()
     scores = evaluate_ragas(result.dataset, result.chunks, result.run, config, cache_root=workspace / "cache",
-                            meter=meter)
+                            meter=meter, policy=LLMPolicy(allow_partial=True))
     assert np.isnan(scores["ragas_llm_context_recall"]).all() and np.isfinite(scores["ragas_id_context_recall"]).all()
     metrics = meter.metrics()
     assert metrics["llm_ragas_unusable_answers"] == 3 and metrics["llm_ragas_failures"] == 0
+    assert metrics["llm_ragas_partial"] == 1
     assert len(chat_server.requests) == len(set(chat_server.prompts())) > 0  # nothing asked twice
 
     with socket.socket() as s:  # a port nobody listens on

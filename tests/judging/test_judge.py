@@ -4,6 +4,7 @@ judged qrels used by a run, and calibration; Cohen's kappa on hand-built tables.
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import numpy as np
@@ -179,3 +180,83 @@ def test_cohen_kappa_on_hand_built_tables():
     assert cohen_kappa(x, y) == pytest.approx(cohen_kappa_score(x, y))
     assert cohen_kappa([1, 0, 1], [1, 0, 1]) == 1.0
     assert confusion([0, 1, 1], [3, 2, 2], [0, 1], [0, 1, 2, 3]).tolist() == [[0, 0, 0, 1], [0, 0, 2, 0]]
+
+
+# --------------------------------------------------------------------------- a judge that fails says so
+def test_a_judge_whose_answers_hold_no_grade_exits_2_and_writes_nothing(two_runs, server, workspace, capsys):
+    """The trap: with the bundled model 54 of 56 answers had no grade; the judge exited 0 and wrote qrels from
+    the 2 others. Below 80% usable it now stops early, with the count, the model and the fix."""
+    server.reply = lambda prompt: "The passage is relevant to the query because it talks about it."
+    out = workspace / "judged.qrels"
+    with pytest.raises(SystemExit) as stopped:
+        kbench_main(judge_args(server, workspace, *two_runs, "--out", str(out), "--k", "5", "--concurrency", "1"))
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    (line,) = [x for x in err.splitlines() if x.startswith("kbench: error:")]
+    pairs = int(re.search(r"\(of (\d+)\)", line).group(1))
+    stop = pairs - math.ceil(0.8 * pairs) + 1  # the first answer past the 20% that may be unusable
+    assert line == (f"kbench: error: judge: 0 of the first {stop} (of {pairs}) answers usable ({stop} unusable, 0 "
+                    "failed) from model judge-model, below the floor of 80% (llm.policy.min_usable); use a stronger "
+                    "judge model (--model), and measure it first with --calibrate; or keep going "
+                    "on what is usable with --allow-partial (llm.policy.allow_partial: true)")
+    assert not out.exists() and not out.with_name("judged.qrels.json").exists()
+    assert len(server.requests) == stop < pairs  # stopped once 80% could no longer be usable
+    assert "judge (judge-model): " in err and "stopped early" in err  # the progress line said it
+
+    # --allow-partial: the grades that came are written, loudly, and the provenance says "partial"
+    server.reply = lambda prompt: grader(prompt) if len(server.requests) % 2 else "no idea"
+    assert kbench_main(judge_args(server, workspace, *two_runs, "--out", str(out), "--k", "5",
+                                  "--allow-partial")) == 0
+    captured = capsys.readouterr()
+    assert "kbench: WARNING: judge: " in captured.err and "WARNING: --allow-partial" in captured.out
+    assert json.loads(out.with_name("judged.qrels.json").read_text())["partial"] is True
+
+
+def test_judge_takes_a_sweep_parent_id(workspace, server, config_for, capsys):
+    """The trap: `kbench judge <sweep parent id>` (its help: "e.g. every config of a sweep") was a traceback."""
+    from kbench.sweep import expand_sweep, make_executor, run_sweep
+
+    data = config_for(dataset={"name": "demo", "max_queries": 8, "seed": 1},
+                      retrieval={"legs": ["bm25"], "top_k": 10}, evaluation={"k": [5, 10]})
+    data["sweep"] = {"chunking.chunk_size": [400, 900]}
+    outcome = run_sweep(expand_sweep(data), make_executor("local"), report=False, say=lambda line: None)
+    out = workspace / "sweep.qrels"
+    assert kbench_main(judge_args(server, workspace, outcome.parent_run_id, "--out", str(out), "--k", "5")) == 0
+    printed = capsys.readouterr().out
+    provenance = json.loads(out.with_name("sweep.qrels.json").read_text())
+    assert sorted(provenance["runs"]) == sorted(outcome.run_ids.values())
+    assert "from the top 5 of 2 runs" in printed and "chunk_size=400" in printed
+    # a parent given beside other runs is refused with one line
+    with pytest.raises(SystemExit) as stopped:
+        kbench_main(judge_args(server, workspace, outcome.parent_run_id, outcome.run_ids["chunk_size=400"],
+                               "--out", str(out)))
+    assert stopped.value.code == 2
+    assert "is a sweep's parent run: give its id alone" in capsys.readouterr().err
+
+
+def test_max_queries_judges_whole_pools_of_a_seeded_sample(two_runs, server, workspace, capsys):
+    full, sample = workspace / "full.qrels", workspace / "sample.qrels"
+    assert kbench_main(judge_args(server, workspace, *two_runs, "--out", str(full), "--k", "5")) == 0
+    assert kbench_main(judge_args(server, workspace, *two_runs, "--out", str(sample), "--k", "5",
+                                  "--max-queries", "4", "--seed", "7")) == 0
+    printed = capsys.readouterr().out
+    assert "a seeded sample of 4 questions" in printed
+    whole = json.loads(full.with_name("full.qrels.json").read_text())
+    part = json.loads(sample.with_name("sample.qrels.json").read_text())
+    assert len(part["queries"]) == 4 and part["max_queries"] == 4 and whole["queries"] is None
+    # every pair of a sampled question is judged (its whole pool), no pair of another question is
+    expected = [j for j in whole["judgements"] if j["query_id"] in set(part["queries"])]
+    assert part["judgements"] == expected and len(expected) < len(whole["judgements"])
+    again = workspace / "again.qrels"  # the sample is seeded: the same questions again
+    assert kbench_main(judge_args(server, workspace, *two_runs, "--out", str(again), "--k", "5",
+                                  "--max-queries", "4", "--seed", "7")) == 0
+    assert json.loads(again.with_name("again.qrels.json").read_text())["queries"] == part["queries"]
+
+    # compared on the sampled questions only, each run's judged_at_k printed; a pool below --min-judged marked
+    uri = f"sqlite:///{workspace / 'mlflow.db'}"
+    assert kbench_main(["compare", *two_runs, "--judged-qrels", str(sample), "--tracking-uri", uri,
+                        "--min-judged", "0.99", "--out", str(workspace / "cmp")]) == 0
+    printed = capsys.readouterr().out
+    assert "4 queries" in (workspace / "cmp" / "report.md").read_text()
+    assert "judged_at_10 with judged" in printed and "THIN (< 0.99) †" in printed
+    assert "† computed on a thin pool" in printed and "thin pool:" in (workspace / "cmp" / "report.md").read_text()

@@ -135,3 +135,106 @@ def test_cli_lists_notebooks_with_parameters(capsys):
     assert main(["notebooks", "list"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in NOTEBOOKS) and "max_queries=None" in out
+
+
+# --------------------------------------------------------------------------- notebooks take your data
+@pytest.fixture(scope="module")
+def user_set(tmp_path_factory):
+    """A user's own folder of markdown docs (no questions) and a heading set built from it."""
+    from functools import partial
+
+    from kbench.datasets.synthetic import METHODS, build_synthetic
+    from kbench.sources.folder import FolderSource
+    from tests.conftest import DEMO
+
+    root = tmp_path_factory.mktemp("user")
+    docs = root / "my-docs"
+    for page in sorted((DEMO / "docs").rglob("*.md"))[:8]:
+        target = docs / page.relative_to(DEMO / "docs")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(page.read_text(encoding="utf-8"), encoding="utf-8")
+    documents, _ = FolderSource(docs, [], []).load()
+    heading = METHODS["heading"]
+    build_synthetic(documents, root / "my-set", method="heading", propose=partial(heading.propose,
+                    params=heading.DEFAULTS), max_questions=12, seed=0, verbatim_scope="document")
+    return root, docs, root / "my-set"
+
+
+def _child_params(result) -> dict:
+    client = _client(result.tracking_uri)
+    children = client.search_runs([client.get_run(result.run_id).info.experiment_id],
+                                  filter_string=f"tags.`mlflow.parentRunId` = '{result.run_id}'")
+    assert children, "the notebook ran no config"
+    return children[0].data.params
+
+
+def test_a_notebook_runs_on_a_dataset_folder_given_by_path(user_set, tmp_path, shared_cache_workspace, monkeypatch):
+    root, _, my_set = user_set
+    ws = _workspace(tmp_path / "ws", shared_cache_workspace)
+    monkeypatch.chdir(root)  # a path relative to where the user is
+    result = run_notebook("00_quickstart", {"dataset": "my-set", "workspace": str(ws)})
+    assert result.status == "FINISHED", result.error
+    params = _child_params(result)
+    assert params["dataset.path"] == str(my_set) and params.get("dataset.name") in (None, "None", "null")
+
+
+def test_config_is_honoured_with_its_dataset_and_the_gate_example_runs_on_a_user_folder(
+        user_set, tmp_path, shared_cache_workspace, monkeypatch):
+    """The trap: `-p config my.yaml` silently ran on the demo set. docs/kbench-gate.yml's commands, on a config
+    whose dataset is the user's folder: the notebook's run is on that folder, and the gate compares on it."""
+    import yaml
+
+    from kbench.cli import main
+
+    root, _, my_set = user_set
+    monkeypatch.chdir(root)
+    ws = _workspace(root / "ci-workspace", shared_cache_workspace)
+    (root / "configs" / "ci").mkdir(parents=True)
+    for name, size in (("baseline", 600), ("candidate", 400)):
+        (root / "configs" / "ci" / f"{name}.yaml").write_text(yaml.safe_dump({
+            "name": name, "workspace": "ci-workspace", "dataset": {"path": "my-set"},  # relative, as in a repo
+            "chunking": {"strategy": "fixed", "chunk_size": size, "chunk_overlap": 0},
+            "retrieval": {"legs": ["vector"], "top_k": 10}, "evaluation": {"k": [1, 5, 10]}}))
+    assert main(["notebooks", "run", "00_quickstart", "-p", "config", "configs/ci/candidate.yaml",
+                 "-p", "workspace", "ci-workspace"]) == 0
+    client = _client(f"sqlite:///{ws / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("notebooks")
+    child = next(r for r in client.search_runs([experiment.experiment_id])
+                 if r.data.tags.get("mlflow.parentRunId"))
+    assert child.data.params["dataset.path"] == "my-set" and child.data.params["chunking.chunk_size"] == "400"
+    assert child.data.tags["kbench.dataset"] == "my-set"  # the user's folder, not demo
+    code = main(["gate", "configs/ci/baseline.yaml", "configs/ci/candidate.yaml", "--margin", "0.01",
+                 "--json", "gate.json"])
+    assert code in (0, 1)  # pass or a significant loss: either way a verdict on the user's folder
+    assert json.loads((root / "gate.json").read_text())
+
+
+def test_a_dataset_or_config_that_names_nothing_is_refused_before_anything_runs(user_set, tmp_path, capsys):
+    from kbench.cli import main
+
+    _, docs, _ = user_set
+    for args, message in ((["-p", "dataset", "nope"], "neither a registered dataset"),
+                          (["-p", "dataset", str(docs)], "holds no questions"),
+                          (["-p", "config", str(tmp_path / "missing.yaml")], "no such file")):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["notebooks", "run", "00_quickstart", "-p", "workspace", str(tmp_path / "ws"), *args])
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "ws").exists()  # refused before the notebook's MLflow run
+
+
+def test_study_takes_the_configs_dataset_and_model_unless_given(user_set, tmp_path):
+    import yaml
+
+    from kbench.studies import Study
+
+    _, _, my_set = user_set
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"dataset": {"path": str(my_set)}, "embedding": {"model": "paraphrase-MiniLM-L3-v2"},
+                                      "evaluation": {"k": [3]}}))
+    study = Study("t", workspace=str(tmp_path), config_file=str(config))
+    experiment = study.config()
+    assert experiment.dataset.path == str(my_set) and experiment.embedding.model == "paraphrase-MiniLM-L3-v2"
+    assert experiment.evaluation.k == [1, 3, 5, 10]  # the config's k and the notebook's
+    given = Study("t", dataset="demo", model="all-MiniLM-L6-v2", workspace=str(tmp_path), config_file=str(config))
+    assert given.config().dataset.name == "demo" and given.config().embedding.model == "all-MiniLM-L6-v2"
+    assert Study("t", workspace=str(tmp_path)).config().dataset.name == "demo"  # no config: the demo set

@@ -197,9 +197,10 @@ def test_a_disk_full_under_an_existing_tracking_store_is_one_line_without_sqlalc
     workspace = tmp_path / "ws"
     cfg = bm25_config(tmp_path, workspace)
     warm = f"{shlex.quote(str(KBENCH))} run {cfg} --quiet > /dev/null 2>&1; rm -rf {workspace}/runs"  # logs too
+    # 8 MB: the warm run's store (its traces included) must fit whole before the disk is filled
     out = in_tmpfs(tmp_path, workspace, f"{warm}; {fill_leaving(workspace, 600)}; "
                    f"{shlex.quote(str(KBENCH))} run {cfg} --quiet > out.txt 2> err.txt; echo \"rc=$?\"; "
-                   "echo '--err'; cat err.txt")
+                   "echo '--err'; cat err.txt", size="8m")
     code = int(out.split("rc=", 1)[1].split()[0])
     stderr = out.split("--err\n", 1)[1].strip()
     assert code == 2, out

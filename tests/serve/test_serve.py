@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 
 import numpy as np
@@ -79,6 +80,34 @@ def test_chat_completions_come_from_smollm2_with_token_usage(kbench_server, monk
     assert isinstance(text, str) and text.strip()
     usage = answer["usage"]
     assert usage["prompt_tokens"] > 3 and 1 <= usage["completion_tokens"] <= 8
+    # one request log line on stderr: route, status, seconds, model and tokens; never the key
+    log = open(kbench_server.log_path, encoding="utf-8").read()
+    assert (f"POST /v1/chat/completions 200 in " in log and f"(model SmolLM2-135M-Instruct, {usage['prompt_tokens']} "
+            f"prompt + {usage['completion_tokens']} completion tokens)" in log)
+    assert SECRET not in log
+    assert "1 torch thread)" in kbench_server.banner  # --threads 1 unless asked otherwise
+
+
+def test_the_request_log_has_one_line_per_request():
+    from kbench.serve import start_server
+
+    lines: list[str] = []
+    running = start_server(port=0, chat=False, preload=(), log=lines.append)
+    try:
+        for fault in ("500", None):
+            headers = {"Content-Type": "application/json", "Authorization": "Bearer sk-not-logged"}
+            if fault:
+                headers["X-Kbench-Fault"] = fault
+            request = urllib.request.Request(f"{running.base_url}/chat/completions", headers=headers, data=json.dumps(
+                {"model": "m", "messages": [{"role": "user", "content": "a secret prompt"}]}).encode())
+            with pytest.raises(urllib.error.HTTPError):
+                urllib.request.urlopen(request, timeout=30)
+    finally:
+        running.close()
+    assert [line.split(" in ")[0] for line in lines] == ["kbench serve: POST /v1/chat/completions 500",
+                                                          "kbench serve: POST /v1/chat/completions 404"]
+    assert all(line.endswith("s (model m)") for line in lines)
+    assert not any("sk-not-logged" in line or "secret prompt" in line for line in lines)
 
 
 @pytest.mark.slow  # enrichment through SmolLM2, with faults, then the whole store searched for the key

@@ -373,3 +373,32 @@ def test_sweep_ends_with_a_ranking_names_its_winner_and_logs_it_on_the_parent(wo
     assert "winner.yaml" in artifacts and "report" in artifacts
     logged = client.download_artifacts(parent_id, "winner.yaml", str(tmp_path))
     assert Path(logged).read_text() == winner_yaml.read_text()
+
+
+def test_each_child_run_and_the_report_show_what_the_configs_ran(workspace, tmp_path, capsys):
+    """A section-valued grid through `kbench sweep`: the console table, every child's kbench.knob.* tags and
+    the report show each chunker's resolved knobs (markdown at its own 2000, not the baseline's 600)."""
+    data = sweep_data(workspace, retrieval={"legs": ["bm25"], "top_k": 10},
+                      sweep={"chunking": [{"strategy": "fixed", "chunk_size": 600, "chunk_overlap": 100},
+                                          {"strategy": "markdown"}]})
+    config = tmp_path / "sweep.yaml"
+    config.write_text(yaml.safe_dump(data))
+    assert main(["sweep", str(config), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("label chunking=markdown = {\"strategy\": \"markdown\"}") == 2  # at the start and the end
+    assert "in ranking order:" in out and "its knobs: " in out
+    parent_id = re.search(r"MLflow parent run (\w+)", out).group(1)
+    client, runs = runs_of(workspace)
+    children = {r.data.tags[LABEL]: r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent_id}
+    markdown, fixed = children["chunking=markdown"].data.tags, children["chunking=fixed"].data.tags
+    assert markdown["kbench.knob.chunking.chunk_size"] == "2000" and fixed["kbench.knob.chunking.chunk_size"] == "600"
+    assert fixed["kbench.knob.chunking.max_depth"] == "-" and markdown["kbench.knob.chunking.max_depth"] == "3"
+    assert children["chunking=markdown"].data.params["chunking.chunk_size"] == "2000"
+    report = (workspace / "sweeps").glob("*/report/report.md")
+    text = next(report).read_text()
+    assert "## What each config ran" in text and "| chunking=markdown | markdown | 2000 |" in text
+    assert "Each config's knobs that differ" in client.get_run(parent_id).data.tags["mlflow.note.content"]
+    # kbench compare --sweep builds the same table from the children's tags
+    assert main(["compare", "--sweep", parent_id, "--tracking-uri", f"sqlite:///{workspace / 'mlflow.db'}",
+                 "--out", str(tmp_path / "cmp")]) == 0
+    assert "| chunking=markdown | markdown | 2000 |" in (tmp_path / "cmp" / "report.md").read_text()

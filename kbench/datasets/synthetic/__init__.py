@@ -82,6 +82,8 @@ class LLMOptions:
     workspace: str = "experiments"  # answers are cached under <workspace>/cache/llm
     timeout_s: float | None = None  # per request; None: the client's default (LLMPolicy)
     concurrency: int | None = None  # requests in flight; a local CPU server answers one at a time
+    min_usable: float | None = None  # share of answers that must give a question (None: LLMPolicy's 0.8)
+    allow_partial: bool = False  # go on below min_usable (said loudly, "partial" in the manifest)
 
 
 def build_from_source(source: str, out: str | Path, *, method: str, seed: int = 0, per_doc: int | None = None,
@@ -128,8 +130,9 @@ def build_llm_set(documents: list[Document], out: str | Path, options: LLMOption
     rejected.update(dropped)
     own_client = client is None
     if own_client:
-        overrides = {k: v for k, v in (("timeout_s", options.timeout_s), ("concurrency", options.concurrency))
-                     if v is not None}
+        overrides = {k: v for k, v in (("timeout_s", options.timeout_s), ("concurrency", options.concurrency),
+                                       ("min_usable", options.min_usable)) if v is not None}
+        overrides["allow_partial"] = options.allow_partial
         client = LLMClient(Endpoint("synthetic", options.base_url, options.model, options.api_key_env),
                            stage="synthetic", policy=LLMPolicy(**overrides), cache_root=workspace_dir(options.workspace) / "cache",
                            cache_params={"prompt_sha256": llm.PROMPT_SHA256})
@@ -149,9 +152,10 @@ def build_llm_set(documents: list[Document], out: str | Path, options: LLMOption
                             **{f"located_{k}": v for k, v in generated.located.items()}}
 
     proposals = generated.proposals if generated is not None else {}
+    partial = bool(client.meter.stage_totals().get(client.stage, {}).get("partial"))
     provenance = {**(provenance or {}), "params": options_, "model": client.endpoint.model,
                   "base_url": client.endpoint.shown_url, "prompt_sha256": llm.PROMPT_SHA256, "per_doc": per_doc,
-                  "max_questions": max_questions}
+                  "max_questions": max_questions, "partial": partial}
     return build_synthetic(list(by_id.values()), out, method=llm.NAME,
                            propose=lambda d: Proposals(list(proposals.get(d.doc_id, []))), seed=seed,
                            filters=filters, force=force, provenance=provenance, skipped_files=skipped_files,

@@ -12,8 +12,11 @@ Excerpts are the corpus's passages (``leakage.split_passages``, at least 200 cha
 exactly, then with whitespace and markdown marks ignored, then fuzzily (rapidfuzz's best partial alignment,
 score at least ``min_fuzzy_score``). A quote that cannot be located, an answer that does not parse, a quote
 under 3 words or a failed request is rejected and counted by reason. Nothing is removed from the indexed
-copy: the question is the model's own words. Answers are cached by the shared LLM client (``kbench.llm``):
-a re-run with the same model, prompt and excerpts sends nothing.
+copy: the question is the model's own words. Answers are cached by the shared LLM client (``kbench.llm``)
+as they arrive: a re-run, or a run after a kill, with the same model, prompt and excerpts asks only what is
+missing. An answer that gives no located question is unusable: below ``llm.policy.min_usable`` (80%) of the
+excerpts the build stops early with the count, the model and the fix (kbench/llm/usable.py), before the
+whole batch is paid for; a stopped endpoint (down, quota, refused key) stops it too.
 """
 from __future__ import annotations
 
@@ -124,35 +127,57 @@ class Generated:
     requests: int
 
 
+FIX = ("use a model that follows the two-line format and quotes the excerpt (--model), or a heuristic method "
+       "(--method heading or ict)")
+
+
+def read_answer(document: Document, p: Proposal, answer: str, params: dict[str, Any]
+                ) -> tuple[Proposal | None, str, str]:
+    """(the located question, or None; the rejection reason; how the quote was found)."""
+    parsed = parse_answer(answer)
+    if parsed is None or not parsed[0]:
+        return None, "answer_not_parsed", ""
+    question, quote = parsed
+    if len(quote.split()) < MIN_QUOTE_WORDS:
+        return None, "quote_too_short", ""
+    found = locate(quote, document.text, p.ref_start, p.ref_end, params["min_fuzzy_score"])
+    if found is None:
+        return None, "quote_not_located", ""
+    start, end, how = found
+    return Proposal(p.doc_id, question, start, end, None, p.stratum, p.group,
+                    metadata={"generation": {"located": how, "excerpt": [p.ref_start, p.ref_end],
+                                             "answer_sha256": sha256_text(answer)}}), "", how
+
+
 def generate(documents: dict[str, Document], chosen: list[Proposal], client: LLMClient,
              params: dict[str, Any]) -> Generated:
-    """Ask the model about every chosen excerpt; keep the questions whose quote is found."""
+    """Ask the model about every chosen excerpt; keep the questions whose quote is found. Stops (exit 2) when
+    the endpoint stops or too few answers give a question (``llm.policy.min_usable``)."""
     prompts = [PROMPT.format(excerpt=documents[p.doc_id].text[p.ref_start:p.ref_end]) for p in chosen]
-    batch = client.chat_many(prompts, max_tokens=params["max_tokens"], temperature=0.0)
+    by_prompt = dict(zip(prompts, chosen))
+
+    def usable(prompt: str, answer: str) -> bool:
+        p = by_prompt[prompt]
+        return read_answer(documents[p.doc_id], p, answer, params)[0] is not None
+
+    batch = client.chat_many(prompts, max_tokens=params["max_tokens"], temperature=0.0, usable=usable)
     if batch.stopped is not None:  # the endpoint, not the documents: down, out of quota, refusing the key
         raise stop_error(client.endpoint.section, batch.stopped, batch.success_count, len(prompts))
     rejected, located, out = Counter(), Counter(), {}
+    attempted = {f.index for f in batch.failed_items if f.attempts}  # not those a stop left unasked
     for i, p in enumerate(chosen):
         answer = batch.answers.get(i)
         if answer is None:
-            rejected["llm_request_failed"] += 1
+            if i in attempted:
+                rejected["llm_request_failed"] += 1
             continue
-        parsed = parse_answer(answer)
-        if parsed is None or not parsed[0]:
-            rejected["answer_not_parsed"] += 1
+        proposal, reason, how = read_answer(documents[p.doc_id], p, answer, params)
+        if proposal is None:
+            rejected[reason] += 1
             continue
-        question, quote = parsed
-        if len(quote.split()) < MIN_QUOTE_WORDS:
-            rejected["quote_too_short"] += 1
-            continue
-        found = locate(quote, documents[p.doc_id].text, p.ref_start, p.ref_end, params["min_fuzzy_score"])
-        if found is None:
-            rejected["quote_not_located"] += 1
-            continue
-        start, end, how = found
         located[how] += 1
-        out.setdefault(p.doc_id, []).append(Proposal(
-            p.doc_id, question, start, end, None, p.stratum, p.group,
-            metadata={"generation": {"located": how, "excerpt": [p.ref_start, p.ref_end],
-                                     "answer_sha256": sha256_text(answer)}}))
+        out.setdefault(p.doc_id, []).append(proposal)
+    reasons = ", ".join(f"{n} {r}" for r, n in rejected.most_common())
+    client.require_usable(len(prompts), sum(located.values()), batch=batch,
+                          fix=f"{FIX}; rejected: {reasons}" if reasons else FIX)
     return Generated(out, rejected, located, batch.cache_hits, len(prompts) - batch.cache_hits)

@@ -12,13 +12,16 @@ so a hit's leg evidence names the part that found it. A reranker, when on, reran
 candidates against that part's text, before the parts are fused.
 
 A rewrite that fails keeps the text it was given (and says so in the plan); a quota or unreachable
-endpoint stops the run (LLMStoppedError) with the answers received so far cached.
+endpoint stops the run (LLMStoppedError) with the answers received so far cached. Fewer usable rewrites than
+``llm.policy.min_usable`` (80%) stop the run with the count, the model and the fix (kbench/llm/usable.py):
+a run of mostly unrewritten questions would be recorded under a rewriting config.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -55,26 +58,22 @@ def endpoint(name: str, stage: QueryLLM) -> Endpoint:
 
 
 def ask_all(name: str, stage: QueryLLM, prompts: list[str], cache_root: Path, policy: LLMPolicy | None,
-            meter: UsageMeter) -> tuple[dict[int, str], dict[int, str]]:
-    """(answers, errors) by prompt index; raises LLMStoppedError when the endpoint stops the run."""
+            meter: UsageMeter, usable: Callable[[str], bool]) -> tuple[dict[int, str], dict[int, str], int]:
+    """(answers, errors by prompt index, unusable answers); ``usable(answer)``: it gives something to search.
+    Raises LLMStoppedError when the endpoint stops the run, UnusableAnswersError below the floor. Unusable
+    answers are counted as ``llm_query_<name>_unusable_answers``."""
     client = LLMClient(endpoint(name, stage), stage=f"query_{name}", policy=policy, cache_root=cache_root,
                        meter=meter, cache_params={"purpose": f"query_{name}"})
     try:
-        batch = client.chat_many(prompts, max_tokens=stage.max_tokens, temperature=stage.temperature)
+        batch = client.chat_many(prompts, max_tokens=stage.max_tokens, temperature=stage.temperature,
+                                 usable=lambda prompt, answer: usable(answer))
     finally:
         client.close()
     if batch.stopped is not None:
         raise stop_error(f"query.{name}", batch.stopped, batch.success_count, len(prompts))
-    return batch.answers, {f.index: f.error for f in batch.failed_items}
-
-
-def count_unusable(meter: UsageMeter, name: str, stage: QueryLLM, answers: dict[int, str], used: list[bool]) -> int:
-    """Answers received for ``query.<name>`` that gave nothing to search (``used[i]`` False): counted as
-    ``llm_query_<name>_unusable_answers``; returns how many."""
-    n = sum(1 for i in answers if not used[i])
-    if n:
-        meter.add(f"query_{name}", stage.model or "", unusable_answers=n)
-    return n
+    client.require_usable(len(prompts), len(batch.answers) - len(batch.unusable), batch=batch,
+                          fix=f"set query.{name}.model to a model that follows the prompt, or disable query.{name}")
+    return batch.answers, {f.index: f.error for f in batch.failed_items}, len(batch.unusable)
 
 
 def plan_queries(queries: list[Query], config: QueryConfig, cache_root: Path, *, policy: LLMPolicy | None = None,
@@ -90,44 +89,39 @@ def plan_queries(queries: list[Query], config: QueryConfig, cache_root: Path, *,
                 texts[qid] = expand_with_synonyms(texts[qid], config.expansion.synonyms)
                 rewrites[qid]["expansion"] = texts[qid]
         else:
-            answers, errors = ask_all("expansion", config.expansion,
-                                      [EXPAND_PROMPT.format(query=texts[qid]) for qid in ids], cache_root, policy, meter)
-            used = []
+            answers, errors, bad = ask_all("expansion", config.expansion,
+                                           [EXPAND_PROMPT.format(query=texts[qid]) for qid in ids], cache_root, policy,
+                                           meter, lambda answer: bool(first_line(answer)))
             for i, qid in enumerate(ids):
                 rewritten = first_line(answers.get(i, ""))
-                used.append(bool(rewritten))
                 if rewritten:
                     texts[qid] = rewritten
                 else:
                     failures += 1
                 rewrites[qid]["expansion"] = rewritten or f"failed: {errors.get(i, 'empty answer')}"
-            unusable += count_unusable(meter, "expansion", config.expansion, answers, used)
+            unusable += bad
     searched = {qid: [texts[qid]] for qid in ids}
     if config.decomposition.enabled:
         d = config.decomposition
-        answers, errors = ask_all("decomposition", d,
-                                  [DECOMPOSE_PROMPT.format(query=texts[qid], max_parts=d.max_parts) for qid in ids],
-                                  cache_root, policy, meter)
-        used = []
+        answers, errors, bad = ask_all("decomposition", d,
+                                       [DECOMPOSE_PROMPT.format(query=texts[qid], max_parts=d.max_parts) for qid in ids],
+                                       cache_root, policy, meter, lambda answer: bool(parse_parts(answer, d.max_parts)))
         for i, qid in enumerate(ids):
             parts = parse_parts(answers.get(i, ""), d.max_parts)
-            used.append(bool(parts))
             failures += not parts
             rewrites[qid]["decomposition"] = parts or [f"failed: {errors.get(i, 'no parts in the answer')}"]
             searched[qid] = list(dict.fromkeys(([texts[qid]] if d.include_original or not parts else []) + parts))
-        unusable += count_unusable(meter, "decomposition", d, answers, used)
+        unusable += bad
     if config.hyde.enabled:
         flat = [(qid, text) for qid in ids for text in searched[qid]]
-        answers, errors = ask_all("hyde", config.hyde, [HYDE_PROMPT.format(query=t) for _, t in flat],
-                                  cache_root, policy, meter)
+        answers, errors, bad = ask_all("hyde", config.hyde, [HYDE_PROMPT.format(query=t) for _, t in flat],
+                                       cache_root, policy, meter, lambda answer: bool(answer.strip()))
         hyde: dict[str, list[str]] = {qid: [] for qid in ids}
-        used = []
         for i, (qid, text) in enumerate(flat):
             passage = answers.get(i, "").strip()
-            used.append(bool(passage))
             failures += not passage
             hyde[qid].append(passage or text)
-        unusable += count_unusable(meter, "hyde", config.hyde, answers, used)
+        unusable += bad
         for qid in ids:
             rewrites[qid]["hyde"] = hyde[qid]
             searched[qid] = hyde[qid]

@@ -9,7 +9,9 @@ of relevance. Its ``applyRanking`` is left unspecified; here it is:
 - indices out of range and repeats are dropped; candidates the answer leaves out follow in first-stage order;
 - an answer with no list, or whose lists name no candidate (``## [10]`` of ten candidates), keeps the
   first-stage order and is counted: ``parse_failures`` here, ``llm_rerank_unusable_answers`` in the run's
-  metrics (a rerank row whose answers were all unusable is the first-stage ranking under a rerank name).
+  metrics. Fewer usable answers than ``llm.policy.min_usable`` (80%) of the queries stop the run with the
+  count, the model and the fix (kbench/llm/usable.py), as soon as the floor can no longer be met: a rerank
+  row made mostly of first-stage rankings would be recorded under a rerank name.
 Scores are ``n - position`` (n candidates), so the best gets n.
 
 Differences from the TypeScript original, on purpose: the prompt is dedented (the template literal carried
@@ -28,6 +30,8 @@ import re
 from pydantic import Field
 
 from kbench.llm import Endpoint, LLMClient
+from kbench.llm.progress import AnswerProgress
+from kbench.llm.usable import most_bad_allowed
 from kbench.records import Hit
 from kbench.registry import in_unit
 from kbench.retrieval.contracts import Reranker, SearchContext
@@ -98,6 +102,16 @@ class LLMReranker(Reranker):
                                 cache_root=context.workspace / "cache", meter=context.llm_meter,
                                 cache_params={"purpose": "llm_rerank"})
         self.parse_failures = 0
+        self.asked = 0
+        self.queries = 0
+        self.progress = AnswerProgress(f"rerank ({params.model})", 0, enabled=False)
+
+    FIX = "set rerank.params.model to a model that answers with a JSON list of indices, or another rerank.strategy"
+
+    def start(self, queries: int) -> None:
+        self.queries = queries
+        self.progress = AnswerProgress(f"rerank ({self.params.model})", queries)
+        self.progress.start(f", one request per query, at {self.client.endpoint.url}")
 
     def rerank(self, query_text: str, hits: list[Hit], top_k: int) -> list[Hit]:
         candidates, tail = split_candidates(hits, self.params.max_candidates)
@@ -106,10 +120,21 @@ class LLMReranker(Reranker):
         prompt = rerank_prompt(query_text, [self.context.chunks[h.chunk_index].text for h in candidates],
                                self.params.snippet_chars)
         answer = self.client.chat(prompt, max_tokens=self.params.max_tokens, temperature=self.params.temperature)
-        self.client.flush()  # one answer per query: kept even if a later query stops the run
+        self.asked += 1
         order = parse_ranking(answer, len(candidates))
+        self.progress.add(usable=order is not None)
         if order is None:
             self.parse_failures += 1
             self.client.count_unusable()
             order = list(range(len(candidates)))
+            policy = self.client.policy
+            if not policy.allow_partial and self.parse_failures > most_bad_allowed(self.queries or self.asked,
+                                                                                   policy.min_usable):
+                self.progress.close("; stopped early: too few usable rankings")
+                self.client.require_usable(self.queries, self.asked - self.parse_failures, fix=self.FIX,
+                                           asked=self.asked)
         return apply_scores(candidates, ranking_scores(order), top_k, tail)
+
+    def finish(self) -> None:
+        self.progress.close()
+        self.client.require_usable(self.asked, self.asked - self.parse_failures, fix=self.FIX)

@@ -94,11 +94,13 @@ def weak_chat_server():
 
 
 def test_answers_that_give_nothing_to_search_are_counted_never_silent(weak_chat_server, tmp_path, monkeypatch):
-    """An empty rewrite, a decomposition with no parts, an empty HyDE passage: the text given is searched
-    instead, and each is counted (plan.unusable, llm_query_<stage>_unusable_answers), apart from failed requests."""
+    """An empty rewrite, a decomposition with no parts, an empty HyDE passage: the run stops (below the floor of
+    usable answers); with allow_partial the text given is searched instead, and each is counted (plan.unusable,
+    llm_query_<stage>_unusable_answers), apart from failed requests."""
     from kbench.datasets import load_dataset
     from kbench.config import DatasetConfig
-    from kbench.llm import UsageMeter
+    from kbench.llm import LLMPolicy, UsageMeter
+    from kbench.llm.usable import UnusableAnswersError
     from kbench.retrieval.query.config import QueryConfig
     from kbench.retrieval.query.stage import plan_queries
 
@@ -107,13 +109,17 @@ def test_answers_that_give_nothing_to_search_are_counted_never_silent(weak_chat_
     endpoint = {"enabled": True, "base_url": weak_chat_server.base_url, "model": "weak", "api_key_env": KEY_ENV}
     weak_chat_server.reply = lambda prompt: "" if "search questions" in prompt else "  \n "  # nothing usable
     config = QueryConfig(expansion={**endpoint, "strategy": "llm"}, decomposition=endpoint, hyde=endpoint)
-    meter = UsageMeter()
-    plan = plan_queries(queries, config, tmp_path / "cache", meter=meter)
+    with pytest.raises(UnusableAnswersError, match=r"^query.expansion: 0 of 3 answers usable "
+                       r"\(3 unusable, 0 failed\) from model weak, below the floor of 80%.*disable query.expansion"):
+        plan_queries(queries, config, tmp_path / "cache", meter=UsageMeter())
+    meter, partial = UsageMeter(), LLMPolicy(allow_partial=True)
+    plan = plan_queries(queries, config, tmp_path / "cache", meter=meter, policy=partial)
     assert plan.unusable == plan.failures == 3 * 3
     assert all(plan.searched[q.query_id] == [q.text] for q in queries)  # each stage fell back to its input
     metrics = meter.metrics()
     for stage in ("expansion", "decomposition", "hyde"):
         assert metrics[f"llm_query_{stage}_unusable_answers"] == 3 and metrics[f"llm_query_{stage}_failures"] == 0
+        assert metrics[f"llm_query_{stage}_partial"] == 1  # went on below the floor: tagged on the run
     again = UsageMeter()  # cached answers are just as unusable: counted again, with no request
-    assert plan_queries(queries, config, tmp_path / "cache", meter=again).unusable == 9
+    assert plan_queries(queries, config, tmp_path / "cache", meter=again, policy=partial).unusable == 9
     assert again.metrics()["llm_total_unusable_answers"] == 9 and again.metrics()["llm_total_requests"] == 0

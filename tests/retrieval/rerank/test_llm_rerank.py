@@ -93,25 +93,38 @@ def test_an_answer_naming_no_candidate_is_unusable():
 
 def test_unusable_answers_are_counted_in_the_run_metrics_and_said_on_the_console(config_for, chat_server,
                                                                                  monkeypatch, capsys):
-    """A weak model that never writes an index list: the run keeps first-stage order, and says so in
-    llm_rerank_unusable_answers (MLflow) and a console warning, instead of a rerank row that looks real."""
+    """A weak model that never writes an index list: the run stops at the first answer (below the floor of
+    usable answers, 80%: 4 queries allow none); with allow_partial it keeps first-stage order, and says so in
+    llm_rerank_unusable_answers (MLflow), the tag kbench.llm.partial and a console warning, instead of a rerank
+    row that looks real."""
+    from mlflow.tracking import MlflowClient
+
     from kbench.cli.tables import llm_usage_lines, print_metrics
+    from kbench.llm.usable import UnusableAnswersError
     from kbench.pipeline import run_pipeline
 
     monkeypatch.setenv(KEY_ENV, "sk-test")
     chat_server.reply = lambda prompt: "The server returns a JSON array of indices in order of relevance."
     base = {"dataset": {"name": "demo", "max_queries": 4}, "retrieval": {"legs": ["bm25"], "top_k": 5}}
     plain = run_pipeline(load_experiment(config_for(**base)), progress=False)
-    reranked = run_experiment(load_experiment(config_for(**base, rerank={
-        "enabled": True, "strategy": "llm", "base_url": chat_server.base_url, "model": "weak", "api_key_env": KEY_ENV,
-        "candidate_multiplier": 1})), progress=False)
-    assert len(chat_server.requests) == 4
+    rerank = {"enabled": True, "strategy": "llm", "base_url": chat_server.base_url, "model": "weak",
+              "api_key_env": KEY_ENV, "candidate_multiplier": 1}
+    with pytest.raises(UnusableAnswersError, match=r"^rerank: 0 of the first 1 \(of 4\) answers usable \(1 unusable, "
+                       r"0 failed\) from model weak, below the floor of 80%.*JSON list of indices"):
+        run_experiment(load_experiment(config_for(**base, rerank=rerank)), progress=False)
+    assert len(chat_server.requests) == 1
+    reranked = run_experiment(load_experiment(config_for(**base, rerank=rerank,
+                                                         llm={"policy": {"allow_partial": True}})), progress=False)
+    assert len(chat_server.requests) == 1 + 3  # the first answer came from the cache
+    assert MlflowClient(reranked.tracking_uri).get_run(reranked.run_id).data.tags["kbench.llm.partial"] == "rerank"
     assert reranked.metrics["llm_rerank_unusable_answers"] == 4 == reranked.metrics["llm_total_unusable_answers"]
     assert reranked.metrics["llm_rerank_failures"] == 0
     assert reranked.metrics["doc_ndcg_at_5"] == plain.metrics["doc_ndcg_at_5"]  # the first-stage order, kept
     print_metrics(reranked)
     out = capsys.readouterr().out
-    assert "LLM rerank: 4 requests, 0 cached" in out and "WARNING: 4 unusable answers" in out
+    assert "LLM rerank: 3 requests, 1 cached" in out and "WARNING: 4 unusable answers" in out
+    assert "PARTIAL: went on below llm.policy.min_usable" in out
     usable = {k: (0.0 if k.endswith("unusable_answers") else v) for k, v in reranked.metrics.items()}
+    usable.pop("llm_rerank_partial")
     (line,) = llm_usage_lines(usable)
-    assert line.startswith("LLM rerank: 4 requests") and "WARNING" not in line
+    assert line.startswith("LLM rerank: 3 requests") and "WARNING" not in line

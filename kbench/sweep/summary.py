@@ -1,0 +1,174 @@
+"""What a sweep shows a reader: every config's resolved knobs that differ between configs, and the summary at
+its end.
+
+    table = plan_knob_table(plan)           # KnobTable: one row per config, one column per knob that differs
+    print("\\n".join(plan_lines(plan)))      # --dry-run and the start of a sweep: the table, legends, warnings
+    print("\\n".join(summary_lines(plan, outcome)))  # the end of a sweep: counts, ranking, knobs, the winner
+
+The table is built from the *resolved* configs (every default filled in), not from what the sweep block
+wrote, so a section-valued axis shows the strategy's own defaults (``markdown`` at chunk_size 2000) and two
+configs that look alike but differ somewhere say where. Column headers are the knob's last name where that is
+unique (``chunk_size``), and the legend gives each shortened header's full path and each shortened label's
+value. ``knob_table`` takes plain ``(label, {dotted path: value})`` pairs, so the same table is made from a
+plan, from child runs' ``kbench.knob.*`` tags or from anything else that names knobs.
+
+``summary_lines`` is the one place that writes the end of a sweep for the console; a line added to what a
+sweep concludes goes there.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kbench.compare import ranking_lines
+from kbench.sweep.expand import SweepPlan
+
+MISSING = "-"  # the config has no such knob (another strategy's)
+MAX_CELL = 28  # characters of a value in the console table (the full value is in the run's params)
+
+
+@dataclass
+class KnobTable:
+    labels: list[str]
+    paths: list[str]  # dotted paths of the knobs that differ between at least two configs
+    headers: list[str]  # short unique column names for ``paths``
+    values: list[list[str]]  # per config, the value of each path (MISSING when it has none)
+    legend: dict[str, str] = field(default_factory=dict)  # a shortened header -> its full path
+
+    def rows(self) -> list[dict[str, str]]:
+        """One mapping per config: ``config`` and each header (for markdown / HTML tables)."""
+        return [{"config": label, **dict(zip(self.headers, row))} for label, row in zip(self.labels, self.values)]
+
+    def of(self, label: str) -> dict[str, str]:
+        """The knobs of one config that differ between configs, by full path."""
+        return dict(zip(self.paths, self.values[self.labels.index(label)]))
+
+
+def short_headers(paths: list[str]) -> list[str]:
+    """Each path's shortest dotted suffix no other path ends with (``chunk_size``, ``fusion.k`` ...)."""
+    headers = []
+    for path in paths:
+        parts = path.split(".")
+        for n in range(1, len(parts) + 1):
+            suffix = ".".join(parts[-n:])
+            if sum(1 for p in paths if p == suffix or p.endswith("." + suffix)) == 1:
+                headers.append(suffix)
+                break
+        else:
+            headers.append(path)
+    return headers
+
+
+def knob_table(named: list[tuple[str, dict[str, str]]]) -> KnobTable:
+    """The knobs whose value is not the same in every config (a knob some configs lack counts as differing)."""
+    labels = [label for label, _ in named]
+    paths: list[str] = []
+    for _, knobs in named:
+        paths += [p for p in knobs if p not in paths]
+    differing = [p for p in paths if len({knobs.get(p, MISSING) for _, knobs in named}) > 1]
+    headers = short_headers(differing)
+    values = [[knobs.get(p, MISSING) for p in differing] for _, knobs in named]
+    legend = {h: p for h, p in zip(headers, differing) if h != p}
+    return KnobTable(labels, differing, headers, values, legend)
+
+
+def plan_knob_table(plan: SweepPlan) -> KnobTable:
+    return knob_table([(c.label, c.resolved_knobs) for c in plan.configs])
+
+
+def _cut(text: str, limit: int = MAX_CELL) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def text_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """A left-aligned plain-text table (header, rule, rows)."""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+    return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+
+
+def knob_table_lines(table: KnobTable, first: list[tuple[str, list[str]]] = (), order: list[str] | None = None,
+                     indent: str = "") -> list[str]:
+    """The table as console lines: ``first`` columns (header, one value per label), then the knobs, rows in
+    ``order`` (default: the table's); then the legend of shortened headers."""
+    labels = order or table.labels
+    extra = {name: dict(zip(table.labels, cells)) for name, cells in first}
+    headers = ["config", *extra, *table.headers]
+    rows = [[label, *(extra[name][label] for name in extra),
+             *(_cut(v) for v in table.values[table.labels.index(label)])] for label in labels]
+    lines = [indent + line for line in text_table(headers, rows)]
+    if not table.paths:
+        lines.append(f"{indent}(every config resolves to the same knobs)")
+    if table.legend:
+        lines.append(f"{indent}columns: " + "; ".join(f"{h} = {p}" for h, p in table.legend.items()))
+    return lines
+
+
+def label_legend_lines(plan: SweepPlan, indent: str = "") -> list[str]:
+    """What each shortened label part stands for, as the sweep block wrote it."""
+    if not plan.legend:
+        return []
+    return [f"{indent}label {part} = {value}" for part, value in plan.legend.items()]
+
+
+def plan_lines(plan: SweepPlan, indent: str = "") -> list[str]:
+    """``--dry-run`` and the start of a sweep: each config's run key and resolved knobs that differ between
+    configs, the legends, then what makes a comparison unfair and what a reader should know."""
+    table = plan_knob_table(plan)
+    lines = knob_table_lines(table, [("run key", [c.run_key for c in plan.configs])], indent=indent)
+    lines += label_legend_lines(plan, indent)
+    lines += [f"{indent}aliases: {c.label} also stands for {', '.join(c.aliases)} (same resolved config)"
+              for c in plan.configs if c.aliases]
+    lines += [f"{indent}warning: {w}" for w in plan.warnings]
+    lines += [f"{indent}note: {n}" for n in plan.notes]
+    return lines
+
+
+def knob_markdown(plan: SweepPlan) -> tuple[list[dict[str, str]], list[str]]:
+    """The knob table as rows for a markdown/HTML table, and its legend lines (for the report, the parent run)."""
+    table = plan_knob_table(plan)
+    legend = [f"`{h}` = `{p}`" for h, p in table.legend.items()]
+    legend += [f"`{part}` = `{value}`" for part, value in plan.legend.items()]
+    return table.rows(), legend
+
+
+def summary_lines(plan: SweepPlan, outcome) -> list[str]:
+    """The end of a sweep (``outcome``: the ``run.SweepOutcome``): what ran, failures, warnings, the ranking, each config's knobs in ranking order,
+    and the winner with where its resolved config is."""
+    lines = [f"sweep {plan.name}: {outcome.count('ran')} ran, {outcome.count('done')} finished before, "
+             f"{outcome.count('reused')} reused, {outcome.count('failed')} failed"]
+    lines += [f"  FAILED {label}: {error}" for label, error in outcome.errors.items()]
+    lines += [f"warning: {w}" for w in outcome.warnings]
+    lines.append("")
+    if outcome.winner is None:
+        return lines + ["no config finished: nothing to rank"
+                        + (f" ({outcome.report_error})" if outcome.report_error else "")]
+    table = plan_knob_table(plan)
+    if outcome.comparison is not None:
+        lines += ranking_lines(outcome.comparison) + [""]
+        ranked = [str(c) for c in outcome.comparison.ranking()["config"] if c in table.labels]
+        order = ranked + [label for label in table.labels if label not in ranked]
+        lines += ["Each config's knobs that differ between configs (resolved: the strategies' own defaults "
+                  "filled in), in ranking order:"]
+        lines += knob_table_lines(table, order=order, indent="  ") + label_legend_lines(plan, "  ") + [""]
+    else:
+        lines.append("only one config finished: it wins by default, with nothing to compare it with")
+    value = f" {outcome.headline} {outcome.headline_value:.4f}" if outcome.headline_value is not None else ""
+    lines.append(f"winner: {outcome.winner}{value} (run {outcome.winner_run_id})")
+    if outcome.winner in table.labels and table.paths:
+        lines.append("  its knobs: " + ", ".join(f"{p}={v}" for p, v in table.of(outcome.winner).items()
+                                                 if v != MISSING))
+    if outcome.comparison is not None:
+        ranking = outcome.comparison.ranking()
+        tied = list(ranking[ranking["vs_best"] == "tied"]["config"])
+        if tied:
+            lines.append(f"  not significantly better than {len(tied)} other configs: "
+                         + ", ".join(tied[:3]) + (" ..." if len(tied) > 3 else ""))
+    if outcome.winner_config:
+        lines.append(f"  resolved config: {outcome.winner_config} (run it: kbench run {outcome.winner_config})")
+    lines.append("  also on the parent run: its metrics, artifact winner.yaml, the ranking as description")
+    if outcome.report_error:
+        lines.append(f"  (comparison incomplete: {outcome.report_error})")
+    return lines
