@@ -7,10 +7,13 @@ from pathlib import Path
 
 from kbench.cli.tables import format_table
 from kbench.compare import CompareError, compare_runs, summary_lines, write_report
+from kbench.compare.compare import Comparison
+from kbench.compare.recommendation import recommend_comparison, sweep_recommend_config
 from kbench.compare.frontier import FrontierError, best_under, pareto_frontier, parse_constraint, plot_frontier, run_points
 from kbench.compare.report import TEST_NAMES, format_p
 from kbench.compare.slices import compare_by_slice
-from kbench.config import load_experiment
+from kbench.config import ConfigError, load_experiment
+from kbench.evaluation.recommend import RecommendConfig
 from kbench.judging.rescore import MIN_JUDGED, JudgedQrels, compare_judged
 from kbench.paths import workspace_dir
 from kbench.runner import export_run, import_trec_run
@@ -51,6 +54,13 @@ def add_parser(sub) -> None:
     p.add_argument("--min-judged", type=float, default=MIN_JUDGED, metavar="F",
                    help="with --judged-qrels: mark (†) runs whose judged_at_k with the judged qrels is below F "
                         f"(default {MIN_JUDGED}): their metrics rest on a thin pool")
+    p.add_argument("--guard", dest="guards", action="append", metavar="METRIC",
+                   help="a metric the recommendation must also be in the top tie on, beside the headline; "
+                        "repeatable; replaces the sweep's recommend.guards (default: doc_ndcg_at_10, "
+                        "chunk_ndcg_at_10, recall_at_10, latency_ms_total_p95)")
+    p.add_argument("--recommend-cost", metavar="METRIC",
+                   help="the run metric that picks the cheapest config inside the tie (default: the sweep's "
+                        "recommend.cost, cost_index_bytes)")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or experiments/mlflow.db)")
     p.add_argument("--out", help="write report.md, report.html and plots here (default: a folder under the workspace)")
@@ -114,7 +124,8 @@ def run_compare(args) -> int:
         sliced = {key: compare_by_slice(comparison.runs, key, baseline=comparison.baseline,
                                         metrics=comparison.metrics, test=args.test, correction=args.correction,
                                         alpha=args.alpha) for key in args.slices or []}
-    except (CompareError, FrontierError) as e:
+        recommendation = recommend_comparison(comparison, recommend_config(args, comparison))
+    except (CompareError, FrontierError, ConfigError) as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 2
     thin = set(judged.thin) if judged is not None else set()
@@ -135,7 +146,7 @@ def run_compare(args) -> int:
     name = comparison.parent_run_id or "-".join(r.run_id[:8] for r in comparison.runs)
     out = Path(args.out) if args.out else workspace_dir() / "comparisons" / name
     rows, legend = sweep_knobs(comparison) if comparison.parent_run_id else ([], [])
-    write_report(comparison, out, configs=rows, configs_legend=legend)
+    write_report(comparison, out, configs=rows, configs_legend=legend, recommendation=recommendation.lines())
     for key, table in sliced.items():
         print()
         print_slice_table(table, key, comparison)
@@ -145,6 +156,9 @@ def run_compare(args) -> int:
         print_frontier(frontier, args.frontier, args.cost, constraints)
         frontier.to_csv(out / "frontier.csv", index=False)
         plot_frontier(frontier, args.frontier, args.cost, out / "frontier.png")
+    print()
+    for line in recommendation.lines():
+        print(line)
     print(f"\nreport: {out / 'report.md'} and {out / 'report.html'}")
     if args.log:
         if not comparison.parent_run_id:
@@ -155,6 +169,20 @@ def run_compare(args) -> int:
         MlflowClient(comparison.tracking_uri).log_artifacts(comparison.parent_run_id, str(out), "report")
         print(f"logged as artifacts report/ of run {comparison.parent_run_id}")
     return 0
+
+
+def recommend_config(args, comparison: Comparison) -> RecommendConfig:
+    """--guard / --recommend-cost, else what the sweep ended with (its parent's tag), else the defaults."""
+    config = None
+    if comparison.parent_run_id:
+        config = sweep_recommend_config(tracking_client(comparison.tracking_uri)
+                                        .get_run(comparison.parent_run_id).data.tags)
+    config = config or RecommendConfig()
+    try:
+        return RecommendConfig(guards=args.guards if args.guards else config.guards,
+                               cost=args.recommend_cost or config.cost)
+    except ValueError as e:
+        raise ConfigError(f"--guard / --recommend-cost: {e}") from None
 
 
 def sweep_knobs(comparison) -> tuple[list[dict[str, str]], list[str]]:
