@@ -38,7 +38,6 @@ import os
 import sys
 import tempfile
 import time
-from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +45,7 @@ import numpy as np
 from kbench import DatasetConfig, load_dataset, run_pipeline
 from kbench.config import validate_experiment
 from kbench.datasets.synthetic import (ALL_METHODS, METHODS, VERBATIM_SCOPE, Filters, LLMOptions, SyntheticError,
-                                      build_llm_set, build_synthetic)
+                                      build_llm_set, build_synthetic, proposer)
 from kbench.evaluation.agreement import kendall_tau, split_half_ceiling
 from kbench.evaluation.significance import holm, randomization_test
 
@@ -108,9 +107,8 @@ def build(documents, out: Path, spec: str, n_questions: int, seed: int, llm: LLM
     if method == "llm":
         return build_llm_set(documents, out, llm, seed=seed, max_questions=n_questions, filters=filters,
                              params={**(llm_params or {}), **options})
-    module = METHODS[method]
-    params = {**module.DEFAULTS, **options}
-    return build_synthetic(documents, out, method=method, propose=partial(module.propose, params=params),
+    params = {**METHODS[method].DEFAULTS, **options}
+    return build_synthetic(documents, out, method=method, propose=proposer(method, documents, params),
                            seed=seed, max_questions=n_questions, filters=filters,
                            verbatim_scope=VERBATIM_SCOPE[method])
 
