@@ -6,6 +6,8 @@ cheapest of those; or, when no config is in every tie, which metrics disagree an
                             values={"cost_index_bytes": 1.5e6}), ...]
     found = recommend(records, headline="chunk_ndcg_at_10", config=RecommendConfig())
     found.config      # the recommended label, or None when no config is in every tie
+    found.tie         # every config in the top tie on every metric (the recommended one among them)
+    found.reason      # why, in one sentence
     found.lines()     # "recommendation: ..." and one or two lines saying why
 
 This is a plain function over plain records, so every way of searching configs (a grid sweep, ``kbench
@@ -116,6 +118,19 @@ class Recommendation:
     left_out: dict[str, str] = field(default_factory=dict)  # a guard -> why it was left out
     closest: str | None = None  # with no config in every tie: the config in the most ties
     conflict: str | None = None  # the metric whose tie shares no config with those before it
+
+    @property
+    def tie(self) -> list[str]:
+        """The configs in the top tie on every metric (the recommended one among them), headline order."""
+        return list(self.in_every_tie)
+
+    @property
+    def reason(self) -> str:
+        """Why, in one sentence: the recommendation line without its prefix; with none, which metrics disagree."""
+        verdict = self._verdict().removeprefix("recommendation: ")
+        if self.config is not None or self.conflict is None:
+            return verdict
+        return f"{verdict}: {self._why()[0].strip().removeprefix('they disagree: ')}"
 
     def lines(self) -> list[str]:
         out = [self._verdict()] + self._why()
@@ -231,11 +246,14 @@ def _p95(record: ConfigRecord) -> float:
     return float(record.values.get("latency_ms_total_p95", math.nan))
 
 
-def recommend(records: list[ConfigRecord], headline: str, config: RecommendConfig = RecommendConfig(), *,
+def recommend(records: list[ConfigRecord], headline: str, config: RecommendConfig | None = None, *,
               test: str = "randomization", correction: str = "holm", alpha: float = 0.05,
               n_resamples: int = 10_000, n_bootstrap: int = 2_000, seed: int = 0) -> Recommendation:
-    """The recommendation over ``records`` (two or more configs; test, correction and alpha as the comparison
-    that ranked them)."""
+    """The recommendation over ``records`` (two or more configs, each with the same questions in the same
+    order; test, correction and alpha as the comparison that ranked them; ``config``: the guards and the cost,
+    default ``RecommendConfig()``). Returns a plain record: ``.config`` (the label, or None), ``.tie`` (every
+    config in the top tie on every metric), ``.reason`` (one sentence), ``.lines()`` (what commands print)."""
+    config = config or RecommendConfig()
     if len(records) < 2:
         raise ValueError(f"a recommendation compares at least 2 configs, got {len(records)}")
     if headline not in records[0].per_query:

@@ -39,6 +39,8 @@ def test_the_one_config_in_every_tie_is_recommended():
     assert found.in_every_tie == ["fast-good"] and found.config == "fast-good"
     assert found.lines()[0] == ("recommendation: fast-good (the only config in the top tie on every metric: "
                                 "chunk_ndcg_at_10, latency_ms_total_p95)")
+    assert found.tie == ["fast-good"] and found.reason == ("fast-good (the only config in the top tie on every "
+                                                           "metric: chunk_ndcg_at_10, latency_ms_total_p95)")
 
 
 def test_no_config_in_every_tie_says_which_metrics_disagree_and_why():
@@ -56,6 +58,10 @@ def test_no_config_in_every_tie_says_which_metrics_disagree_and_why():
                         "tie on latency_ms_total_p95 (bm25, bm25-small): latency_ms_total_p95 5.00 ms at best "
                         "(hybrid) against 0.30 ms (bm25)")
     assert lines[2].startswith("  closest: hybrid, in the top tie on 1 of 2 (not latency_ms_total_p95)")
+    assert found.tie == [] and found.reason == (
+        "none: no config is in the top tie on every metric (chunk_ndcg_at_10, latency_ms_total_p95): the configs "
+        "in the top tie on chunk_ndcg_at_10 (hybrid) are not in the top tie on latency_ms_total_p95 (bm25, "
+        "bm25-small): latency_ms_total_p95 5.00 ms at best (hybrid) against 0.30 ms (bm25)")
 
 
 def test_the_cheapest_config_inside_the_tie_wins_then_the_faster():
