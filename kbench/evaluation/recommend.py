@@ -23,8 +23,10 @@ compare``, a racing search) ends with the same recommendation from the same numb
    (``significance.rank_against_best``: the paired test, corrected over the configs, at alpha).
 3. **The top tie on a latency percentile** (``latency_ms_<stage>_p95``, lower is better, from the per-query
    ``latency_ms_<stage>`` column): the fastest config and every config whose paired bootstrap interval over
-   queries of (its p95 - the fastest's p95) reaches 0, at confidence 1 - alpha / (configs - 1) (Bonferroni,
-   as the quality ties are corrected over the configs).
+   queries of (its p95 - the fastest's p95) reaches ``recommend.latency_tolerance_ms`` (default 1 ms), at
+   confidence 1 - alpha / (configs - 1) (Bonferroni, as the quality ties are corrected over the configs). The
+   tolerance is there because a difference can be real and still no reason to choose: BM25 at 0.14 ms against
+   a hybrid at 0.60 ms is significant over 150 questions and irrelevant to a user.
 4. **Recommended**: of the configs in the top tie on every metric, the cheapest: lowest ``recommend.cost``
    (default ``cost_index_bytes``: the bytes of the run's chunk vectors, which grows with the chunks embedded
    and their dimension, is 0 without a vector leg, and is the same on every machine and with a warm cache,
@@ -66,6 +68,10 @@ class RecommendConfig(StrictModel):
                                                 "(lower is cheaper): cost_index_bytes, cost_embed_seconds, "
                                                 "latency_ms_total_p95, llm_total_cost_usd, ...")
 
+    latency_tolerance_ms: float = Field(1.0, ge=0, description="a latency difference a user would not notice: a "
+                                        "config whose p95 may be within this many ms of the fastest's is in the "
+                                        "latency tie")
+
     @field_validator("guards")
     @classmethod
     def _metric_names(cls, guards: list[str]) -> list[str]:
@@ -100,6 +106,7 @@ class MetricTie:
     values: dict[str, float]  # label -> the mean (or percentile)
     tie: list[str]  # best first
     best: str
+    tolerance: float = 0.0  # latency: a difference within it ties (ms)
 
     def show(self, value: float) -> str:
         return f"{value:.2f} ms" if self.lower_is_better else f"{value:.4f}"
@@ -169,7 +176,8 @@ class Recommendation:
         line = (f"  they disagree: the configs in the top tie on {', '.join(before)} ({', '.join(common[:3])}"
                 f"{' ...' if len(common) > 3 else ''}) are not in the top tie on {self.conflict} ({shown}): "
                 f"{self.conflict} {tie.show(tie.values[best_common])} at best ({best_common}) against "
-                f"{tie.show(tie.values[tie.best])} ({tie.best})")
+                f"{tie.show(tie.values[tie.best])} ({tie.best})"
+                + (f", beyond the {tie.tolerance:g} ms tolerance" if tie.lower_is_better else ""))
         missing = [m for m in self.metrics if self.closest not in self.ties[m].tie]
         return [line, f"  closest: {self.closest}, in the top tie on {len(self.metrics) - len(missing)} of "
                       f"{len(self.metrics)} (not {', '.join(missing)}); to choose it, drop those from "
@@ -218,9 +226,9 @@ def quality_tie(metric: str, records: list[ConfigRecord], *, test: str, correcti
 
 
 def latency_tie(metric: str, column: str, q: float, records: list[ConfigRecord], *, alpha: float,
-                n_bootstrap: int, seed: int) -> MetricTie:
+                n_bootstrap: int, seed: int, tolerance_ms: float = 0.0) -> MetricTie:
     """The fastest config on the ``q``-th percentile of ``column`` and every config whose paired bootstrap
-    interval of the percentile's difference to it (Bonferroni over the others) reaches 0."""
+    interval of the percentile's difference to it (Bonferroni over the others) reaches ``tolerance_ms``."""
     arrays = {r.label: np.asarray(r.per_query[column], dtype=float) for r in records}
     values = {label: float(np.percentile(a, q)) for label, a in arrays.items()}
     order = sorted(values, key=lambda label: values[label])  # stable: equal values keep the given order
@@ -234,9 +242,9 @@ def latency_tie(metric: str, column: str, q: float, records: list[ConfigRecord],
     for label in order[1:]:
         differences = np.percentile(arrays[label][idx], q, axis=1) - base
         low = float(np.percentile(differences, 100 * (1 - level) / 2))
-        if low <= 0:
+        if low <= tolerance_ms:
             tie.append(label)
-    return MetricTie(metric, True, values, tie, order[0])
+    return MetricTie(metric, True, values, tie, order[0], tolerance_ms)
 
 
 def _p95(record: ConfigRecord) -> float:
@@ -269,7 +277,8 @@ def recommend(records: list[ConfigRecord], headline: str, config: RecommendConfi
             continue
         if latency:
             ties[metric] = latency_tie(metric, column, float(latency["q"]), records, alpha=alpha,
-                                       n_bootstrap=n_bootstrap, seed=seed)
+                                       n_bootstrap=n_bootstrap, seed=seed,
+                                       tolerance_ms=config.latency_tolerance_ms)
         else:
             ties[metric] = quality_tie(metric, records, test=test, correction=correction, alpha=alpha,
                                        n_resamples=n_resamples, seed=seed)

@@ -56,12 +56,13 @@ def test_no_config_in_every_tie_says_which_metrics_disagree_and_why():
                         "latency_ms_total_p95)")
     assert lines[1] == ("  they disagree: the configs in the top tie on chunk_ndcg_at_10 (hybrid) are not in the top "
                         "tie on latency_ms_total_p95 (bm25, bm25-small): latency_ms_total_p95 5.00 ms at best "
-                        "(hybrid) against 0.30 ms (bm25)")
+                        "(hybrid) against 0.30 ms (bm25), beyond the 1 ms tolerance")
     assert lines[2].startswith("  closest: hybrid, in the top tie on 1 of 2 (not latency_ms_total_p95)")
     assert found.tie == [] and found.reason == (
         "none: no config is in the top tie on every metric (chunk_ndcg_at_10, latency_ms_total_p95): the configs "
         "in the top tie on chunk_ndcg_at_10 (hybrid) are not in the top tie on latency_ms_total_p95 (bm25, "
-        "bm25-small): latency_ms_total_p95 5.00 ms at best (hybrid) against 0.30 ms (bm25)")
+        "bm25-small): latency_ms_total_p95 5.00 ms at best (hybrid) against 0.30 ms (bm25), beyond the 1 ms "
+        "tolerance")
 
 
 def test_the_cheapest_config_inside_the_tie_wins_then_the_faster():
@@ -86,11 +87,17 @@ def test_the_latency_tie_is_a_paired_bootstrap_of_the_p95_difference():
     base = rng.uniform(1.0, 2.0, N)
     records = [record("fast", BASE, base), record("noisy", BASE, base + rng.normal(0, 0.05, N)),
                record("slow", BASE, base + 1.0)]
-    found = recommend(records, "chunk_ndcg_at_10", GUARD_LATENCY)
+    strict = RecommendConfig(guards=["latency_ms_total_p95"], latency_tolerance_ms=0)
+    found = recommend(records, "chunk_ndcg_at_10", strict)
     tie = found.ties["latency_ms_total_p95"]
     assert tie.values == {label: pytest.approx(float(np.percentile(r.per_query["latency_ms_total"], 95)))
                           for label, r in zip(["fast", "noisy", "slow"], records)}
     assert "slow" not in tie.tie and tie.best in ("fast", "noisy") and set(tie.tie) == {"fast", "noisy"}
+    # about 1 ms slower at p95: tied within a 1.5 ms tolerance; 2 ms slower: outside the default 1 ms
+    assert set(recommend(records, "chunk_ndcg_at_10", strict.model_copy(update={"latency_tolerance_ms": 1.5}))
+               .ties["latency_ms_total_p95"].tie) == {"fast", "noisy", "slow"}
+    records[2] = record("slow", BASE, base + 2.0)
+    assert "slow" not in recommend(records, "chunk_ndcg_at_10", GUARD_LATENCY).ties["latency_ms_total_p95"].tie
 
 
 def test_guards_take_the_headline_level_and_unmeasured_ones_are_said():
