@@ -95,7 +95,7 @@ class SetsAgreement:
                        f"(difference and {self.test} p-value, uncorrected, on each set):")
             for f in self.flips:
                 noise = [n for n, p in ((a, f.p_a), (b, f.p_b)) if not p < self.alpha]
-                note = f"  not significant on {' and '.join(noise)}" if noise else "  significant on both"
+                note = f" not significant on {' and '.join(noise)}" if noise else " significant on both"
                 out.append(f"  {f.first} > {f.second} on {a} ({f.diff_a:+.4f}, p {f.p_a:.4f}); "
                            f"{f.second} > {f.first} on {b} ({-f.diff_b:+.4f}, p {f.p_b:.4f});{note}")
         if self.left_out:

@@ -45,6 +45,7 @@ from kbench.tracking.mlflow_run import ensure_experiment, flatten, log_finished_
 # (ict) sit far above half.
 LEXICAL_STRONG = 0.5  # share of questions whose gold passage is BM25's first
 LEXICAL_SOME = 0.25
+OVERLAP_HIGH = 0.6  # mean share of a question's words found in its reference
 CONCENTRATED_GINI = 0.5  # questions per document this unequal: a few documents decide the ranking
 SHORT_QUESTION_WORDS = 3  # median words at or below: keyword queries rather than questions
 N_SAMPLES = 5
@@ -102,6 +103,9 @@ class Inspection:
                    "another set)"]
         elif first >= LEXICAL_SOME:
             out = [f"somewhat lexical: {lexical}; BM25 has an edge here, dense legs are still tested"]
+        elif self.leakage_mean_overlap >= OVERLAP_HIGH:
+            out = [f"lexical but ambiguous: {lexical}: the questions' words are in their references, and in many "
+                   "other passages too (generic words), so BM25 has an edge only where a word is rare"]
         else:
             out = [f"little lexical leakage: {lexical}; the set does not by itself favour BM25 over dense legs"]
         coverage = self.documents_with_question / max(self.documents, 1)

@@ -75,7 +75,7 @@ def test_reading_of_a_spread_set_without_leakage_and_of_runs():
             RunScores("B", "b", frame([1, 1, 0, .4, .3, .1, .8, .3]), "b")]
     result = inspect_dataset(Dataset("spread", docs, queries, spans=spans), runs)
     reading = result.reading()
-    assert result.leakage_rank.get("1", 0) == 0
+    assert result.leakage_rank.get("1", 0) == 0 and result.leakage_mean_overlap < 0.6
     assert reading[0].startswith("little lexical leakage: BM25 alone ranks the gold passage first for 0% of the "
                                  "questions")
     assert reading[1].startswith("spread: 100% of the documents have a question (Gini 0.00)")
@@ -85,6 +85,12 @@ def test_reading_of_a_spread_set_without_leakage_and_of_runs():
     assert reading[3] == (f"a gap in doc_ndcg_at_10 below {result.mde:.4f} is likely missed (80% power): read a "
                           "winner ahead by less as a tie")
     assert [s["question_id"] for s in result.samples] == ["q0", "q2", "q4", "q5", "q7"]  # spread, first and last
+    # the same gold passages, asked with their own words, which every passage holds: lexical, and still ambiguous
+    generic = [Query(f"q{i}", "this page covers the harvest in depth") for i in range(2)]
+    result = inspect_dataset(Dataset("generic", docs, generic, spans={f"q{i}": [Span(f"d{i}.md", 0, len(docs[i].text))]
+                                                                      for i in range(2)}))
+    assert result.leakage_mean_overlap >= 0.6 and result.leakage_rank.get("1", 0) < 2 * 0.25
+    assert result.reading()[0].startswith("lexical but ambiguous: BM25 alone ranks the gold passage first for ")
 
 
 def test_saturation_and_mde_from_runs():
