@@ -47,7 +47,7 @@ from kbench.config import validate_experiment
 from kbench.datasets.synthetic import (ALL_METHODS, METHODS, VERBATIM_SCOPE, Filters, LLMOptions, SyntheticError,
                                       build_llm_set, build_synthetic, proposer)
 from kbench.evaluation.agreement import kendall_tau, split_half_ceiling
-from kbench.evaluation.significance import holm, randomization_test
+from kbench.evaluation.significance import rank_against_best
 
 CHUNKERS = {"fixed-400": {"strategy": "fixed", "chunk_size": 400, "chunk_overlap": 0},
             "recursive-1000": {"strategy": "recursive", "chunk_size": 1000, "chunk_overlap": 200}}
@@ -78,11 +78,10 @@ def run_grid(dataset: dict, workspace: Path, metric_level: str) -> dict[str, "np
 
 
 def real_tie(scores: dict[str, np.ndarray]) -> tuple[str, set[str]]:
-    """The best config by mean and every config not significantly worse (randomization test, Holm)."""
-    best = max(scores, key=lambda k: scores[k].mean())
-    others = [k for k in scores if k != best]
-    p = holm([randomization_test(scores[best], scores[k]).p_value for k in others])
-    return best, {best} | {k for k, pk in zip(others, p) if pk >= ALPHA}
+    """The best config by mean and every config not significantly worse (randomization test, Holm), by the rule
+    ``kbench compare`` ranks with (``significance.rank_against_best``)."""
+    ranked = rank_against_best(scores, alpha=ALPHA)
+    return ranked[0].label, {v.label for v in ranked if v.verdict != "worse"}
 
 
 FILTER_KEYS = {f for f in Filters.__dataclass_fields__}
