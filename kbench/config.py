@@ -44,7 +44,7 @@ from kbench.tracking.config import TrackingConfig
 __all__ = [  # the sections are re-exported so a notebook can build any of them from one import
     "ChunkingConfig", "CodeExamplesConfig", "ConfigError", "DatasetConfig", "EmbeddingConfig", "EnrichmentConfig",
     "EvaluationConfig",
-    "Experiment", "RecommendConfig", "FilterConfig", "FusionConfig", "GroupingConfig", "OverlapRule", "RerankConfig",
+    "Experiment", "FilterConfig", "FusionConfig", "GroupingConfig", "OverlapRule", "RecommendConfig", "RerankConfig",
     "RetrievalConfig", "StoreConfig", "TrackingConfig", "apply_set_items", "load_experiment", "parse_override",
     "read_yaml_mapping", "set_dotted", "validate_experiment",
 ]
