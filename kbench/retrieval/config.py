@@ -8,9 +8,10 @@ from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from kbench.errors import format_error
 from kbench.indexes import CHUNK, IndexSpec, unit_key, unit_kind, unit_label
-from kbench.registry import StrategySection, StrictModel, UnknownNameError
+from kbench.registry import StrategySection, StrictModel, UnknownNameError, run_key_knobs
 from kbench.retrieval.presets import expand_preset
 from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS
+from kbench.retrieval.text.stopwords import list_key
 from kbench.retrieval.units import LegUnit, split_leg_params
 
 
@@ -116,6 +117,21 @@ class RetrievalConfig(StrictModel):
             )
         self.fusion.params.check_legs(self.legs)  # e.g. weighted fuses exactly two
         return self
+
+    def run_key_view(self, data: dict[str, Any]) -> dict[str, Any]:
+        """This section's resolved ``data`` as the run key hashes it: knobs added after runs were logged left out
+        at their old-behaviour values, renamed knobs under their old names (``StrictModel.late_knobs``,
+        ``hashed_as``), and a stop word file by its words, not its path."""
+        data = run_key_knobs(type(self), data)
+        legs = {}
+        for name, knobs in data.get("leg_params", {}).items():
+            knobs = run_key_knobs(LEGS.get(name).params, knobs)
+            if isinstance(knobs.get("stopwords"), str):
+                knobs["stopwords"] = list_key(knobs["stopwords"])
+            legs[name] = knobs
+        data["leg_params"] = legs
+        data["fusion"] = run_key_knobs(FUSIONS.get(self.fusion.strategy).params, data["fusion"])
+        return data
 
     def leg_knobs(self, name: str) -> dict[str, Any]:
         """The leg's own params (its unit keys taken out)."""

@@ -25,18 +25,20 @@ from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from kbench.records import Query
 from kbench.registry import StrictModel
 from kbench.retrieval.contracts import Leg, LegResult, SearchContext
 from kbench.retrieval.registry import LEGS
+from kbench.retrieval.text.stopwords import resolve_list_path
 from kbench.retrieval.text.tokenizers import Analyzer
 
 TokenizerName = Literal["regex", "word", "postgres", "code"]
 
 
 class BM25Params(StrictModel):
+    late_knobs = {"keep_whole": True}  # added later: at True, configs keep the run keys they had
     k1: float = Field(1.2, ge=0, description="term-frequency saturation (Lucene 1.2, rank_bm25 and bm25s 1.5)")
     b: float = Field(0.75, ge=0, le=1, description="document-length normalization, 0 = none, 1 = full")
     idf: Literal["lucene", "okapi_epsilon", "rank_bm25"] = Field(
@@ -52,13 +54,22 @@ class BM25Params(StrictModel):
     stemmer: Literal["none", "snowball_english", "postgres_english"] = Field(
         "snowball_english", description="snowball_english: current Snowball (PyStemmer); postgres_english: "
         "the Snowball English PostgreSQL compiles in")
-    stopwords: Literal["none", "english"] = Field("english", description="english: PostgreSQL's english.stop (127 words)")
+    stopwords: str = Field("english", description="none | english: PostgreSQL's english.stop (127 words) | lucene: "
+                           "Lucene's, Elasticsearch's and bm25s' English list (33 words) | a file, one word per line")
+    keep_whole: bool = Field(True, description="code tokenizer: keep each identifier beside its parts; false: the "
+                                               "parts only")
+
+    @field_validator("stopwords")
+    @classmethod
+    def _known_list_or_file(cls, value: str) -> str:
+        return resolve_list_path(value)  # a file: its absolute path, read and checked now
 
     def analyzer(self, tokenizer: str | None = None) -> Analyzer:
         """The analyzer of ``tokenizer`` (default: the one tokenizer this leg names) with this leg's knobs."""
         if tokenizer is None and isinstance(self.tokenizer, dict):
             raise ValueError("tokenizer names one per document type; ask for one of them")
-        return Analyzer(tokenizer or self.tokenizer, self.token_pattern, self.lowercase, self.stopwords, self.stemmer)
+        return Analyzer(tokenizer or self.tokenizer, self.token_pattern, self.lowercase, self.stopwords, self.stemmer,
+                        self.keep_whole)
 
     def tokenizer_of(self, doc_type: str) -> str:
         if isinstance(self.tokenizer, str):
