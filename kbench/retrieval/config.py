@@ -57,12 +57,18 @@ class GroupingConfig(StrictModel):
 
 
 class RetrievalConfig(StrictModel):
+    late_knobs = {"candidates_unit": "searched"}  # added later: at its default, run keys are the old ones
     legs: list[str] = Field(default_factory=lambda: ["vector"], min_length=1)
     leg_params: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="knobs per leg name, plus its unit (kbench/retrieval/units.py)")
     fusion: FusionConfig = Field(default_factory=FusionConfig)
     top_k: int = Field(100, ge=1, description="results kept per query after fusion (and rerank)")
     candidates_per_leg: int | None = Field(None, ge=1, description="default: top_k")
+    candidates_unit: Literal["searched", "fused"] = Field(
+        "searched", description="what candidates_per_leg counts when legs on different units are fused at document "
+                                "level: searched = the units each leg searches (a chunk leg brings N chunks, maybe "
+                                "fewer documents); fused = what each leg brings to the fusion (N distinct documents, "
+                                "as public baselines fuse each leg's top N pages). Same-unit runs: no difference")
     filters: FilterConfig = Field(default_factory=FilterConfig)
     grouping: GroupingConfig = Field(default_factory=GroupingConfig)
     preset: str | None = Field(None, description="a search type of reference 001 (semantic, code, similar, "
