@@ -122,6 +122,14 @@ class RetrievalConfig(StrictModel):
                 f"choose a fusion ({', '.join(n for n in FUSIONS.names() if n != 'none')}) or keep one leg"
             )
         self.fusion.params.check_legs(self.legs)  # e.g. weighted fuses exactly two
+        if self.fusion.params.wants_unreturned_scores():  # weighted, missing_score: union
+            cannot = [name for name in self.legs if not LEGS.get(name).impl.scores_any_unit]
+            if cannot or self.multi_unit:
+                why = (f"{', '.join(cannot)} cannot score units it did not return" if cannot
+                       else "the legs search different units")
+                raise ValueError(f"retrieval.fusion.missing_score: union has each leg score the other leg's "
+                                 f"candidates, but {why}; use min or zero, or legs on the same units among "
+                                 f"{', '.join(n for n in LEGS.names() if LEGS.get(n).impl.scores_any_unit)}")
         return self
 
     def run_key_view(self, data: dict[str, Any]) -> dict[str, Any]:

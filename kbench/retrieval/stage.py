@@ -121,6 +121,19 @@ def search_documents(leg: Leg, queries: list[Query], vectors: np.ndarray | None,
     return out
 
 
+def unreturned_scores(legs: dict[str, Leg], query: Query, vector: np.ndarray | None,
+                      leg_results: dict[str, LegResult]) -> dict[str, dict[int, float]]:
+    """Per leg, its own score (``Leg.score``) of each candidate another leg returned and it did not."""
+    union = list(dict.fromkeys(row for ranked in leg_results.values() for row, _ in ranked))
+    out = {}
+    for name, leg in legs.items():
+        returned = {row for row, _ in leg_results[name]}
+        rows = np.array([row for row in union if row not in returned], dtype=np.int64)
+        scores = leg.score([query], vector, [rows])[0] if len(rows) else []
+        out[name] = {int(row): float(score) for row, score in zip(rows, scores)}
+    return out
+
+
 def search(queries: list[Query], context: SearchContext, config: RetrievalConfig,
            rerank: RerankConfig | None = None, legs: dict[str, Leg] | None = None,
            progress: bool = False, documents: list[Document] | None = None,
@@ -185,8 +198,9 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
         return vectors, results, seconds
 
     batch_results: dict[str, list] = {}
+    batch_vectors = None
     if n and config.latency == "batch":
-        _, batch_results, seconds = first_stage(queries)
+        batch_vectors, batch_results, seconds = first_stage(queries)
         for stage, s in seconds.items():
             latency[stage][:] = s * 1000 / n
     elif n:
@@ -202,14 +216,19 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
     for qi, query in iterator:
         if config.latency == "batch":
             leg_results = {name: results[qi] for name, results in batch_results.items()}
+            vectors = None if batch_vectors is None else batch_vectors[qi:qi + 1]
         else:
-            _, results, seconds = first_stage([query])
+            vectors, results, seconds = first_stage([query])
             leg_results = {name: r[0] for name, r in results.items()}
             for stage, s in seconds.items():
                 latency[stage][qi] = s * 1000
         t = time.perf_counter()
         if catalog is None:
-            hits = fuse(leg_results, fusion_params, keep)
+            if fusion_params.wants_unreturned_scores():  # e.g. weighted's missing_score: union
+                hits = fuse(leg_results, fusion_params, keep,
+                            unreturned=unreturned_scores(legs, query, vectors, leg_results))
+            else:
+                hits = fuse(leg_results, fusion_params, keep)
         elif config.fusion_level == "unit":  # legs on different units, fused as they are: rows of the catalog
             hits = fuse({name: [(catalog.offset[name] + i, s) for i, s in ranked]
                          for name, ranked in leg_results.items()}, fusion_params, keep)

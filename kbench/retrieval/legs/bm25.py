@@ -166,6 +166,7 @@ class BM25Leg(Leg):
     """Okapi BM25 on a sparse term matrix (k1, b, idf variant, tokenizer, stemmer, stop words)."""
 
     needs_query_vectors = False
+    scores_any_unit = True
 
     def __init__(self, context: SearchContext, params: BM25Params):
         self.params = params
@@ -185,15 +186,25 @@ class BM25Leg(Leg):
                 terms[row] = analyzed
         self.index = BM25Index(terms, params.k1, params.b, params.idf, params.epsilon)
 
-    def search(self, queries: list[Query], query_vectors: np.ndarray | None, k: int,
-               mask: np.ndarray | None = None) -> list[LegResult]:
+    def scores(self, queries: list[Query]) -> sp.csc_matrix:
+        """chunks x queries BM25 scores (sparse: chunks sharing no term with the query are absent, i.e. 0)."""
         texts = [q.text for q in queries]
         if isinstance(self.params.tokenizer, str):
-            return self.index.top_k(self.analyzer.analyze_many(texts), k, mask)
+            return self.index.scores(self.analyzer.analyze_many(texts))
         scores = None
         for name, analyzer in self.analyzers.items():  # each chunk scored with its own tokenizer's query terms
             part = sp.diags(self.rows[name].astype(np.float64)) @ self.index.scores(analyzer.analyze_many(texts))
             scores = part if scores is None else scores + part
         scores = sp.csc_matrix(scores)
         scores.eliminate_zeros()
-        return top_k_per_query(scores, k, mask)
+        return scores
+
+    def search(self, queries: list[Query], query_vectors: np.ndarray | None, k: int,
+               mask: np.ndarray | None = None) -> list[LegResult]:
+        return top_k_per_query(self.scores(queries), k, mask)
+
+    def score(self, queries: list[Query], query_vectors: np.ndarray | None,
+              rows: list[np.ndarray]) -> list[np.ndarray]:
+        """The BM25 score of each unit in ``rows`` (0 for a unit sharing no term with the query)."""
+        scores = self.scores(queries)
+        return [scores[:, [i]].toarray()[r, 0] for i, r in enumerate(rows)]

@@ -64,6 +64,7 @@ class PostgresFtsLeg(Leg):
     """PostgreSQL full-text search: to_tsvector @@ plainto_tsquery, ranked by ts_rank_cd (or ts_rank)."""
 
     needs_query_vectors = False
+    scores_any_unit = True
 
     def __init__(self, context: SearchContext, params: PostgresFtsParams):
         self.params = params
@@ -120,3 +121,14 @@ class PostgresFtsLeg(Leg):
                                for i in ids], dtype=np.float64)
             results.append(top_k_pairs(ids, scores, k))
         return results
+
+    def score(self, queries: list[Query], query_vectors: np.ndarray | None,
+              rows: list[np.ndarray]) -> list[np.ndarray]:
+        """The rank function of each unit in ``rows``, matching or not (``SELECT ts_rank_cd(tsv, q)`` without
+        the ``WHERE tsv @@ q``)."""
+        out = []
+        for query, units in zip(queries, rows):
+            tsquery = self.tsquery(query.text)
+            out.append(np.array([self.rank(self.vectors[i], tsquery, normalization=self.params.normalization)
+                                 for i in units], dtype=np.float64))
+        return out
