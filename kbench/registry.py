@@ -222,9 +222,19 @@ class StrategySection(StrictModel):
             params = entry.params(**(self.model_extra or {}))
         except ValidationError as e:
             prefix = self.registry.field.rsplit(".", 1)[0]
-            raise ValueError("; ".join(format_error(err, prefix, entry.params) for err in e.errors())) from None
+            raise ValueError("; ".join(self._knob_error(err, prefix, entry) for err in e.errors())) from None
         self.__pydantic_extra__ = params.model_dump()
         return self
+
+    def _knob_error(self, err: dict, prefix: str, entry: Entry) -> str:
+        """One error in the strategy's knobs; an unknown key lists every key this section takes with that
+        strategy (its own fields, then the strategy's knobs), never an empty list."""
+        loc = tuple(err.get("loc", ()))
+        if err.get("type") != "extra_forbidden" or len(loc) != 1:
+            return format_error(err, prefix, entry.params)
+        allowed = [k for k in type(self).model_fields] + [k for k in entry.params.model_fields]
+        return (f"{prefix}.{loc[0]}: unknown key for {self.name_field} {entry.name!r}; allowed keys: "
+                f"{', '.join(allowed)}")
 
     @property
     def params(self) -> Any:
