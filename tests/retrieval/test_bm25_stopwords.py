@@ -202,3 +202,14 @@ def test_code_tokenizer_parts_only():
     whole = BM25Leg(SearchContext(chunks=chunks), BM25Params(tokenizer="code", stemmer="none"))
     assert "getusername" not in parts_only.index.vocabulary and "getusername" in whole.index.vocabulary
     assert [i for i, _ in parts_only.search([Query("q", "getUserName")], None, 5)[0]] == [0, 1]
+
+
+def test_keep_whole_without_the_code_tokenizer_is_a_config_error(workspace):
+    from tests.conftest import make_config
+
+    bm25 = {"legs": ["bm25"], "leg_params": {"bm25": {"keep_whole": False}}}
+    with pytest.raises(ConfigError, match="keep_whole: false applies to the code tokenizer, and this leg's is regex"):
+        load_experiment(make_config(workspace, retrieval=bm25))
+    per_type = {"legs": ["bm25"], "leg_params": {"bm25": {"keep_whole": False,
+                                                          "tokenizer": {"code": "code", "default": "regex"}}}}
+    assert load_experiment(make_config(workspace, retrieval=per_type)).retrieval.leg_params["bm25"]["keep_whole"] is False

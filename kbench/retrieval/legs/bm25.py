@@ -25,7 +25,7 @@ from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from kbench.records import Query
 from kbench.registry import StrictModel
@@ -63,6 +63,15 @@ class BM25Params(StrictModel):
     @classmethod
     def _known_list_or_file(cls, value: str) -> str:
         return resolve_list_path(value)  # a file: its absolute path, read and checked now
+
+    @model_validator(mode="after")
+    def _keep_whole_needs_code(self) -> BM25Params:
+        tokenizers = set(self.tokenizer.values()) if isinstance(self.tokenizer, dict) else {self.tokenizer}
+        if not self.keep_whole and "code" not in tokenizers:  # it would change nothing: say so, not ignore it
+            raise ValueError(f"keep_whole: false applies to the code tokenizer, and this leg's is "
+                             f"{', '.join(sorted(tokenizers))}; set tokenizer: code (or {{code: code, default: "
+                             f"regex}}) or remove keep_whole")
+        return self
 
     def analyzer(self, tokenizer: str | None = None) -> Analyzer:
         """The analyzer of ``tokenizer`` (default: the one tokenizer this leg names) with this leg's knobs."""
