@@ -55,7 +55,7 @@ from kbench.embedding.onnx_runtime import computes_in
 from kbench.embedding.stage import CachedEmbedder, l2_normalize, load_encoder
 from kbench.evaluation.metrics.ndcg import ndcg_at_k
 from kbench.evaluation.significance import bootstrap_ci
-from kbench.paths import workspace_dir
+from kbench.paths import exports_dir, workspace_dir
 
 TRANSFORMER_BACKENDS = ["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"]
 
@@ -194,9 +194,19 @@ def bench_backends(args, folder, set_dir, model, backends, chunks, texts, querie
                                    "fast": fast, "results": rows})
 
 
+def calibrated_encoder(config: EmbeddingConfig, texts: list[str]):
+    """``load_encoder`` with exports in the workspace's cache; a backend calibrated on the corpus
+    (openvino-int8) calibrated on ``texts``, as a run calibrates on its chunks."""
+    encoder = load_encoder(config, exports=exports_dir(workspace_dir() / "cache"))
+    if getattr(encoder, "needs_calibration", False):
+        encoder.calibrate(texts)
+        encoder.encode(texts[:1])  # builds the int8 model now, not inside the first timed round
+    return encoder
+
+
 def bench_transformer(model: str, texts, query_texts, queries, docs, qrels, rounds: int, backends, results):
     print(f"\n== {model}: {len(texts)} abstracts, {rounds} interleaved rounds ==", flush=True)
-    encoders = {b: load_encoder(EmbeddingConfig(model=model, backend=b)) for b in backends}
+    encoders = {b: calibrated_encoder(EmbeddingConfig(model=model, backend=b), texts) for b in backends}
     times = interleaved_best(rounds, {b: (lambda e=e: e.encode(texts)) for b, e in encoders.items()})
     base = times["torch"]
     for b in backends:
@@ -209,7 +219,7 @@ def bench_transformer(model: str, texts, query_texts, queries, docs, qrels, roun
     mine = [r for r in results if r["model"] == model]
     for row, b in zip(mine, backends):
         row["query_p50_ms"] = p50_ms(lambda t, e=encoders[b]: e.encode([t], for_queries=True), query_texts)
-        all_threads = load_encoder(EmbeddingConfig(model=model, backend=b, query_threads=None))
+        all_threads = calibrated_encoder(EmbeddingConfig(model=model, backend=b, query_threads=None), texts)
         row["query_p50_ms_all_threads"] = p50_ms(lambda t, e=all_threads: e.encode([t], for_queries=True),
                                                  query_texts)
         print(f"{b:10s} query p50 {row['query_p50_ms']:.1f} ms (query_threads 1), "
