@@ -114,7 +114,8 @@ def test_openvino_precision_is_fingerprinted_and_tagged_as_what_runs(tmp_path, w
 def test_every_backend_says_what_it_computes_in_and_torch_keeps_its_hash(tmp_path, workspace):
     """onnx-int8 computed int8 MatMuls with nothing in the fingerprint saying so; now every backend states it.
     f32 on torch and onnx was implicit before, so it stays out of their hash: their old runs still compare."""
-    from kbench.embedding.onnx_runtime import openvino_computes_in
+    from kbench.embedding.models import fast_backend
+    from kbench.embedding.onnx_runtime import computes_in, openvino_computes_in
     from kbench.hashing import stable_hash
 
     folder = demo_copy(tmp_path)
@@ -131,7 +132,8 @@ def test_every_backend_says_what_it_computes_in_and_torch_keeps_its_hash(tmp_pat
     assert onnx_int8["model"]["computes_in"] == "int8/f32" and onnx_int8["hash"] != torch_run["hash"]
     ov_int8 = fingerprint({"backend": "openvino-int8"})
     assert ov_int8["model"]["computes_in"] == f"int8/{openvino_computes_in('auto')}"
-    assert fingerprint({"backend": "fast"})["model"]["computes_in"] == openvino_computes_in("auto")  # openvino
+    fast = fast_backend("all-MiniLM-L6-v2")  # an OpenVINO backend: the fingerprint names what fast ran
+    assert fingerprint({"backend": "fast"})["model"]["computes_in"] == computes_in(fast, openvino_computes_in("auto"))
 
     rerank = {"enabled": True, "strategy": "cross_encoder", "model": "any-cross-encoder"}
     torch_rerank = fingerprint({}, rerank)
