@@ -172,6 +172,7 @@ class Experiment(StrictModel):
             data["enrichment"].pop("code_examples", None)
         if self.retrieval.fusion_level == "document":
             data["retrieval"].pop("fusion_level", None)
+        data["retrieval"] = self.retrieval.run_key_view(data["retrieval"])  # its late knobs, stop word files
         if not self.evaluation.ragas:
             for key in ("ragas", "ragas_k", "ragas_llm"):
                 data["evaluation"].pop(key, None)

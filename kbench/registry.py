@@ -89,9 +89,15 @@ def number_problem(annotations: list[Any], value: Any, at: str = "") -> Pydantic
 
 class StrictModel(BaseModel):
     """Base for every config model: unknown keys are errors, values are re-validated on assignment, and a
-    number is a finite number, never a boolean (see ``number_problem``), in every field and nested value."""
+    number is a finite number, never a boolean (see ``number_problem``), in every field and nested value.
+
+    A knob added after runs were logged names, in ``late_knobs``, the value that reproduces the behaviour before
+    it existed, and a renamed knob its old name in ``hashed_as``: ``run_key_knobs`` then hashes a model's knobs
+    as runs logged before either change did, so their run keys hold."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+    late_knobs: ClassVar[dict[str, Any]] = {}
+    hashed_as: ClassVar[dict[str, str]] = {}
 
     @field_validator("*", mode="before")
     @classmethod
@@ -100,6 +106,19 @@ class StrictModel(BaseModel):
         if field is not None and (problem := number_problem([field.annotation], value)):
             raise problem
         return value
+
+
+def run_key_knobs(model: type[BaseModel], knobs: dict[str, Any]) -> dict[str, Any]:
+    """``knobs`` (a ``model``'s dumped values) as a run key hashes them: late knobs at their old-behaviour value
+    left out, renamed knobs under their old names (``StrictModel.late_knobs``, ``hashed_as``)."""
+    out = dict(knobs)
+    for knob, old_value in getattr(model, "late_knobs", {}).items():
+        if knob in out and out[knob] == old_value:
+            del out[knob]
+    for knob, old_name in getattr(model, "hashed_as", {}).items():
+        if knob in out:
+            out[old_name] = out.pop(knob)
+    return out
 
 
 class UnknownNameError(KeyError):
@@ -203,9 +222,19 @@ class StrategySection(StrictModel):
             params = entry.params(**(self.model_extra or {}))
         except ValidationError as e:
             prefix = self.registry.field.rsplit(".", 1)[0]
-            raise ValueError("; ".join(format_error(err, prefix, entry.params) for err in e.errors())) from None
+            raise ValueError("; ".join(self._knob_error(err, prefix, entry) for err in e.errors())) from None
         self.__pydantic_extra__ = params.model_dump()
         return self
+
+    def _knob_error(self, err: dict, prefix: str, entry: Entry) -> str:
+        """One error in the strategy's knobs; an unknown key lists every key this section takes with that
+        strategy (its own fields, then the strategy's knobs), never an empty list."""
+        loc = tuple(err.get("loc", ()))
+        if err.get("type") != "extra_forbidden" or len(loc) != 1:
+            return format_error(err, prefix, entry.params)
+        allowed = [k for k in type(self).model_fields] + [k for k in entry.params.model_fields]
+        return (f"{prefix}.{loc[0]}: unknown key for {self.name_field} {entry.name!r}; allowed keys: "
+                f"{', '.join(allowed)}")
 
     @property
     def params(self) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from kbench.config import ConfigError, load_experiment, parse_override
+from kbench.paths import REPO_ROOT
 
 BASE = {"dataset": {"name": "demo"}}
 
@@ -106,3 +107,18 @@ def test_renamed_keys_still_work_say_their_new_name_and_keep_the_run_key(recwarn
     with pytest.raises(ConfigError, match="retrieval.fusion.method .* and retrieval.fusion.strategy .* are one"):
         load_experiment({"dataset": {"name": "demo"}, "retrieval": {"fusion": {"method": "rrf",
                                                                                "strategy": "weighted"}}})
+
+
+def test_an_unknown_key_message_always_lists_keys():
+    """A strategy without knobs (fusion none) still answers with the keys its section takes, never an empty list."""
+    with pytest.raises(ConfigError) as e:
+        load_experiment(REPO_ROOT / "configs/retrieval/rrf.yaml",
+                        ["retrieval.fusion.strategy=none", "retrieval.legs=[vector]"])
+    assert "retrieval.fusion.k: unknown key for strategy 'none'; allowed keys: strategy" in str(e.value)
+    assert "allowed keys: ;" not in str(e.value) and not str(e.value).rstrip().endswith("allowed keys:")
+    with pytest.raises(ConfigError, match="retrieval.fusion.kk: unknown key for strategy 'rrf'; allowed keys: "
+                                          "strategy, k, weights"):
+        load_experiment(REPO_ROOT / "configs/retrieval/rrf.yaml", ["retrieval.fusion.kk=3"])
+    with pytest.raises(ConfigError, match="rerank.foo: unknown key for strategy 'cross_encoder'; allowed keys: "
+                                          "enabled, strategy, candidate_multiplier"):
+        load_experiment(REPO_ROOT / "configs/retrieval/rrf.yaml", ["rerank.enabled=true", "rerank.foo=1"])

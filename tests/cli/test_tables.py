@@ -23,3 +23,16 @@ def test_format_table_prints_each_float_column_at_its_own_precision():
     assert first.split() == ["a", "462.9", "485", "0.6123", "–"]
     assert second.split() == ["b", "12.5", "3", "0.5000", "1.250"]
     assert header.index("mean_chars") + len("mean_chars") == first.index("462.9") + len("462.9")  # right-aligned
+
+
+def test_a_long_torch_embedding_stage_names_the_faster_backend():
+    from kbench.cli.tables import SLOW_EMBED_S, faster_backend_hint
+    from kbench.embedding.config import EmbeddingConfig
+    from kbench.embedding.models import fast_backend
+
+    slow = {"embed": SLOW_EMBED_S + 1.0}
+    hint = faster_backend_hint(EmbeddingConfig(), slow)
+    assert hint is not None and f"runs {fast_backend('all-MiniLM-L6-v2')}" in hint and "took 31s on torch" in hint
+    assert faster_backend_hint(EmbeddingConfig(), {"embed": SLOW_EMBED_S - 1.0}) is None  # quick: nothing to say
+    assert faster_backend_hint(EmbeddingConfig(backend="openvino"), slow) is None  # already off torch
+    assert faster_backend_hint(EmbeddingConfig(model="wordllama-l2-supercat", provider="static"), slow) is None
