@@ -1,4 +1,24 @@
-"""Embedding speed per model and backend, side by side in one process, with SciFact nDCG@10 per backend.
+"""Embedding speed per model and backend, side by side in one process, with nDCG@10 per backend.
+
+``--corpus FOLDER`` (a folder of documents, e.g. ../shared/datasets/fastapi_docs, every file, recursively):
+indexing speed and accuracy on real documentation. A heading question set is built from the folder (``kbench
+datasets build synthetic FOLDER --method heading``: a section's heading path is the question, its body the
+reference; into <workspace>/bench/sets/, reused when built; or give one with ``--set DIR``), its documents are
+chunked recursive 1000/200, and every backend of the model (torch, onnx, onnx-int8, openvino, openvino-int8)
+encodes the same chunks in turn (``--rounds`` interleaved rounds, best kept): chunks/s, the ratio to torch, the
+one-off preparation (export, int8 calibration build), and doc nDCG@10 of exact cosine search with that
+backend's vectors for every question, beside its paired difference to torch with a 95% bootstrap interval
+(questions resampled). "fast" marks the fastest backend whose interval stays above -0.005, what ``embedding.
+backend: fast`` should run for the model. The timed chunks are the set's documents (the folder, less the
+~200 heading lines the questions were taken from).
+
+    .venv/bin/python benchmarks/encoding.py --corpus ../shared/datasets/fastapi_docs [--questions 200]
+        [--max-documents N] [--limit N] [--backends torch,openvino-int8] [--scifact 0]
+
+``--max-documents`` keeps the questions' documents and a seeded sample of the rest (a quick check);
+``--scifact N`` adds the same columns on N SciFact test claims (their abstracts and others, up to 2,000).
+
+Without ``--corpus``: the SciFact measurements below.
 
 For each model: passages/s of torch, onnx, onnx-int8 and openvino on the same SciFact abstracts (rounds
 interleaved, best round kept); kbench's indexing path (``CachedEmbedder.embed``, cold cache) against a bare
@@ -17,7 +37,9 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -25,13 +47,17 @@ import numpy as np
 from bench_io import interleaved_best, p50_ms, write_json
 from kbench import DatasetConfig, format_table, load_dataset
 from kbench.cache import EmbeddingCache
+from kbench.chunking import chunk_corpus
+from kbench.config import ChunkingConfig
 from kbench.embedding.config import EmbeddingConfig
-from kbench.embedding.models import CATALOGUE, resolve_model_path
+from kbench.embedding.models import CATALOGUE, fast_backend, resolve_model_path
 from kbench.embedding.onnx_runtime import computes_in
 from kbench.embedding.stage import CachedEmbedder, l2_normalize, load_encoder
 from kbench.evaluation.metrics.ndcg import ndcg_at_k
+from kbench.evaluation.significance import bootstrap_ci
+from kbench.paths import exports_dir, workspace_dir
 
-TRANSFORMER_BACKENDS = ["torch", "onnx", "onnx-int8", "openvino"]
+TRANSFORMER_BACKENDS = ["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"]
 
 
 def sample(dataset, n_queries: int, n_docs: int, seed: int = 0):
@@ -47,18 +73,140 @@ def sample(dataset, n_queries: int, n_docs: int, seed: int = 0):
 def ndcg10(encoder, queries, docs, qrels) -> float:
     d = l2_normalize(encoder.encode([x.text for x in docs]))
     q = l2_normalize(encoder.encode([x.text for x in queries], for_queries=True))
-    top = np.argsort(-(q @ d.T), axis=1)[:, :10]
-    scores = []
-    for row, query in zip(top, queries):
+    return float(np.mean(doc_ndcg10(q, d, [x.doc_id for x in docs], queries, qrels)))
+
+
+def doc_ndcg10(query_vectors: np.ndarray, unit_vectors: np.ndarray, unit_docs: list[str], queries, qrels) -> list[float]:
+    """Per query, nDCG@10 of the documents ranked by their best unit's cosine (exact search)."""
+    out = []
+    for q, query in zip(query_vectors, queries):
+        order = np.argsort(-(unit_vectors @ q), kind="stable")
+        ranked: list[str] = []
+        for i in order:
+            if unit_docs[i] not in ranked:
+                ranked.append(unit_docs[i])
+                if len(ranked) == 10:
+                    break
         grades = qrels[query.query_id]
-        ranked = [grades.get(docs[i].doc_id, 0) for i in row]
-        scores.append(ndcg_at_k(ranked, list(grades.values()), 10))
-    return float(np.mean(scores))
+        out.append(ndcg_at_k([grades.get(doc, 0) for doc in ranked], list(grades.values()), 10))
+    return out
+
+
+def heading_set(folder: Path, questions: int, seed: int) -> Path:
+    """A heading question set built from ``folder`` under <workspace>/bench/sets/ (reused when built)."""
+    from kbench.datasets.synthetic import build_from_source
+    from kbench.datasets.synthetic.build import is_built_set
+
+    out = workspace_dir() / "bench" / "sets" / f"{folder.resolve().name}-heading-{questions}-s{seed}"
+    if not is_built_set(out):
+        report = build_from_source(str(folder), out, method="heading", seed=seed, max_questions=questions)
+        print(f"built {out}: {report.kept} heading questions from {report.documents} documents", flush=True)
+    return out
+
+
+def accuracy_row(values: list[float], torch_values: list[float]) -> dict:
+    diff = np.asarray(values) - np.asarray(torch_values)
+    low, high = bootstrap_ci(diff) if len(diff) else (float("nan"), float("nan"))
+    return {"ndcg_at_10": float(np.mean(values)), "ndcg_diff": float(diff.mean()), "ci_low": low, "ci_high": high}
+
+
+def bench_corpus(args) -> None:
+    """Indexing speed of every backend on a folder's chunks and its heading questions' nDCG@10 (module doc)."""
+    folder = Path(args.corpus)
+    set_dir = Path(args.set) if args.set else heading_set(folder, args.questions, args.seed)
+    dataset = load_dataset(DatasetConfig(path=str(set_dir), max_documents=args.max_documents))
+    queries = [q for q in dataset.queries if dataset.qrels.get(q.query_id)]
+    chunks = chunk_corpus(dataset.documents, ChunkingConfig(strategy="recursive", chunk_size=1000, chunk_overlap=200))
+    if args.limit:
+        chunks = chunks[: args.limit]
+        kept = {c.doc_id for c in chunks}
+        queries = [q for q in queries if set(dataset.qrels[q.query_id]) & kept]
+    texts = [c.text for c in chunks]
+    model = args.models.split(",")[0]
+    backends = [b for b in (args.backends.split(",") if args.backends else TRANSFORMER_BACKENDS)
+                if b in CATALOGUE[model].backends]
+    print(f"== {model} on {folder}: {len(dataset.documents)} documents, {len(chunks)} chunks (recursive 1000/200, "
+          f"{sum(map(len, texts)) / max(len(texts), 1):.0f} characters on average), {len(queries)} heading "
+          f"questions from {set_dir}; backends {', '.join(backends)} ==", flush=True)
+    (workspace_dir() / "bench").mkdir(parents=True, exist_ok=True)
+    # every export built fresh (its time is the prepare column), in the workspace, removed at the end
+    scratch = Path(tempfile.mkdtemp(prefix="encoding-exports-", dir=workspace_dir() / "bench"))
+    try:
+        bench_backends(args, folder, set_dir, model, backends, chunks, texts, queries, dataset, scratch / "exports")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def bench_backends(args, folder, set_dir, model, backends, chunks, texts, queries, dataset, exports: Path) -> None:
+    encoders, prepare_s = {}, {}
+    for b in backends:
+        t = time.perf_counter()
+        encoders[b] = load_encoder(EmbeddingConfig(model=model, backend=b), exports=exports)
+        if getattr(encoders[b], "needs_calibration", False):
+            encoders[b].calibrate(texts)  # on the corpus, as a run does
+        encoders[b].encode(texts[:1])  # builds what is built on first use (the int8 model); warms up
+        prepare_s[b] = time.perf_counter() - t
+    vectors: dict[str, np.ndarray] = {}
+
+    def encode(b):
+        vectors.setdefault(b, encoders[b].encode(texts))
+
+    times = interleaved_best(args.rounds, {b: (lambda b=b: encode(b)) for b in backends})
+    unit_docs = [c.doc_id for c in chunks]
+    per_query = {}
+    for b in backends:
+        q = l2_normalize(encoders[b].encode([x.text for x in queries]))
+        per_query[b] = doc_ndcg10(q, l2_normalize(vectors[b]), unit_docs, queries, dataset.qrels)
+    rows = []
+    for b in backends:
+        runs_in = computes_in(b, encoders[b].onnx.precision if encoders[b].onnx is not None else "f32")
+        rows.append({"backend": b, "computes_in": runs_in, "chunks": len(texts), "seconds": times[b],
+                     "chunks_per_s": len(texts) / times[b], "vs_torch": times.get("torch", np.nan) / times[b],
+                     "prepare_s": prepare_s[b], **accuracy_row(per_query[b], per_query.get("torch", per_query[b]))})
+    if args.scifact:
+        scifact = load_dataset(DatasetConfig(name="scifact"))
+        sq, sdocs = sample(scifact, args.scifact, 2000)
+        sci = {}
+        for b in backends:
+            d = l2_normalize(encoders[b].encode([x.text for x in sdocs]))
+            q = l2_normalize(encoders[b].encode([x.text for x in sq]))
+            sci[b] = doc_ndcg10(q, d, [x.doc_id for x in sdocs], sq, scifact.qrels)
+        for row in rows:
+            row.update({f"scifact_{k}": v for k, v in accuracy_row(sci[row["backend"]], sci.get("torch", sci[row["backend"]])).items()})
+    ok = [r for r in rows if r["backend"] != "torch" and r["ci_low"] > -0.005
+          and (not args.scifact or r["scifact_ci_low"] > -0.005)]
+    fast = max(ok, key=lambda r: r["chunks_per_s"])["backend"] if ok else "torch"
+
+    def interval(r, prefix=""):
+        return (f"{r[prefix + 'ndcg_at_10']:.4f} ({r[prefix + 'ndcg_diff']:+.4f} [{r[prefix + 'ci_low']:+.4f}, "
+                f"{r[prefix + 'ci_high']:+.4f}])")
+
+    headers = ["backend", "computes in", "chunks/s", "vs torch", "prepare s", "nDCG@10 heading (vs torch [95%])"]
+    headers += ["nDCG@10 SciFact (vs torch [95%])"] if args.scifact else []
+    table = [[r["backend"] + (" (fast)" if r["backend"] == fast else ""), r["computes_in"], f"{r['chunks_per_s']:.1f}",
+              f"{r['vs_torch']:.2f}x", f"{r['prepare_s']:.0f}", interval(r)]
+             + ([interval(r, "scifact_")] if args.scifact else []) for r in rows]
+    print(format_table(headers, table))
+    print(f"\nfastest backend within 0.005 nDCG@10 of torch (lower 95% bound above -0.005): {fast}; "
+          f"embedding.backend: fast runs {fast_backend(model)} for {model}; load average {os.getloadavg()[0]:.2f}")
+    write_json("encoding-corpus", {"corpus": str(folder), "set": str(set_dir), "model": model,
+                                   "questions": len(queries), "chunks": len(texts), "rounds": args.rounds,
+                                   "fast": fast, "results": rows})
+
+
+def calibrated_encoder(config: EmbeddingConfig, texts: list[str]):
+    """``load_encoder`` with exports in the workspace's cache; a backend calibrated on the corpus
+    (openvino-int8) calibrated on ``texts``, as a run calibrates on its chunks."""
+    encoder = load_encoder(config, exports=exports_dir(workspace_dir() / "cache"))
+    if getattr(encoder, "needs_calibration", False):
+        encoder.calibrate(texts)
+        encoder.encode(texts[:1])  # builds the int8 model now, not inside the first timed round
+    return encoder
 
 
 def bench_transformer(model: str, texts, query_texts, queries, docs, qrels, rounds: int, backends, results):
     print(f"\n== {model}: {len(texts)} abstracts, {rounds} interleaved rounds ==", flush=True)
-    encoders = {b: load_encoder(EmbeddingConfig(model=model, backend=b)) for b in backends}
+    encoders = {b: calibrated_encoder(EmbeddingConfig(model=model, backend=b), texts) for b in backends}
     times = interleaved_best(rounds, {b: (lambda e=e: e.encode(texts)) for b, e in encoders.items()})
     base = times["torch"]
     for b in backends:
@@ -71,7 +219,7 @@ def bench_transformer(model: str, texts, query_texts, queries, docs, qrels, roun
     mine = [r for r in results if r["model"] == model]
     for row, b in zip(mine, backends):
         row["query_p50_ms"] = p50_ms(lambda t, e=encoders[b]: e.encode([t], for_queries=True), query_texts)
-        all_threads = load_encoder(EmbeddingConfig(model=model, backend=b, query_threads=None))
+        all_threads = calibrated_encoder(EmbeddingConfig(model=model, backend=b, query_threads=None), texts)
         row["query_p50_ms_all_threads"] = p50_ms(lambda t, e=all_threads: e.encode([t], for_queries=True),
                                                  query_texts)
         print(f"{b:10s} query p50 {row['query_p50_ms']:.1f} ms (query_threads 1), "
@@ -166,8 +314,22 @@ def main() -> None:
     parser.add_argument("--ndcg-queries", type=int, default=100)
     parser.add_argument("--ndcg-docs", type=int, default=500)
     parser.add_argument("--mpnet-ndcg-docs", type=int, default=200)
+    parser.add_argument("--corpus", metavar="FOLDER", help="a folder of documents: speed and heading-set accuracy "
+                                                            "of every backend on it (see the module doc)")
+    parser.add_argument("--set", metavar="DIR", help="--corpus: a question set built from the folder (default: "
+                                                     "build a heading set)")
+    parser.add_argument("--questions", type=int, default=200, help="--corpus: heading questions to build")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-documents", type=int, default=None, help="--corpus: the questions' documents and "
+                                                                        "a seeded sample up to this many")
+    parser.add_argument("--limit", type=int, default=None, help="--corpus: the first N chunks only")
+    parser.add_argument("--backends", default=None, help="--corpus: a comma-separated subset (default: all)")
+    parser.add_argument("--scifact", type=int, default=0, help="--corpus: also nDCG@10 on N SciFact test claims")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.corpus:
+        bench_corpus(args)
+        return
 
     dataset = load_dataset(DatasetConfig(name="scifact"))
     pool = sorted(dataset.documents, key=lambda d: d.doc_id)

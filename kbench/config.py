@@ -30,6 +30,7 @@ from kbench.enrichment import CODE_EXAMPLE_UNIT
 from kbench.enrichment.config import CodeExamplesConfig, EnrichmentConfig
 from kbench.errors import ConfigError, deprecated, format_error, note, shorten
 from kbench.evaluation.config import EvaluationConfig, OverlapRule
+from kbench.evaluation.recommend import RecommendConfig
 from kbench.hashing import folder_content_hash, stable_hash
 from kbench.llm import LLMConfig
 from kbench.registry import StrictModel
@@ -43,7 +44,7 @@ from kbench.tracking.config import TrackingConfig
 __all__ = [  # the sections are re-exported so a notebook can build any of them from one import
     "ChunkingConfig", "CodeExamplesConfig", "ConfigError", "DatasetConfig", "EmbeddingConfig", "EnrichmentConfig",
     "EvaluationConfig",
-    "Experiment", "FilterConfig", "FusionConfig", "GroupingConfig", "OverlapRule", "RerankConfig",
+    "Experiment", "FilterConfig", "FusionConfig", "GroupingConfig", "OverlapRule", "RecommendConfig", "RerankConfig",
     "RetrievalConfig", "StoreConfig", "TrackingConfig", "apply_set_items", "load_experiment", "parse_override",
     "read_yaml_mapping", "set_dotted", "validate_experiment",
 ]
@@ -83,6 +84,7 @@ class Experiment(StrictModel):
     context: ContextConfig = Field(default_factory=ContextConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    recommend: RecommendConfig = Field(default_factory=RecommendConfig)
     sweep: dict[str, list[Any]] | None = Field(None, description="dotted path -> values; expands to a grid")
     variants: list[dict[str, Any]] | None = Field(None, description="named override sets, beside the grid")
 
@@ -150,7 +152,8 @@ class Experiment(StrictModel):
         """What ``run_key`` hashes: the resolved config less what cannot change a result, plus the dataset's
         content hash."""
         data = self.resolved()
-        for key in ("name", "description", "tracking", "sweep", "variants", "workspace", "llm"):  # llm: retries, prices
+        for key in ("name", "description", "tracking", "sweep", "variants", "workspace", "llm",  # llm: retries, prices
+                    "recommend"):  # how a sweep's end picks among results, not a result
             data.pop(key, None)
         for guard in ("strict", "max_document_chars"):  # they refuse data or let the same data through: results
             data["dataset"].pop(guard, None)            # never differ
@@ -169,6 +172,7 @@ class Experiment(StrictModel):
             data["enrichment"].pop("code_examples", None)
         if self.retrieval.fusion_level == "document":
             data["retrieval"].pop("fusion_level", None)
+        data["retrieval"] = self.retrieval.run_key_view(data["retrieval"])  # its late knobs, stop word files
         if not self.evaluation.ragas:
             for key in ("ragas", "ragas_k", "ragas_llm"):
                 data["evaluation"].pop(key, None)

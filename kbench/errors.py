@@ -86,8 +86,11 @@ def format_error(err: dict[str, Any], prefix: str, root: type | None) -> str:
     ctx = err.get("ctx") or {}
     if kind == "extra_forbidden":
         owner = owner_model(root, loc[:-1])
-        allowed = ", ".join(owner.model_fields) if owner is not None else "see the docs"
-        return f"{path}: unknown key; allowed keys: {allowed}"
+        if owner is None:
+            return f"{path}: unknown key; see the docs for the allowed keys"
+        if not owner.model_fields:
+            return f"{path}: unknown key; this section takes no keys, remove it"
+        return f"{path}: unknown key; allowed keys: {', '.join(owner.model_fields)}"
     if kind == "value_error":
         msg = str(ctx.get("error", err.get("msg")))
         # a nested section's validator already names the full path (retrieval.leg_params.bm25.k1: ...)

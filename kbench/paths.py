@@ -29,3 +29,19 @@ def models_dir() -> Path:
     """Models kbench prepares or trains (joined mpnet, trained rerankers); KBENCH_MODELS_DIR overrides."""
     env = os.environ.get("KBENCH_MODELS_DIR")
     return Path(env).expanduser().resolve() if env else REPO_ROOT / "experiments" / "models"
+
+
+EXPORTS_FOLDER = "exports"  # in a workspace's cache/
+EXPORTED_FOLDER = "exported"  # in a models directory
+
+
+def exports_dir(cache_root: Path | None = None) -> Path:
+    """Where kbench writes the models it derives (ONNX exports, int8 builds): under the models directory when one
+    is given (KBENCH_MODELS_DIR), else in the run's workspace cache (``<workspace>/cache/exports``), so a run
+    with a workspace writes nothing outside it; with neither (a library call with no workspace),
+    models_dir()/exported as before."""
+    if os.environ.get("KBENCH_MODELS_DIR"):
+        return models_dir() / EXPORTED_FOLDER
+    if cache_root is not None:
+        return Path(cache_root) / EXPORTS_FOLDER
+    return models_dir() / EXPORTED_FOLDER

@@ -89,9 +89,16 @@ def number_problem(annotations: list[Any], value: Any, at: str = "") -> Pydantic
 
 class StrictModel(BaseModel):
     """Base for every config model: unknown keys are errors, values are re-validated on assignment, and a
-    number is a finite number, never a boolean (see ``number_problem``), in every field and nested value."""
+    number is a finite number, never a boolean (see ``number_problem``), in every field and nested value.
+
+    A knob added after runs were logged names, in ``late_knobs``, the value that reproduces the behaviour before
+    it existed, and a renamed knob its old name in ``hashed_as``: ``run_key_knobs`` then hashes a model's knobs
+    as runs logged before either change did, so their run keys hold."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+    late_knobs: ClassVar[dict[str, Any]] = {}
+    hashed_as: ClassVar[dict[str, str]] = {}
+    renamed_keys: ClassVar[dict[str, str]] = {}  # an old key -> its name now; the old one still works
 
     @field_validator("*", mode="before")
     @classmethod
@@ -105,6 +112,19 @@ class StrictModel(BaseModel):
 def in_unit(name: str) -> dict[str, str]:
     """A knob's unit for the settings reference: ``Field(600, json_schema_extra=in_unit("characters"))``."""
     return {"unit": name}
+
+
+def run_key_knobs(model: type[BaseModel], knobs: dict[str, Any]) -> dict[str, Any]:
+    """``knobs`` (a ``model``'s dumped values) as a run key hashes them: late knobs at their old-behaviour value
+    left out, renamed knobs under their old names (``StrictModel.late_knobs``, ``hashed_as``)."""
+    out = dict(knobs)
+    for knob, old_value in getattr(model, "late_knobs", {}).items():
+        if knob in out and out[knob] == old_value:
+            del out[knob]
+    for knob, old_name in getattr(model, "hashed_as", {}).items():
+        if knob in out:
+            out[old_name] = out.pop(knob)
+    return out
 
 
 class UnknownNameError(UserError, KeyError):
@@ -205,7 +225,8 @@ class StrategySection(StrictModel):
         except UnknownNameError as e:
             raise ValueError(str(e)) from None
         prefix = self.registry.field.rsplit(".", 1)[0]
-        foreign = [k for k in self.model_extra or {} if k not in entry.params.model_fields]
+        renamed = getattr(entry.params, "renamed_keys", {})  # an old spelling the params model still reads
+        foreign = [k for k in self.model_extra or {} if k not in entry.params.model_fields and k not in renamed]
         if foreign:  # say whose knob it is: the usual cause is a strategy switched and its old knobs kept
             raise ValueError("; ".join(self._foreign_knob(prefix, name, entry.params, k) for k in foreign))
         try:

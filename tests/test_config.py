@@ -7,6 +7,7 @@ import pytest
 
 from kbench.config import ConfigError, load_experiment, parse_override
 from kbench.errors import KbenchNote
+from kbench.paths import REPO_ROOT
 
 BASE = {"dataset": {"name": "demo"}}
 
@@ -132,3 +133,13 @@ def test_a_strategy_switched_by_set_leaves_the_old_strategys_knobs_out_and_says_
     assert fused.resolved()["retrieval"]["fusion"] == {"strategy": "none"}
     with pytest.warns(KbenchNote), pytest.raises(ConfigError, match="chunk_sze: unknown key for chunking.strategy"):
         load_experiment(quickstart, ["chunking.strategy=smart", "chunking.chunk_sze=400"])
+
+
+def test_an_unknown_key_message_always_lists_keys():
+    """An unknown knob is refused with the keys the strategy takes, never an empty list."""
+    with pytest.raises(ConfigError, match="retrieval.fusion.kk: unknown key for retrieval.fusion.strategy rrf, whose "
+                                          "knobs are k, weights"):
+        load_experiment(REPO_ROOT / "configs/retrieval/rrf.yaml", ["retrieval.fusion.kk=3"])
+    with pytest.raises(ConfigError, match="rerank.foo: unknown key for rerank.strategy cross_encoder, whose knobs "
+                                          "are candidate_multiplier"):
+        load_experiment(REPO_ROOT / "configs/retrieval/rrf.yaml", ["rerank.enabled=true", "rerank.foo=1"])

@@ -1,22 +1,27 @@
 """kbench compare (runs or a sweep, with significance), kbench export (TREC/ranx files), kbench import-trec."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 
 from kbench.cli.tables import format_table
-from kbench.compare import compare_runs, summary_lines, write_report
+from kbench.compare import CompareError, compare_runs, summary_lines, write_report
+from kbench.compare.compare import Comparison
+from kbench.compare.recommendation import recommend_comparison, sweep_recommend_config
+from kbench.compare.sets import SetsError, compare_sets
 from kbench.compare.frontier import FrontierError, best_under, pareto_frontier, parse_constraint, plot_frontier, run_points
 from kbench.compare.report import TEST_NAMES, format_p
 from kbench.compare.slices import compare_by_slice
-from kbench.config import load_experiment
+from kbench.config import ConfigError, load_experiment
+from kbench.evaluation.recommend import RecommendConfig
 from kbench.judging.rescore import MIN_JUDGED, JudgedQrels, compare_judged
 from kbench.paths import workspace_dir
 from kbench.runner import export_run, import_trec_run
 from kbench.sweep.summary import knob_table
 from kbench.tracking import tags as tag
-from kbench.tracking.read import tracking_client
+from kbench.tracking.read import RunReadError, get_run, tracking_client
 
 
 def add_parser(sub) -> None:
@@ -24,6 +29,9 @@ def add_parser(sub) -> None:
                                        "significance tests, bootstrap CIs and a markdown/HTML report")
     p.add_argument("runs", nargs="*", metavar="RUN_ID", help="MLflow run ids to compare (or use --sweep)")
     p.add_argument("--sweep", metavar="PARENT_RUN_ID", help="compare every finished config of this sweep")
+    p.add_argument("--sets", nargs=2, metavar=("SWEEP_A", "SWEEP_B"),
+                   help="two sweeps of the same configs on two evaluation sets (parent run ids): Kendall's tau of "
+                        "their rankings with a bootstrap interval, winner agreement, the pairs that flip")
     p.add_argument("--baseline", help="label or run id of the baseline (default: the sweep's baseline config, "
                                       "else the first run)")
     p.add_argument("--metric", dest="metrics", action="append", metavar="NAME",
@@ -51,6 +59,13 @@ def add_parser(sub) -> None:
     p.add_argument("--min-judged", type=float, default=MIN_JUDGED, metavar="F",
                    help="with --judged-qrels: mark (†) runs whose judged_at_k with the judged qrels is below F "
                         f"(default {MIN_JUDGED}): their metrics rest on a thin pool")
+    p.add_argument("--guard", dest="guards", action="append", metavar="METRIC",
+                   help="a metric the recommendation must also be in the top tie on, beside the headline; "
+                        "repeatable; replaces the sweep's recommend.guards (default: doc_ndcg_at_10, "
+                        "chunk_ndcg_at_10, recall_at_10, latency_ms_total_p95)")
+    p.add_argument("--recommend-cost", metavar="METRIC",
+                   help="the run metric that picks the cheapest config inside the tie (default: the sweep's "
+                        "recommend.cost, cost_index_bytes)")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or experiments/mlflow.db)")
     p.add_argument("--out", help="write report.md, report.html and plots here (default: a folder under the workspace)")
@@ -85,33 +100,44 @@ def _quiet_mlflow() -> None:
 
 def run_compare(args) -> int:
     _quiet_mlflow()
+    if args.sets:
+        if args.sweep or args.runs:
+            print("kbench: error: --sets compares two sweeps by themselves; give no run ids or --sweep with it",
+                  file=sys.stderr)
+            return 2
+        return run_compare_sets(args)
     if bool(args.sweep) == bool(args.runs):
         print("kbench: error: give run ids or --sweep PARENT_RUN_ID (one of them)", file=sys.stderr)
         return 2
     if not 0 <= args.min_judged <= 1:
         print("kbench: error: --min-judged is a share between 0 and 1, e.g. 0.8", file=sys.stderr)
         return 2
-    constraints = [parse_constraint(text) for text in args.constraints]
-    if constraints and not args.frontier:
-        raise FrontierError("--constraint needs --frontier METRIC (the metric to maximise)")
-    judged = None
-    if args.judged_qrels:  # re-scored from the saved rankings (kbench.judging.rescore)
-        judged = compare_judged(args.sweep or args.runs, JudgedQrels.read(args.judged_qrels, args.judged_use),
-                                baseline=args.baseline, metrics=args.metrics, tracking_uri=args.tracking_uri,
-                                test=args.test, correction=args.correction, alpha=args.alpha,
-                                min_judged=args.min_judged)
-        comparison = judged.comparison
-    else:
-        comparison = compare_runs(args.sweep or args.runs, baseline=args.baseline, metrics=args.metrics,
-                                  tracking_uri=args.tracking_uri, test=args.test, correction=args.correction,
-                                  alpha=args.alpha)
-    frontier = None
-    if args.frontier:
-        points = run_points(comparison.runs, [args.frontier, args.cost, *(c.metric for c in constraints)])
-        frontier = pareto_frontier(points, args.frontier, args.cost)
-    sliced = {key: compare_by_slice(comparison.runs, key, baseline=comparison.baseline,
-                                    metrics=comparison.metrics, test=args.test, correction=args.correction,
-                                    alpha=args.alpha) for key in args.slices or []}
+    try:
+        constraints = [parse_constraint(text) for text in args.constraints]
+        if constraints and not args.frontier:
+            raise FrontierError("--constraint needs --frontier METRIC (the metric to maximise)")
+        judged = None
+        if args.judged_qrels:  # re-scored from the saved rankings (kbench.judging.rescore)
+            judged = compare_judged(args.sweep or args.runs, JudgedQrels.read(args.judged_qrels, args.judged_use),
+                                    baseline=args.baseline, metrics=args.metrics, tracking_uri=args.tracking_uri,
+                                    test=args.test, correction=args.correction, alpha=args.alpha,
+                                    min_judged=args.min_judged)
+            comparison = judged.comparison
+        else:
+            comparison = compare_runs(args.sweep or args.runs, baseline=args.baseline, metrics=args.metrics,
+                                      tracking_uri=args.tracking_uri, test=args.test, correction=args.correction,
+                                      alpha=args.alpha)
+        frontier = None
+        if args.frontier:
+            points = run_points(comparison.runs, [args.frontier, args.cost, *(c.metric for c in constraints)])
+            frontier = pareto_frontier(points, args.frontier, args.cost)
+        sliced = {key: compare_by_slice(comparison.runs, key, baseline=comparison.baseline,
+                                        metrics=comparison.metrics, test=args.test, correction=args.correction,
+                                        alpha=args.alpha) for key in args.slices or []}
+        recommendation = recommend_comparison(comparison, recommend_config(args, comparison))
+    except (CompareError, FrontierError, ConfigError) as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return 2
     thin = set(judged.thin) if judged is not None else set()
     if judged is not None:
         print_judged(judged)
@@ -130,7 +156,7 @@ def run_compare(args) -> int:
     name = comparison.parent_run_id or "-".join(r.run_id[:8] for r in comparison.runs)
     out = Path(args.out) if args.out else workspace_dir() / "comparisons" / name
     rows, legend = sweep_knobs(comparison) if comparison.parent_run_id else ([], [])
-    write_report(comparison, out, configs=rows, configs_legend=legend)
+    write_report(comparison, out, configs=rows, configs_legend=legend, recommendation=recommendation.lines())
     for key, table in sliced.items():
         print()
         print_slice_table(table, key, comparison)
@@ -140,6 +166,9 @@ def run_compare(args) -> int:
         print_frontier(frontier, args.frontier, args.cost, constraints)
         frontier.to_csv(out / "frontier.csv", index=False)
         plot_frontier(frontier, args.frontier, args.cost, out / "frontier.png")
+    print()
+    for line in recommendation.lines():
+        print(line)
     print(f"\nreport: {out / 'report.md'} and {out / 'report.html'}")
     if args.log:
         if not comparison.parent_run_id:
@@ -150,6 +179,64 @@ def run_compare(args) -> int:
         MlflowClient(comparison.tracking_uri).log_artifacts(comparison.parent_run_id, str(out), "report")
         print(f"logged as artifacts report/ of run {comparison.parent_run_id}")
     return 0
+
+
+def recommend_config(args, comparison: Comparison) -> RecommendConfig:
+    """--guard / --recommend-cost, else what the sweep ended with (its parent's tag), else the defaults."""
+    config = None
+    if comparison.parent_run_id:
+        config = sweep_recommend_config(tracking_client(comparison.tracking_uri)
+                                        .get_run(comparison.parent_run_id).data.tags)
+    config = config or RecommendConfig()
+    try:
+        return RecommendConfig(guards=args.guards if args.guards else config.guards,
+                               cost=args.recommend_cost or config.cost)
+    except ValueError as e:
+        raise ConfigError(f"--guard / --recommend-cost: {e}") from None
+
+
+def run_compare_sets(args) -> int:
+    """Two sweeps of the same configs on two evaluation sets: how alike they rank the configs."""
+    try:
+        client = tracking_client(args.tracking_uri)
+        for sweep in args.sets:
+            if get_run(client, sweep).data.tags.get(tag.SWEEP_ROLE) != "parent":
+                raise CompareError(f"--sets: {sweep} is not a sweep's parent run; give two sweep parent run ids")
+        comparisons = [compare_runs(sweep, tracking_uri=args.tracking_uri, test=args.test,
+                                    correction=args.correction, alpha=args.alpha) for sweep in args.sets]
+        metric = (args.metrics or [comparisons[0].headline])[0]
+        for sweep, comparison in zip(args.sets, comparisons):
+            lacking = [r.label for r in comparison.runs if metric not in r.per_query.columns]
+            if lacking:
+                raise CompareError(f"--sets: the runs of sweep {sweep} have no per-query {metric} ({', '.join(lacking[:3])}); "
+                                   "give --metric a metric both sets measure, e.g. doc_ndcg_at_10")
+        names = set_names(comparisons)
+        agreement = compare_sets(*({r.label: r.per_query[metric].to_numpy(dtype=float) for r in c.runs}
+                                   for c in comparisons), names=names, metric=metric, test=args.test,
+                                 correction=args.correction, alpha=args.alpha)
+    except (CompareError, SetsError, RunReadError) as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return 2
+    for line in agreement.lines():
+        print(line)
+    out = Path(args.out) if args.out else workspace_dir() / "comparisons" / f"sets-{args.sets[0][:8]}-{args.sets[1][:8]}"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sets.json").write_text(json.dumps(agreement.as_dict(), indent=2), encoding="utf-8")
+    (out / "sets.txt").write_text("\n".join(agreement.lines()) + "\n", encoding="utf-8")
+    print(f"\nwritten: {out / 'sets.txt'} and {out / 'sets.json'}")
+    return 0
+
+
+def set_names(comparisons: list[Comparison]) -> tuple[str, str]:
+    """Each sweep's dataset (its children's ``kbench.dataset`` tag); the parent run id when both name the same."""
+    client = tracking_client(comparisons[0].tracking_uri)
+    names = []
+    for comparison in comparisons:
+        tags = client.get_run(comparison.runs[0].run_id).data.tags
+        names.append(tags.get(tag.DATASET) or comparison.parent_run_id[:8])
+    if names[0] == names[1]:
+        names = [f"{n} ({c.parent_run_id[:8]})" for n, c in zip(names, comparisons)]
+    return names[0], names[1]
 
 
 def sweep_knobs(comparison) -> tuple[list[dict[str, str]], list[str]]:

@@ -171,6 +171,12 @@ def inspect_cmd(args) -> int:
     print(format_table(["measure", "value"], result.rows()))
     for first, second in result.near_duplicate_examples[:3]:
         print(f"near-duplicate: {first!r} ~ {second!r}")
+    print("\nwhat it means for comparing configs:")
+    for line in result.reading():
+        print(f"  - {line}")
+    print(f"\n{len(result.samples)} sample questions (spread over the set) and their references:")
+    for sample in result.samples:
+        print(f"  {sample['question_id']}: {sample['question']}\n      -> {sample['reference']}")
     if not args.no_log:
         run_id = log_inspection(result, workspace_dir(args.workspace), args.tracking_uri,
                                 config.model_dump(exclude_defaults=True))

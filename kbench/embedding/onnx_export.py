@@ -1,4 +1,5 @@
-"""Export a local transformer folder to ONNX once, and quantize it to dynamic int8, cached under models_dir().
+"""Export a local transformer folder to ONNX once, and quantize it to dynamic int8, cached under ``exports_dir()``
+(the models directory given by KBENCH_MODELS_DIR, else the run's workspace cache: kbench/paths.py).
 
 The export is direct (``torch.onnx.export`` of the Hugging Face model, no optimum), so it needs only torch
 and onnxruntime, both offline. Files are written under a temporary name in the target folder and renamed
@@ -12,21 +13,20 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from kbench.paths import models_dir
+from kbench.paths import exports_dir
 
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # MatMul only, per channel: quantizing the embedding Gather too costs far more accuracy than it saves time
 INT8_OPS = ["MatMul"]
-EXPORTED_FOLDER = "exported"
 # 2: attention exported in its eager form (MatMul, Softmax) instead of torch's fused SDPA call, which OpenVINO
 # and ONNX Runtime fuse again into their own attention kernels (OpenVINO 1.2x faster on MiniLM here).
 # Bump it whenever the export changes: old files are then never loaded, and vector caches are keyed by it.
 EXPORT_VERSION = 2
 
 
-def export_dir(model_key: str, revision: str) -> Path:
-    """Where the exports of one model version live: models_dir()/exported/<model>-<revision>-v<N>/."""
-    return models_dir() / EXPORTED_FOLDER / f"{model_key}-{revision}-v{EXPORT_VERSION}"
+def export_dir(model_key: str, revision: str, root: Path | None = None) -> Path:
+    """Where the exports of one model version live: <root>/<model>-<revision>-v<N>/ (root: ``exports_dir()``)."""
+    return (root or exports_dir()) / f"{model_key}-{revision}-v{EXPORT_VERSION}"
 
 
 def _atomic_build(target: Path, build) -> Path:
@@ -83,9 +83,11 @@ def _export_fp32(folder: Path, out: Path, head: str) -> None:
                           opset_version=17, dynamo=False)
 
 
-def exported_model(folder: Path, model_key: str, revision: str, int8: bool, head: str = "base") -> Path:
-    """The fp32 (or int8) ONNX file of the transformer in ``folder`` with ``head``, exported on first use."""
-    where = export_dir(model_key, revision)
+def exported_model(folder: Path, model_key: str, revision: str, int8: bool, head: str = "base",
+                   root: Path | None = None) -> Path:
+    """The fp32 (or int8) ONNX file of the transformer in ``folder`` with ``head``, exported on first use under
+    ``root`` (default ``exports_dir()``)."""
+    where = export_dir(model_key, revision, root)
     stem = HEADS[head][0]
     fp32 = _atomic_build(where / f"{stem}.onnx", lambda tmp: _export_fp32(folder, tmp, head))
     if not int8:

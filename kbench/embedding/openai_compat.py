@@ -11,6 +11,8 @@ embedding stage caches the successes and records each failed row, and a failed t
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from kbench.embedding.config import EmbeddingConfig
@@ -22,7 +24,7 @@ from kbench.llm import EmbeddingBatchResult, Endpoint, LLMClient, LLMError, LLMP
 class OpenAICompatibleEncoder:
     """An OpenAI-compatible embeddings endpoint (embedding.base_url, key from embedding.api_key_env)."""
 
-    def __init__(self, config: EmbeddingConfig):
+    def __init__(self, config: EmbeddingConfig, exports: Path | None = None):  # exports: writes none
         endpoint = Endpoint("embedding", config.base_url, config.model, config.api_key_env, kind="embeddings")
         endpoint.check()
         self.usage = UsageMeter()

@@ -1,12 +1,16 @@
 """Embedding providers by config name (``embedding.provider``).
 
-A provider is a class built from the embedding section, ``Encoder(config)``, that turns texts into vectors.
+A provider is a class built from the embedding section, ``Encoder(config, exports=None)``, that turns texts into
+vectors; ``exports`` is the folder where it may write models it derives (ONNX exports), the run's
+(kbench/paths.py ``exports_dir``). A backend that calibrates on the corpus (openvino-int8) also has
+``needs_calibration`` and ``calibrate(texts) -> key``, which the embedding stage calls with the first texts it embeds.
 Its module registers it here; the package ``__init__`` imports every provider module, so adding one is a
 new module and one import line. Model libraries (sentence_transformers, openai) are imported when an
 encoder is built, never when a provider registers.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -20,7 +24,7 @@ class Encoder(Protocol):
     revision: str  # changes when the model's weights or config do, so the cache never serves stale vectors
     dimension: int | None  # None until the first vectors tell (an API that decides it)
 
-    def __init__(self, config: Any) -> None: ...
+    def __init__(self, config: Any, exports: Path | None = None) -> None: ...
 
     def encode(self, texts: list[str], progress: bool = False, for_queries: bool = False) -> np.ndarray:
         """(len(texts), dimension) float32, not normalized; ``for_queries``: one query, latency first."""

@@ -9,16 +9,30 @@ import numpy as np
 from kbench.cache import EmbeddingCache
 from kbench.embedding.config import EmbeddingConfig
 from kbench.embedding.onnx_export import EXPORT_VERSION
-from kbench.embedding.onnx_runtime import openvino_computes_in
+from kbench.embedding.onnx_runtime import computes_in, openvino_computes_in
 from kbench.embedding.registry import EMBEDDING_PROVIDERS, Encoder, ReportingEncoder
 from kbench.hashing import sha256_text
 from kbench.llm import stop_error
 from kbench.progress import Progress
+from kbench.paths import exports_dir
 
 
-def load_encoder(config: EmbeddingConfig) -> Encoder:
-    """The encoder of ``embedding.provider`` for ``embedding.model`` (loads the model)."""
-    return EMBEDDING_PROVIDERS.get(config.provider).impl(config)
+def load_encoder(config: EmbeddingConfig, exports: Path | None = None) -> Encoder:
+    """The encoder of ``embedding.provider`` for ``embedding.model`` (loads the model); ``exports``: where a
+    backend may write the models it derives (default ``exports_dir()``)."""
+    return EMBEDDING_PROVIDERS.get(config.provider).impl(config, exports=exports)
+
+
+def embedding_computes_in(config: EmbeddingConfig) -> str | None:
+    """What the encoder computes in on this machine, as fingerprints and the ``kbench.computes_in`` tag say it:
+    f32 (torch, onnx, static models), int8/f32 (onnx-int8), OpenVINO's float precision (openvino), int8/<that>
+    (openvino-int8); None for an API (its service decides)."""
+    if config.provider == "sentence_transformers":
+        floats = openvino_computes_in(config.precision) if config.backend.startswith("openvino") else "f32"
+        return computes_in(config.backend, floats)
+    if config.provider == "static":
+        return "f32"
+    return None
 
 
 def l2_normalize(vectors: np.ndarray) -> np.ndarray:
@@ -53,6 +67,8 @@ def _result_changing_knobs(config: EmbeddingConfig) -> dict:
         knobs["export"] = EXPORT_VERSION  # a changed export changes the vectors (int8 most)
     if config.backend == "openvino":
         knobs["computes_in"] = openvino_computes_in(config.precision)
+    if config.backend == "openvino-int8":  # and its calibration, added once known (CachedEmbedder._calibrate)
+        knobs["computes_in"] = embedding_computes_in(config)
     if config.max_seq_length is not None:
         knobs["max_seq_length"] = config.max_seq_length
     return knobs
@@ -65,7 +81,8 @@ class CachedEmbedder:
 
     def __init__(self, config: EmbeddingConfig, cache_root: Path, extra_key: dict | None = None):
         self.config = config
-        self.encoder = load_encoder(config)
+        self.cache_root = cache_root
+        self.encoder = load_encoder(config, exports=exports_dir(cache_root))
         self.fingerprint = {
             "model": self.encoder.model_key,
             "provider": config.provider,
@@ -90,7 +107,24 @@ class CachedEmbedder:
         the name ``stage``."""
         return self._embed_prefixed([self.config.document_prefix + t for t in texts], progress, stage)
 
+    @property
+    def needs_calibration(self) -> bool:
+        return getattr(self.encoder, "needs_calibration", False) and "calibration" not in self.fingerprint
+
+    def calibrate(self, documents: list[str]) -> None:
+        """A backend calibrated on the corpus (openvino-int8) calibrates on ``documents`` (the run's chunks:
+        ``embed`` calls this with the first texts it embeds; a live store's rows, which are never embedded here,
+        call it directly). Its vectors depend on that sample, so the cache namespace gets the calibration's key.
+        Once: later calls change nothing."""
+        self._calibrate([self.config.document_prefix + t for t in documents])
+
+    def _calibrate(self, prefixed: list[str]) -> None:
+        if self.needs_calibration:
+            self.fingerprint = {**self.fingerprint, "calibration": self.encoder.calibrate(prefixed)}
+            self.cache = EmbeddingCache(self.cache_root, self.fingerprint)
+
     def _embed_prefixed(self, prefixed: list[str], progress: bool = False, stage: str = "embed") -> EmbeddingResult:
+        self._calibrate(prefixed)
         hashes = [sha256_text(t) for t in prefixed]
         found = self.cache.get_many(hashes)
         todo: dict[str, str] = {}
@@ -158,6 +192,9 @@ class CachedEmbedder:
         chunks: the 12 configs of a sweep then embed their 300 queries once, not 12 times. API encoders
         are never asked for queries through the cache (a failed query must fail the run, not be a zero row)."""
         prefixed = [self.config.query_prefix + t for t in texts]
+        if self.needs_calibration:  # a caller's bug, not a user's: every caller embeds or calibrates first
+            raise RuntimeError(f"embedding.backend {self.config.backend} calibrates on the corpus: embed the corpus "
+                               "(or call calibrate) before the queries")
         if len(prefixed) < 2 or isinstance(self.encoder, ReportingEncoder):
             return self._finish(self.encoder.encode(prefixed, for_queries=len(prefixed) == 1))
         result = self._embed_prefixed(prefixed)

@@ -8,6 +8,8 @@ A static model has no backend or device: ``embedding.backend`` must stay ``torch
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from kbench.embedding.config import EmbeddingConfig
@@ -21,7 +23,7 @@ from kbench.errors import ConfigError
 class StaticEncoder:
     """wordllama or a model2vec folder from the offline catalogue."""
 
-    def __init__(self, config: EmbeddingConfig):
+    def __init__(self, config: EmbeddingConfig, exports: Path | None = None):  # exports: writes none
         spec = CATALOGUE.get(config.model)
         if spec is None or spec.provider != "static":
             static = ", ".join(n for n, s in CATALOGUE.items() if s.provider == "static")

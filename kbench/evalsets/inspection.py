@@ -7,6 +7,11 @@ and lexical leakage per question (the gold passage's BM25 rank for the question 
 ``datasets.synthetic.leakage``), counted in strata. For document judgements (BEIR) the gold passages are the
 relevant documents' passages and the reference text their whole text.
 
+``Inspection.reading()`` says what those numbers mean for a comparison of configs in plain sentences (how
+lexical the set is and so whether it favours BM25, how concentrated, how repetitive, how many questions cannot
+separate configs and the smallest gap it can see), and ``samples`` holds five questions spread over the set
+with the start of their references, to read before trusting a number.
+
 With runs (several configs on this set): saturation, the questions that cannot separate configs because
 every config gets them perfectly right (the metric at its maximum, 1) or all get them wrong (0), and the
 minimum detectable difference in the headline metric (nDCG@10) at 80% power for a paired two-sided t-test at
@@ -34,6 +39,17 @@ from kbench.evaluation.significance import minimum_detectable_difference
 from kbench.records import Dataset
 from kbench.tracking.mlflow_run import ensure_experiment, flatten, log_finished_run, mlflow_client
 from kbench.errors import UserError
+
+
+# Where a reading changes (a reading aid, not a test). A set is lexical when BM25 alone finds the gold passage
+# first for many questions: the demo set's hand-written questions sit at 49%; questions copied from the text
+# (ict) sit far above half.
+LEXICAL_STRONG = 0.5  # share of questions whose gold passage is BM25's first
+LEXICAL_SOME = 0.25
+OVERLAP_HIGH = 0.6  # mean share of a question's words found in its reference
+CONCENTRATED_GINI = 0.5  # questions per document this unequal: a few documents decide the ranking
+SHORT_QUESTION_WORDS = 3  # median words at or below: keyword queries rather than questions
+N_SAMPLES = 5
 
 
 def gini(counts: list[int] | np.ndarray) -> float:
@@ -74,6 +90,49 @@ class Inspection:
     saturated_all_wrong: int = 0
     sd_difference: float | None = None
     mde: float | None = None
+    samples: list[dict[str, str]] = field(default_factory=list)  # question_id, question, reference (its start)
+
+    def reading(self) -> list[str]:
+        """What the numbers mean for comparing configs on this set, one sentence each."""
+        n = max(self.questions, 1)
+        first = self.leakage_rank.get("1", 0) / n
+        lexical = (f"BM25 alone ranks the gold passage first for {first:.0%} of the questions (word overlap with "
+                   f"the reference {self.leakage_mean_overlap:.2f} on average)")
+        if first >= LEXICAL_STRONG:
+            out = [f"strongly lexical: {lexical}; the set favours BM25 and lexical legs, so a lexical config's "
+                   "win here may not hold for real questions (check it with kbench compare --sets against "
+                   "another set)"]
+        elif first >= LEXICAL_SOME:
+            out = [f"somewhat lexical: {lexical}; BM25 has an edge here, dense legs are still tested"]
+        elif self.leakage_mean_overlap >= OVERLAP_HIGH:
+            out = [f"lexical but ambiguous: {lexical}: the questions' words are in their references, and in many "
+                   "other passages too (generic words), so BM25 has an edge only where a word is rare"]
+        else:
+            out = [f"little lexical leakage: {lexical}; the set does not by itself favour BM25 over dense legs"]
+        coverage = self.documents_with_question / max(self.documents, 1)
+        if self.gini_questions_per_document >= CONCENTRATED_GINI:
+            out.append(f"concentrated: {coverage:.0%} of the documents have a question (Gini "
+                       f"{self.gini_questions_per_document:.2f}); the configs that suit those documents win, and "
+                       "the ranking says little about the rest")
+        else:
+            out.append(f"spread: {coverage:.0%} of the documents have a question (Gini "
+                       f"{self.gini_questions_per_document:.2f}); no few documents decide the ranking")
+        if self.near_duplicates:
+            out.append(f"{self.near_duplicates} near-duplicate questions ({self.near_duplicates / n:.0%}): each "
+                       "counts again without new evidence, so intervals are narrower than the set deserves")
+        words = self.question_words.get("p50")
+        if words is not None and words <= SHORT_QUESTION_WORDS:
+            out.append(f"short questions (median {words:.0f} words): keyword queries rather than questions, which "
+                       "favours exact-term matching")
+        if self.runs:
+            saturated = self.saturated_all_right + self.saturated_all_wrong
+            out.append(f"{saturated} of {self.questions} questions ({saturated / n:.0%}) get the same "
+                       f"{self.metric} from every run (all right or all wrong): they cannot separate configs; "
+                       f"{self.questions - saturated} do the work")
+            if self.mde is not None:
+                out.append(f"a gap in {self.metric} below {self.mde:.4f} is likely missed (80% power): read a "
+                           "winner ahead by less as a tie")
+        return out
 
     def metrics(self) -> dict[str, float]:
         out = {"questions": self.questions, "documents": self.documents,
@@ -120,7 +179,7 @@ class Inspection:
         return rows
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()}
+        return {**self.__dict__, "reading": self.reading()}
 
 
 def _gold(dataset: Dataset) -> dict[str, list[tuple[str, int, int]]]:
@@ -154,9 +213,30 @@ def inspect_dataset(dataset: Dataset, runs: list[RunScores] | None = None, metri
         sum(d is not None for d in duplicates), examples,
         dict(Counter(rank_stratum(r) for r in ranks)), dict(Counter(overlap_stratum(o) for o in overlaps)),
         float(np.median(ranks)) if ranks else 0.0, float(np.mean(overlaps)) if overlaps else 0.0)
+    result.samples = sample_questions(queries, gold, texts)
     if runs:
         add_run_statistics(result, runs, metric, {q.query_id for q in queries})
     return result
+
+
+def sample_questions(queries: list, gold: dict[str, list[tuple[str, int, int]]], texts: dict[str, str],
+                     n: int = N_SAMPLES, excerpt_chars: int = 160) -> list[dict[str, str]]:
+    """``n`` questions spread evenly over the set (its first, its last and between), each with its first
+    reference: where it is and the start of its text."""
+    if not queries:
+        return []
+    picked = sorted({round(i) for i in np.linspace(0, len(queries) - 1, min(n, len(queries)))})
+    out = []
+    for i in picked:
+        q = queries[i]
+        doc, start, end = gold[q.query_id][0]
+        text = " ".join(texts.get(doc, "")[start:(None if end < 0 else end)].split())
+        where = doc if end < 0 else f"{doc} [{start}:{end}]"
+        more = len(gold[q.query_id]) - 1
+        out.append({"question_id": q.query_id, "question": q.text,
+                    "reference": f"{where}{f' (+{more} more)' if more else ''}: "
+                                 f"{text[:excerpt_chars]}{'...' if len(text) > excerpt_chars else ''}"})
+    return out
 
 
 class InspectError(UserError, ValueError):
@@ -189,7 +269,9 @@ def log_inspection(result: Inspection, workspace: Path, tracking_uri: str | None
     experiment_id = ensure_experiment(client, "datasets-inspect", workspace)
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "inspect.json").write_text(json.dumps(result.as_dict(), indent=2, default=str))
-        (Path(tmp) / "inspect.txt").write_text("\n".join(f"{k}: {v}" for k, v in result.rows()) + "\n")
+        (Path(tmp) / "inspect.txt").write_text("\n".join([*(f"{k}: {v}" for k, v in result.rows()), "",
+                                                          "reading:", *(f"- {r}" for r in result.reading())])
+                                               + "\n")
         return log_finished_run(client=client, experiment_id=experiment_id, run_name=f"inspect {result.dataset}",
                                 params=flatten({"dataset": source or {"name": result.dataset},
                                                 "runs": result.runs, "metric": result.metric}),

@@ -227,3 +227,35 @@ def adjust_p_values(p_values, method: str) -> np.ndarray:
 
 CORRECTIONS = {"holm": holm, "bonferroni": bonferroni, "fdr_bh": fdr_bh}
 TESTS = {"t": paired_t_test, "wilcoxon": wilcoxon_signed_rank, "randomization": randomization_test}
+
+
+@dataclass(frozen=True)
+class VersusBest:
+    """One config of a ranking: its mean, its test against the best and the verdict."""
+
+    label: str
+    mean: float
+    p_value: float  # the test against the best (NaN for the best itself, or when the differences do not vary)
+    p_adjusted: float  # corrected over every config but the best
+    verdict: str  # best | tied (not significantly different from the best at alpha) | worse
+
+
+def rank_against_best(scores, *, test: str = "randomization", correction: str = "holm", alpha: float = 0.05,
+                      n_resamples: int = 10_000, seed: int = 0) -> list[VersusBest]:
+    """Configs best first by mean score, each other one tested against the best; the rule ``kbench compare``
+    ranks by, over a plain table: ``scores`` maps a label to its per-query scores (the same queries, in the same
+    order, for every label; higher is better). Equal means keep the order given. The best and every config
+    whose corrected p-value is not below ``alpha`` (or is NaN: no spread to test) form the top tie."""
+    labels = list(scores)
+    arrays = {label: np.asarray(scores[label], dtype=float) for label in labels}
+    means = {label: float(arrays[label].mean()) for label in labels}
+    order = sorted(labels, key=lambda label: -means[label])  # stable: equal means keep the given order
+    best = arrays[order[0]]
+    run_test = TESTS[test]
+    p_values = [(run_test(best, arrays[label], n_resamples, seed) if test == "randomization"
+                 else run_test(best, arrays[label])).p_value for label in order[1:]]
+    adjusted = adjust_p_values(np.array(p_values), correction)
+    out = [VersusBest(order[0], means[order[0]], math.nan, math.nan, "best")]
+    for label, p, q in zip(order[1:], p_values, adjusted):
+        out.append(VersusBest(label, means[label], float(p), float(q), "worse" if q < alpha else "tied"))
+    return out

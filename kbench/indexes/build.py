@@ -146,6 +146,7 @@ def stored_index(stored: StoredCorpus, dataset: Dataset, sections: IndexSections
                                f"model embeds queries in {embedder.dimension} dimensions here; check "
                                "embedding.dimension")
             log.counts.update(embeddings_computed=0, embeddings_cached=0, embedding_dimension=int(width))
+            embedder.calibrate([c.text for c in stored.chunks])  # openvino-int8 embeds queries calibrated on the rows
             metrics = checked_recall(stored.outcome, dataset, embedder, sections, log)
     except BaseException:
         stored.outcome.close()

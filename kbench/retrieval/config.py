@@ -8,9 +8,10 @@ from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from kbench.errors import format_error
 from kbench.indexes import CHUNK, IndexSpec, unit_key, unit_kind, unit_label
-from kbench.registry import StrategySection, StrictModel, UnknownNameError, in_unit
+from kbench.registry import StrategySection, StrictModel, UnknownNameError, in_unit, run_key_knobs
 from kbench.retrieval.presets import expand_preset
 from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS
+from kbench.retrieval.text.stopwords import list_key
 from kbench.retrieval.units import LegUnit, split_leg_params
 
 
@@ -56,6 +57,7 @@ class GroupingConfig(StrictModel):
 
 
 class RetrievalConfig(StrictModel):
+    late_knobs = {"candidates_unit": "searched"}  # added later: at its default, run keys are the old ones
     legs: list[str] = Field(default_factory=lambda: ["vector"], min_length=1,
                             description="the first-stage rankers; two or more need a fusion")
     leg_params: dict[str, dict[str, Any]] = Field(
@@ -65,6 +67,11 @@ class RetrievalConfig(StrictModel):
                        json_schema_extra=in_unit("results"))
     candidates_per_leg: int | None = Field(None, ge=1, description="results each leg passes to fusion; default: "
                                            "top_k", json_schema_extra=in_unit("results"))
+    candidates_unit: Literal["searched", "fused"] = Field(
+        "searched", description="what candidates_per_leg counts when legs on different units are fused at document "
+                                "level: searched = the units each leg searches (a chunk leg brings N chunks, maybe "
+                                "fewer documents); fused = what each leg brings to the fusion (N distinct documents, "
+                                "as public baselines fuse each leg's top N pages). Same-unit runs: no difference")
     filters: FilterConfig = Field(default_factory=FilterConfig)
     grouping: GroupingConfig = Field(default_factory=GroupingConfig)
     preset: str | None = Field(None, description="a search type of the GWI spec (semantic, code, similar, "
@@ -118,7 +125,30 @@ class RetrievalConfig(StrictModel):
                 f"choose a fusion ({', '.join(n for n in FUSIONS.names() if n != 'none')}) or keep one leg"
             )
         self.fusion.params.check_legs(self.legs)  # e.g. weighted fuses exactly two
+        if self.fusion.params.wants_unreturned_scores():  # weighted, missing_score: union
+            cannot = [name for name in self.legs if not LEGS.get(name).impl.scores_any_unit]
+            if cannot or self.multi_unit:
+                why = (f"{', '.join(cannot)} cannot score units it did not return" if cannot
+                       else "the legs search different units")
+                raise ValueError(f"retrieval.fusion.missing_score: union has each leg score the other leg's "
+                                 f"candidates, but {why}; use min or zero, or legs on the same units among "
+                                 f"{', '.join(n for n in LEGS.names() if LEGS.get(n).impl.scores_any_unit)}")
         return self
+
+    def run_key_view(self, data: dict[str, Any]) -> dict[str, Any]:
+        """This section's resolved ``data`` as the run key hashes it: knobs added after runs were logged left out
+        at their old-behaviour values, renamed knobs under their old names (``StrictModel.late_knobs``,
+        ``hashed_as``), and a stop word file by its words, not its path."""
+        data = run_key_knobs(type(self), data)
+        legs = {}
+        for name, knobs in data.get("leg_params", {}).items():
+            knobs = run_key_knobs(LEGS.get(name).params, knobs)
+            if isinstance(knobs.get("stopwords"), str):
+                knobs["stopwords"] = list_key(knobs["stopwords"])
+            legs[name] = knobs
+        data["leg_params"] = legs
+        data["fusion"] = run_key_knobs(FUSIONS.get(self.fusion.strategy).params, data["fusion"])
+        return data
 
     def leg_knobs(self, name: str) -> dict[str, Any]:
         """The leg's own params (its unit keys taken out)."""

@@ -6,6 +6,9 @@
 - A **fusion** is a function ``fuse(leg_results, params, top_k) -> list[Hit]`` for one query, where
   ``leg_results`` maps leg name to that leg's ranked list. Its params subclass ``FusionParams``, whose
   ``check_legs`` refuses a leg list the method cannot fuse and ``leg_depth`` says how deep each leg must go.
+  A fusion whose params say ``wants_unreturned_scores()`` is also given ``unreturned``: per leg, its own score
+  of each candidate another leg returned and it did not (``Leg.score``; legs that can declare
+  ``scores_any_unit``).
 - A **reranker** subclasses ``Reranker``: built once per run as ``Reranker(context, params)``,
   ``rerank(query_text, hits, top_k)`` rescores one query's candidates, and ``preflight(params)`` fails at
   start time when it cannot run. Its params subclass ``RerankParams`` (``candidate_multiplier``).
@@ -55,6 +58,7 @@ class SearchContext:
 class Leg(ABC):
     needs_query_vectors: ClassVar[bool]  # every leg declares it; registration refuses one that does not
     fixed_unit: ClassVar[str | None] = None  # a leg that always searches units another stage builds (code_example)
+    scores_any_unit: ClassVar[bool] = False  # whether ``score`` gives any unit's score (a fusion may ask for it)
 
     @abstractmethod
     def __init__(self, context: SearchContext, params: Any) -> None: ...
@@ -64,12 +68,22 @@ class Leg(ABC):
                mask: np.ndarray | None = None) -> list[LegResult]:
         """Per query, at most ``k`` (chunk index, score) best first, only chunks where ``mask`` is True."""
 
+    def score(self, queries: list[Query], query_vectors: np.ndarray | None,
+              rows: list[np.ndarray]) -> list[np.ndarray]:
+        """Per query, this leg's score of each unit in ``rows[i]``, returned by ``search`` or not (the score its
+        ranking function gives that unit). Only legs that declare ``scores_any_unit``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot score units it did not return")
+
 
 class FusionParams(StrictModel):
     """Base of every fusion's params: by default any legs fuse and each leg returns ``match_count``."""
 
     def check_legs(self, legs: list[str]) -> None:
         """Raise ValueError naming ``retrieval.legs`` when this method cannot fuse ``legs``."""
+
+    def wants_unreturned_scores(self) -> bool:
+        """Whether the fusion needs each leg's score of the candidates it did not return (``Leg.score``)."""
+        return False
 
     def leg_depth(self, match_count: int) -> int:
         """How many results each leg must return for the fusion to keep ``match_count``."""

@@ -14,7 +14,9 @@ Units (kbench/retrieval/units.py): each leg searches the index its unit names (`
 run's chunks are the context's own, any other comes from ``indexes``, built by kbench/indexes). Legs sharing one
 unit list fuse on its rows as always; legs on different units are lifted to documents (timed within
 ``fusion``), or with ``retrieval.fusion_level: unit`` fused as catalog rows (their units compete as they are);
-the output's ``units`` are the catalog rows hits point at. Nothing the search is given is changed.
+the output's ``units`` are the catalog rows hits point at. Lifted legs return ``candidates_per_leg`` of the units
+they search, or with ``retrieval.candidates_unit: fused`` as many as bring that many distinct documents
+(``search_documents``). Nothing the search is given is changed.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from kbench.indexes import CHUNK, Index
 from kbench.progress import track
 from kbench.records import Chunk, Document, Hit, Query
 from kbench.retrieval.config import RerankConfig, RetrievalConfig
-from kbench.retrieval.contracts import FusionParams, Leg, SearchContext
+from kbench.retrieval.contracts import FusionParams, Leg, LegResult, SearchContext
 from kbench.retrieval.filters import describe, drop_query_document, filter_mask
 from kbench.retrieval.grouping import group_by_page
 from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS
@@ -95,6 +97,44 @@ def leg_depth(config: RetrievalConfig, fusion_params: FusionParams, keep: int) -
     return max(config.candidates_per_leg or config.top_k, keep, fusion_params.leg_depth(keep))
 
 
+def search_documents(leg: Leg, queries: list[Query], vectors: np.ndarray | None, documents: int,
+                     mask: np.ndarray | None, doc_of: list[int], offset: int, units: int) -> list[LegResult]:
+    """Per query, the leg's ranking deep enough to hold ``documents`` distinct documents (``retrieval.
+    candidates_unit: fused``), cut after the unit that brings the last of them: the leg is asked for
+    ``documents`` units, then twice as many for the queries still short, until they have enough or the leg
+    has nothing more (it returned fewer than asked, or every unit)."""
+    out: list[LegResult] = [[] for _ in queries]
+    pending, k = list(range(len(queries))), documents
+    while pending:
+        found = leg.search([queries[i] for i in pending], None if vectors is None else vectors[pending], k, mask)
+        short = []
+        for i, ranked in zip(pending, found):
+            seen: set[int] = set()
+            for cut, (row, _) in enumerate(ranked, start=1):
+                seen.add(doc_of[offset + row])
+                if len(seen) == documents:
+                    ranked = ranked[:cut]
+                    break
+            out[i] = ranked
+            if len(seen) < documents and len(ranked) == k < units:
+                short.append(i)
+        pending, k = short, min(2 * k, units)
+    return out
+
+
+def unreturned_scores(legs: dict[str, Leg], query: Query, vector: np.ndarray | None,
+                      leg_results: dict[str, LegResult]) -> dict[str, dict[int, float]]:
+    """Per leg, its own score (``Leg.score``) of each candidate another leg returned and it did not."""
+    union = list(dict.fromkeys(row for ranked in leg_results.values() for row, _ in ranked))
+    out = {}
+    for name, leg in legs.items():
+        returned = {row for row, _ in leg_results[name]}
+        rows = np.array([row for row in union if row not in returned], dtype=np.int64)
+        scores = leg.score([query], vector, [rows])[0] if len(rows) else []
+        out[name] = {int(row): float(score) for row, score in zip(rows, scores)}
+    return out
+
+
 def search(queries: list[Query], context: SearchContext, config: RetrievalConfig,
            rerank: RerankConfig | None = None, legs: dict[str, Leg] | None = None,
            progress: bool = False, documents: list[Document] | None = None,
@@ -132,6 +172,7 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
     if config.filters.exclude_query_document:  # the GWI spec: knn_search(k) -> exclude_same_file -> top
         keep = max(keep, config.candidates_per_leg or 0)
     needs_vectors = any(leg.needs_query_vectors for leg in legs.values())
+    by_document = catalog is not None and config.fusion_level == "document" and config.candidates_unit == "fused"
 
     n = len(queries)
     stages = (["embed_query"] if needs_vectors else []) + [f"leg_{name}" for name in legs] + ["fusion"]
@@ -149,13 +190,18 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
         results = {}
         for name, leg in legs.items():
             t = time.perf_counter()
-            results[name] = leg.search(batch, vectors, depth, leg_masks[name])
+            if by_document:  # candidates_unit fused: each leg brings `depth` documents to the fusion
+                results[name] = search_documents(leg, batch, vectors, depth, leg_masks[name], catalog.doc_of,
+                                                 catalog.offset[name], len(unit_lists[name]))
+            else:
+                results[name] = leg.search(batch, vectors, depth, leg_masks[name])
             seconds[f"leg_{name}"] = time.perf_counter() - t
         return vectors, results, seconds
 
     batch_results: dict[str, list] = {}
+    batch_vectors = None
     if n and config.latency == "batch":
-        _, batch_results, seconds = first_stage(queries)
+        batch_vectors, batch_results, seconds = first_stage(queries)
         for stage, s in seconds.items():
             latency[stage][:] = s * 1000 / n
     elif n:
@@ -169,14 +215,19 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
     for qi, query in iterator:
         if config.latency == "batch":
             leg_results = {name: results[qi] for name, results in batch_results.items()}
+            vectors = None if batch_vectors is None else batch_vectors[qi:qi + 1]
         else:
-            _, results, seconds = first_stage([query])
+            vectors, results, seconds = first_stage([query])
             leg_results = {name: r[0] for name, r in results.items()}
             for stage, s in seconds.items():
                 latency[stage][qi] = s * 1000
         t = time.perf_counter()
         if catalog is None:
-            hits = fuse(leg_results, fusion_params, keep)
+            if fusion_params.wants_unreturned_scores():  # e.g. weighted's missing_score: union
+                hits = fuse(leg_results, fusion_params, keep,
+                            unreturned=unreturned_scores(legs, query, vectors, leg_results))
+            else:
+                hits = fuse(leg_results, fusion_params, keep)
         elif config.fusion_level == "unit":  # legs on different units, fused as they are: rows of the catalog
             hits = fuse({name: [(catalog.offset[name] + i, s) for i, s in ranked]
                          for name, ranked in leg_results.items()}, fusion_params, keep)

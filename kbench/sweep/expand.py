@@ -50,7 +50,7 @@ from kbench.tracking.mlflow_run import flatten
 BASELINE_LABEL = "baseline"  # the label of the baseline config a variants-only sweep adds
 MAX_VALUE_LABEL = 24  # characters of a value shown in a label; a longer one is named by its place on its axis
 # parts of the resolved config that do not change results (and so never make a knob)
-NOT_KNOBS = ("name", "description", "workspace", "tracking", "sweep", "variants")
+NOT_KNOBS = ("name", "description", "workspace", "tracking", "sweep", "variants", "recommend")
 
 
 @dataclass

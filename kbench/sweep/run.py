@@ -28,7 +28,9 @@ from typing import Callable
 import yaml
 
 from kbench.compare import Comparison, compare_runs, headline_metric, write_report
+from kbench.compare.recommendation import recommend_by_tag, recommend_comparison
 from kbench.compare.report import md_table, ranking_rows
+from kbench.evaluation.recommend import Recommendation
 from kbench.paths import workspace_dir
 from kbench.progress import duration
 from kbench.retrieval.stage import legs_need_query_vectors
@@ -74,6 +76,8 @@ class SweepOutcome:
     headline: str | None = None  # the metric the configs are ranked on
     headline_value: float | None = None  # the winner's
     warnings: list[str] = field(default_factory=list)  # the plan's: configs that lose by construction
+    recommendation: Recommendation | None = None  # the config in the top tie on every metric, the cheapest
+    recommended_config: Path | None = None  # its resolved config (winner.yaml, or recommended.yaml when it differs)
 
     def count(self, status: str) -> int:
         return sum(1 for s in self.status.values() if s == status)
@@ -276,9 +280,10 @@ def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPla
             _pick_winner(client, plan, outcome, workspace, report)
             if report and outcome.comparison is not None:
                 rows, legend = knob_markdown(plan)
-                outcome.report_dir = write_report(outcome.comparison,
-                                                  workspace / "sweeps" / plan.sweep_key / "report",
-                                                  configs=rows, configs_legend=legend)
+                outcome.report_dir = write_report(
+                    outcome.comparison, workspace / "sweeps" / plan.sweep_key / "report", configs=rows,
+                    configs_legend=legend,
+                    recommendation=outcome.recommendation.lines() if outcome.recommendation else None)
                 client.log_artifacts(parent_id, str(outcome.report_dir), "report")
         except Exception as e:  # the runs are logged; a ranking or report problem must not hide that
             outcome.report_error = f"{type(e).__name__}: {e}"
@@ -308,6 +313,7 @@ def _pick_winner(client, plan: SweepPlan, outcome: SweepOutcome, workspace: Path
         outcome.winner = str(ranking.iloc[0]["config"])
         outcome.winner_run_id = str(ranking.iloc[0]["run_id"])
         tied = [str(c) for c in ranking[ranking["vs_best"] == "tied"]["config"]]
+        outcome.recommendation = recommend_comparison(outcome.comparison, plan.baseline.recommend)
     else:
         outcome.winner = finished[0]
         outcome.winner_run_id = outcome.run_ids[finished[0]]
@@ -326,9 +332,13 @@ def _pick_winner(client, plan: SweepPlan, outcome: SweepOutcome, workspace: Path
             f"# Its resolved config; run it again with: kbench run {outcome.winner_config}\n"
             + yaml.safe_dump(config.experiment.resolved(), sort_keys=False), encoding="utf-8")
         client.log_artifact(outcome.parent_run_id, str(outcome.winner_config))
+    _write_recommended(client, plan, outcome, folder)
     parent_tags = {tag.SWEEP_WINNER: outcome.winner, tag.SWEEP_WINNER_RUN: outcome.winner_run_id,
                    tag.SWEEP_TIED: ", ".join(tied)[:MAX_PARAM_CHARS], tag.SWEEP_HEADLINE: outcome.headline or "",
-                   tag.MLFLOW_NOTE: _parent_note(plan, outcome, tied, report)}
+                   tag.MLFLOW_NOTE: _parent_note(plan, outcome, tied, report),
+                   tag.SWEEP_RECOMMEND_BY: recommend_by_tag(plan.baseline.recommend)}
+    if outcome.recommendation is not None:
+        parent_tags[tag.SWEEP_RECOMMENDATION] = (outcome.recommendation.config or "none")[:MAX_PARAM_CHARS]
     fill_run(client, outcome.parent_run_id, params={}, metrics=metrics, run_dir=None, tags=parent_tags)
     knobs = list(dict.fromkeys(f"{tag.KNOB_PREFIX}{k}" for c in plan.configs for k in c.knobs))
     describe(client, outcome.experiment_id, plan.baseline.tracking.experiment, metrics, plan.baseline.tracking,
@@ -340,6 +350,25 @@ def _pick_winner(client, plan: SweepPlan, outcome: SweepOutcome, workspace: Path
                          metrics=metrics, config_file=outcome.winner_config)
 
 
+def _write_recommended(client, plan: SweepPlan, outcome: SweepOutcome, folder: Path) -> None:
+    """The recommended config's resolved file: winner.yaml when it is the winner, else recommended.yaml (also an
+    artifact of the parent run)."""
+    chosen = outcome.recommendation.config if outcome.recommendation is not None else None
+    config = plan.by_label().get(chosen) if chosen else None
+    if config is None:
+        return
+    if chosen == outcome.winner and outcome.winner_config is not None:
+        outcome.recommended_config = outcome.winner_config
+        return
+    outcome.recommended_config = folder / "recommended.yaml"
+    outcome.recommended_config.write_text(
+        f"# The recommendation of sweep {plan.name} (parent run {outcome.parent_run_id}): {chosen}, in the top tie "
+        f"on {', '.join(outcome.recommendation.metrics)}, the cheapest by {outcome.recommendation.cost}.\n"
+        f"# Its resolved config; run it again with: kbench run {outcome.recommended_config}\n"
+        + yaml.safe_dump(config.experiment.resolved(), sort_keys=False), encoding="utf-8")
+    client.log_artifact(outcome.parent_run_id, str(outcome.recommended_config))
+
+
 def _parent_note(plan: SweepPlan, outcome: SweepOutcome, tied: list[str], report: bool) -> str:
     """The parent run's MLflow description: the winner, the ranking table, each config's knobs, the report."""
     value = f" ({outcome.headline} {outcome.headline_value:.4f})" if outcome.headline_value is not None else ""
@@ -347,6 +376,8 @@ def _parent_note(plan: SweepPlan, outcome: SweepOutcome, tied: list[str], report
              "artifact `winner.yaml`, its metrics are this run's metrics."]
     if tied:
         lines.append(f"Tied with it (no significant difference): {', '.join(tied)}.")
+    if outcome.recommendation is not None:
+        lines += ["", *(line.strip() for line in outcome.recommendation.lines())]
     lines += [f"Warning: {w}" for w in outcome.warnings]
     if outcome.comparison is not None:
         lines += ["", f"Ranking on {outcome.headline}, best first:", "", md_table(ranking_rows(outcome.comparison))]

@@ -3,7 +3,8 @@ its end.
 
     table = plan_knob_table(plan)           # KnobTable: one row per config, one column per knob that differs
     print("\\n".join(plan_lines(plan)))      # --dry-run and the start of a sweep: the table, legends, warnings
-    print("\\n".join(summary_lines(plan, outcome)))  # the end of a sweep: counts, ranking, knobs, the winner
+    print("\\n".join(summary_lines(plan, outcome)))  # the end of a sweep: counts, ranking, knobs, the winner,
+                                                    # the recommendation
 
 The table is built from the *resolved* configs (every default filled in), not from what the sweep block
 wrote, so a section-valued axis shows the strategy's own defaults (``markdown`` at chunk_size 2000) and two
@@ -135,8 +136,9 @@ def knob_markdown(plan: SweepPlan) -> tuple[list[dict[str, str]], list[str]]:
 
 
 def summary_lines(plan: SweepPlan, outcome) -> list[str]:
-    """The end of a sweep (``outcome``: the ``run.SweepOutcome``): what ran, failures, warnings, the ranking, each config's knobs in ranking order,
-    and the winner with where its resolved config is."""
+    """The end of a sweep (``outcome``: the ``run.SweepOutcome``): what ran, failures, warnings, the ranking, each
+    config's knobs in ranking order, the winner with where its resolved config is, and the recommendation (the
+    config in the top tie on the headline and every guard metric, the cheapest; ``evaluation/recommend.py``)."""
     lines = [f"sweep {plan.name}: {outcome.count('ran')} ran, {outcome.count('done')} finished before, "
              f"{outcome.count('reused')} reused, {outcome.count('failed')} failed"]
     lines += [f"  FAILED {label}: {error}" for label, error in outcome.errors.items()]
@@ -171,4 +173,20 @@ def summary_lines(plan: SweepPlan, outcome) -> list[str]:
     lines.append("  also on the parent run: its metrics, artifact winner.yaml, the ranking as description")
     if outcome.report_error:
         lines.append(f"  (comparison incomplete: {outcome.report_error})")
+    if outcome.recommendation is not None:
+        lines += [""] + recommendation_lines(outcome.recommendation, plan, outcome.recommended_config)
+    return lines
+
+
+def recommendation_lines(recommendation, plan: SweepPlan | None = None, config_file=None) -> list[str]:
+    """The ``recommendation:`` line and why (``evaluation.recommend.Recommendation.lines``); with a plan, the
+    recommended config's knobs that differ between configs, and its resolved config file."""
+    lines = recommendation.lines()
+    if recommendation.config is not None and plan is not None and recommendation.config in plan.by_label():
+        table = plan_knob_table(plan)
+        knobs = ", ".join(f"{p}={v}" for p, v in table.of(recommendation.config).items() if v != MISSING)
+        if knobs and table.paths:
+            lines.append(f"  its knobs: {knobs}")
+    if recommendation.config is not None and config_file is not None:
+        lines.append(f"  resolved config: {config_file} (run it: kbench run {config_file})")
     return lines

@@ -2,10 +2,15 @@
 
 ``fingerprint.json`` in every run folder (and so in MLflow's artifacts) records the dataset's content hash
 (documents, questions, judgements), the chunker's source, the embedding model's id and revision, the index
-parameters and the kbench version; with an OpenVINO backend, the float precision it computes in on this
-machine (``precision: auto`` is bf16 on a CPU with bf16 instructions and f32 elsewhere, and the scores
-differ in the third decimal). ``kbench gate`` reads it to refuse comparing runs made on different
-data; two runs with equal fingerprints and equal configs computed from the same inputs.
+parameters and the kbench version, and what the embedding backend computes in on this machine
+(``model.computes_in``: f32 for torch, onnx and static models; int8/f32 for onnx-int8; OpenVINO's float precision,
+behind int8/ for openvino-int8: ``precision: auto`` is bf16 on a CPU with bf16 instructions and f32 elsewhere, and
+the scores differ in the third decimal; absent for an API). ``kbench gate`` reads it to refuse comparing runs made
+on different data; two runs with equal fingerprints and equal configs computed from the same inputs.
+
+A cross-encoder reranker's ``rerank.computes_in`` is stated the same way. The hash leaves out a ``computes_in``
+of f32 on torch and onnx (what they computed in before fingerprints said it), so torch, onnx and static runs keep
+the hashes they had; onnx-int8 runs get a new one (their int8 is now stated).
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from kbench.chunking.registry import CHUNKERS
 from kbench.embedding.models import ModelNotInstalledError, resolve_model_path
 from kbench.embedding.onnx_runtime import computes_in, openvino_computes_in
 from kbench.embedding.sentence_transformers import model_revision
+from kbench.embedding.stage import embedding_computes_in
 from kbench.hashing import stable_hash
 from kbench.tracking import tags as tag
 
@@ -55,20 +61,39 @@ def model_fingerprint(embedding) -> dict[str, str | None]:
         revision = f"api:{embedding.base_url or 'default'}"
     found = {"id": embedding.model, "provider": embedding.provider, "revision": revision,
              "dimension": embedding.dimension}
-    if embedding.provider == "sentence_transformers" and embedding.backend == "openvino":
-        found["computes_in"] = openvino_computes_in(embedding.precision)
+    runs_in = embedding_computes_in(embedding)
+    if runs_in is not None:
+        found["computes_in"] = runs_in
     return found
 
 
 def rerank_fingerprint(rerank) -> dict[str, str] | None:
-    """What a cross-encoder's scores depend on beyond its knobs: the float precision OpenVINO computes in
-    here (int8 models: of what is not int8). None when nothing is machine-dependent."""
+    """What a cross-encoder computes in here: f32 (torch, onnx), int8/f32 (onnx-int8), OpenVINO's float
+    precision (int8 models: of what is not int8). None without a cross-encoder."""
     if not rerank.enabled or rerank.strategy != "cross_encoder":
         return None
     params = rerank.params
-    if not params.backend.startswith("openvino"):
-        return None
-    return {"computes_in": computes_in(params.backend, openvino_computes_in(params.precision))}
+    floats = openvino_computes_in(params.precision) if params.backend.startswith("openvino") else "f32"
+    return {"computes_in": computes_in(params.backend, floats)}
+
+
+# What a backend computed in before fingerprints said it (f32 on torch and onnx): left out of the hash, so runs
+# on them keep the hashes they had; every other value (OpenVINO's precision, int8) is hashed.
+IMPLICIT_F32 = ("torch", "onnx")
+
+
+def hashed_view(data: dict[str, Any], embedding_backend: str, rerank_backend: str | None) -> dict[str, Any]:
+    """``data`` as its hash is computed: an implicit f32 left out (IMPLICIT_F32), an emptied section dropped."""
+    view = dict(data)
+    for key, backend in (("model", embedding_backend), ("rerank", rerank_backend)):
+        section = data.get(key)
+        if section and section.get("computes_in") == "f32" and backend in IMPLICIT_F32:
+            section = {k: v for k, v in section.items() if k != "computes_in"}
+            if section:
+                view[key] = section
+            else:
+                del view[key]
+    return view
 
 
 def run_fingerprint(experiment, dataset_hash: str | None = None) -> dict[str, Any]:
@@ -85,9 +110,11 @@ def run_fingerprint(experiment, dataset_hash: str | None = None) -> dict[str, An
         "kbench_version": kbench_version(),
     }
     rerank = rerank_fingerprint(experiment.rerank)
-    if rerank is not None:  # absent otherwise, so fingerprints of runs without it keep their hash
+    if rerank is not None:
         data["rerank"] = rerank
-    data["hash"] = stable_hash(data)
+    # static models and APIs have backend torch in their config (the only value they accept)
+    rerank_backend = experiment.rerank.params.backend if rerank is not None else None
+    data["hash"] = stable_hash(hashed_view(data, experiment.embedding.backend, rerank_backend))
     return data
 
 

@@ -35,6 +35,8 @@ SWEEP_HEADLINE = "kbench.sweep.headline"  # the metric the sweep's configs are r
 SWEEP_WINNER = "kbench.sweep.winner"  # the best config's label on the headline metric
 SWEEP_WINNER_RUN = "kbench.sweep.winner_run_id"  # its child run
 SWEEP_TIED = "kbench.sweep.tied_with_winner"  # labels not significantly worse than the winner
+SWEEP_RECOMMENDATION = "kbench.sweep.recommendation"  # the recommended config's label, or "none"
+SWEEP_RECOMMEND_BY = "kbench.sweep.recommend_by"  # the recommend section it used (JSON: guards, cost)
 SWEEP_CONFIRMED = "kbench.sweep.confirmed"  # the confirmation split: "<winner> on <held-back queries>"
 
 MLFLOW_NOTE = "mlflow.note.content"   # MLflow's run description (markdown, shown on the run's page)

@@ -31,3 +31,16 @@ def test_a_metrics_table_is_four_decimals_even_where_a_value_is_whole():
     table = metrics_table({"doc_recall_at_10": 1.0, "doc_recall_at_1": 0.5204, "doc_ndcg_at_10": 1.0,
                            "doc_ndcg_at_1": 0.551}, "doc")
     assert table.splitlines()[2].split() == ["recall", "0.5204", "1.0000"]
+
+
+def test_a_long_torch_embedding_stage_names_the_faster_backend():
+    from kbench.cli.tables import SLOW_EMBED_S, faster_backend_hint
+    from kbench.embedding.config import EmbeddingConfig
+    from kbench.embedding.models import fast_backend
+
+    slow = {"embed": SLOW_EMBED_S + 1.0}
+    hint = faster_backend_hint(EmbeddingConfig(), slow)
+    assert hint is not None and f"runs {fast_backend('all-MiniLM-L6-v2')}" in hint and "took 31s on torch" in hint
+    assert faster_backend_hint(EmbeddingConfig(), {"embed": SLOW_EMBED_S - 1.0}) is None  # quick: nothing to say
+    assert faster_backend_hint(EmbeddingConfig(backend="openvino"), slow) is None  # already off torch
+    assert faster_backend_hint(EmbeddingConfig(model="wordllama-l2-supercat", provider="static"), slow) is None

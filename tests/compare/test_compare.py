@@ -12,6 +12,8 @@ import pytest
 from kbench.cli import main
 from kbench.compare import CompareError, RunScores, compare_runs, compare_scores
 from kbench.compare import summary_lines, write_report
+from kbench.compare.recommendation import recommend_comparison
+from kbench.config import RecommendConfig
 from kbench.compare.report import differences
 from kbench.evaluation.significance import holm, paired_t_test, randomization_test, wilcoxon_signed_rank
 from kbench.sweep import expand_sweep, make_executor, run_sweep
@@ -187,8 +189,11 @@ def test_report_html_is_self_contained_and_opens_with_the_ranking(sweep, tmp_pat
 def test_compare_cli_sorts_by_the_metric_and_marks_the_best(sweep, tmp_path, capsys):
     assert main(["compare", "--sweep", sweep.parent_run_id, "--tracking-uri", sweep.tracking_uri,
                  "--out", str(tmp_path / "cli")]) == 0
-    blocks = capsys.readouterr().out.split("\n\n")
+    printed = capsys.readouterr().out
+    blocks = printed.split("\n\n")
     cmp = compare_runs(sweep.parent_run_id, tracking_uri=sweep.tracking_uri)
+    found = recommend_comparison(cmp)  # a sweep run by run_sweep: it recommends by the defaults
+    assert "\n".join(found.lines()) in printed and printed.index("recommendation: ") < printed.index("report: ")
     overview = blocks[0].splitlines()
     assert overview[0].split()[2:] == cmp.metrics
     rows = [re.split(r"\s{2,}", line.strip()) for line in overview[2:2 + len(cmp.runs)]]
@@ -205,6 +210,21 @@ def test_compare_cli_sorts_by_the_metric_and_marks_the_best(sweep, tmp_path, cap
         means = [float(re.split(r"\s{2,}", line.strip())[2]) for line in lines[2:]]
         assert means == sorted(means, reverse=True)
         assert re.split(r"\s{2,}", lines[2].strip())[5] == "best"
+
+
+def test_compare_cli_recommends_by_the_guards_and_cost_given(sweep, tmp_path, capsys):
+    out = tmp_path / "guarded"
+    assert main(["compare", "--sweep", sweep.parent_run_id, "--tracking-uri", sweep.tracking_uri, "--out", str(out),
+                 "--guard", "latency_ms_total_p95", "--recommend-cost", "cost_embed_seconds"]) == 0
+    printed = capsys.readouterr().out
+    cmp = compare_runs(sweep.parent_run_id, tracking_uri=sweep.tracking_uri)
+    found = recommend_comparison(cmp, RecommendConfig(guards=["latency_ms_total_p95"], cost="cost_embed_seconds"))
+    assert found.metrics == [cmp.headline, "latency_ms_total_p95"] and found.cost == "cost_embed_seconds"
+    assert "\n".join(found.lines()) in printed
+    assert "## Recommendation\n\n- " + found.lines()[0] in (out / "report.md").read_text()
+    assert main(["compare", "--sweep", sweep.parent_run_id, "--tracking-uri", sweep.tracking_uri, "--out", str(out),
+                 "--guard", "nDCG@10"]) == 2
+    assert capsys.readouterr().err.startswith("kbench: error: --guard / --recommend-cost: ")
 
 
 def test_cli_frontier_constraint_slices_and_fdr(sweep, tmp_path, capsys):

@@ -2,19 +2,23 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from kbench.cli import main as kbench_main
 from kbench.datasets.spans import load_kbench_spans
-from kbench.datasets.synthetic import Filters, SyntheticError, build_from_source, stratified_sample
+from kbench.datasets.synthetic import Filters, SyntheticError, build_from_source, heading, ict, stratified_sample
 from kbench.datasets.synthetic.base import Proposal
 from kbench.datasets.synthetic.leakage import PassageIndex, near_duplicate_groups, word_overlap
-from kbench.datasets.synthetic.prose import headings, prose_blocks, sentences
+from kbench.datasets.synthetic.prose import clean_inline, headings, prose_blocks, sentences
+from kbench.paths import shared_datasets_dir
+from kbench.records import Document
 from tests.conftest import DEMO
 
 DOCS = DEMO / "docs"
+FASTAPI = shared_datasets_dir() / "fastapi_docs" / "en"
 
 
 def questions(out: Path) -> list[dict]:
@@ -172,3 +176,65 @@ def test_stratified_sample_spreads_across_documents_and_groups():
     assert len(chosen) == 6 and sum(c.doc_id == "small" for c in chosen) == 1
     assert dropped["same_group_as_another"] == 1 and dropped["over_per_doc"] == 25 and dropped["over_max"] == 0
     assert len({c.stratum for c in chosen if c.doc_id == "big"}) == 3
+
+
+# ---------------------------------------------------------------- markup out, generic headings in context
+def test_clean_inline_strips_markup_and_keeps_escaped_characters():
+    assert clean_inline(r"Call \_private and \*args, not **bold** or _it_ or ~~old~~") == \
+        "Call _private and *args, not bold or it or old"
+    assert clean_inline("See [the docs](https://x.io), [ref][1], [^2] and <https://a.b/c>.") == \
+        "See the docs, ref, and https://a.b/c."
+    assert clean_inline("Tom &amp; Jerry <!-- hidden --> <b>bold</b> `code` snake_case") == \
+        "Tom & Jerry bold code snake_case"
+    assert clean_inline("Use cases { #use-cases }") == "Use cases" and clean_inline("Recap {: .note }") == "Recap"
+
+
+def test_ict_questions_carry_no_markup_and_admonition_lines_are_no_prose():
+    text = ("# Title\n\n!!! note\n    Kept apart.\n\n/// tip\nA tip line here.\n///\n\n"
+            r"Call \_private helpers with **care** before you ship it. See [the guide](g.md) &amp; more "
+            "notes for details. A third and last sentence follows here.\n")
+    items = ict.propose(Document("d.md", text, doc_type="markdown"), ict.DEFAULTS).items
+    assert {p.question for p in items} == {"Call _private helpers with care before you ship it.",
+                                          "See the guide & more notes for details.",
+                                          "A third and last sentence follows here."}
+    assert all(not text[b.start:b.end].startswith(("!!!", "///")) for b in prose_blocks(text))
+
+
+DOC = ("---\ntitle: Streaming\n---\n## Use cases { #use-cases }\n\nStream rows to the client as they are read "
+       "from the database, one by one.\n\n## Backpressure handling\n\nThe server slows the producer when the "
+       "client reads slowly, so memory stays flat.\n")
+OTHER = "# Jobs\n\n## Use cases\n\nRun work in the background with retries, schedules and priorities.\n"
+
+
+def test_a_generic_heading_carries_its_title_and_path_a_specific_one_stands_alone():
+    docs = [Document("stream.md", DOC, doc_type="markdown"), Document("jobs.md", OTHER, doc_type="markdown")]
+    corpus = heading.corpus_context(docs)
+    assert corpus["heading_documents"]["use cases"] == 2
+    asked = {p.question for d in docs for p in heading.propose(d, heading.DEFAULTS, corpus).items}
+    assert asked == {"Streaming > Use cases", "Backpressure handling", "Jobs > Use cases"}
+    always = {p.question for p in heading.propose(docs[0], {**heading.DEFAULTS, "context": "always"}, corpus).items}
+    assert always == {"Streaming > Use cases", "Streaming > Backpressure handling"}
+    never = [p.question for p in heading.propose(docs[0], {**heading.DEFAULTS, "context": "never"}, corpus).items]
+    assert never == ["Use cases", "Backpressure handling"]
+    # no title anywhere: the file name; a BEIR-like title that is no path: that title
+    bare = Document("guides/stream-data.md", DOC.split("---\n", 2)[2], title="guides/stream-data.md",
+                    doc_type="markdown")
+    assert heading.document_title(bare, headings(bare.text)) == "Stream data"
+    titled = Document("d1", "## Methods\n\nWe measured it.\n", title="A study of things", doc_type="markdown")
+    assert heading.document_title(titled, headings(titled.text)) == "A study of things"
+    with pytest.raises(SyntheticError, match="context 'sometimes'"):
+        heading.propose(docs[0], {"context": "sometimes"})
+
+
+@pytest.mark.parametrize("method", ["heading", "ict"])
+def test_every_reference_of_a_set_from_real_docs_matches_its_offsets(tmp_path, method):
+    """FastAPI's English docs (real markdown: admonitions, includes, attribute lists): 0 mismatches."""
+    out = tmp_path / method
+    report = build_from_source(str(FASTAPI), out, method=method, per_doc=3, seed=0)
+    rows = questions(out)
+    assert report.kept == len(rows) >= 150
+    mismatches = sum((out / "docs" / ref["doc_id"]).read_text(encoding="utf-8")[ref["start_index"]:ref["end_index"]]
+                     != ref["content"] for row in rows for ref in row["references"])
+    assert mismatches == 0
+    assert not [r["question"] for r in rows if re.search(r"\{\s*#|\\[_*`]|&\w+;|\]\(|!!!|///", r["question"])]
+    assert len(load_kbench_spans(out).queries) == len(rows)

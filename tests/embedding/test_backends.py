@@ -139,3 +139,52 @@ def test_auto_device_uses_the_gpu_when_there_is_one(abstracts, torch_vectors):
     encoder = load_encoder(EmbeddingConfig(device="auto"))
     assert str(encoder.model.device).startswith("cuda")
     assert cosines(encoder.encode(abstracts), torch_vectors).min() >= 0.999
+
+
+def test_openvino_int8_is_calibrated_on_the_corpus_and_stays_close_to_torch(abstracts, torch_vectors, tmp_path):
+    """Static int8 with the reranker's recipe, calibrated on the texts the run embeds first (its chunks): the
+    sample does not depend on their order, the vector cache is keyed by it, and the int8 model is built once
+    under the run's exports folder (the workspace cache, not the checkout)."""
+    embedder = CachedEmbedder(EmbeddingConfig(backend="openvino-int8", threads=1), tmp_path)
+    with pytest.raises(RuntimeError, match="calibrates on the corpus"):
+        embedder.embed_queries(["a question", "another question"])  # no corpus seen: no calibration to use
+    result = embedder.embed(abstracts)
+    key = embedder.fingerprint["calibration"]
+    assert embedder.fingerprint["computes_in"].startswith("int8/") and embedder.fingerprint["backend"] == \
+        "openvino-int8"
+    c = cosines(result.vectors, torch_vectors)
+    assert c.min() >= 0.98 and c.mean() >= 0.99, (c.min(), c.mean())  # 0.990 and 0.996 here
+    built = sorted((tmp_path / "exports").glob(f"*/model-openvino-int8-{key}/model.xml"))
+    assert len(built) == 1 and not list(built[0].parent.parent.glob(".partial-*"))
+
+    shuffled = CachedEmbedder(EmbeddingConfig(backend="openvino-int8", threads=1), tmp_path)
+    again = shuffled.embed(abstracts[::-1])  # the same corpus in another order: the same sample, the cache serves
+    assert shuffled.fingerprint["calibration"] == key and (again.cache_hits, again.cache_misses) == (26, 0)
+    assert np.array_equal(again.vectors[::-1], result.vectors)
+    other = CachedEmbedder(EmbeddingConfig(backend="openvino-int8", threads=1), tmp_path)
+    other.calibrate(abstracts[:10])  # another corpus: another calibration, another cache namespace
+    assert other.fingerprint["calibration"] != key and other.cache.namespace != shuffled.cache.namespace
+    assert other.embed_queries(["a question about genes", "and cells"]).shape == (2, 384)
+
+
+def test_fast_resolves_to_each_models_measured_backend_when_the_config_loads():
+    from kbench.embedding.models import CATALOGUE, FOLDER_FAST, fast_backend
+
+    assert EmbeddingConfig(backend="fast").backend == CATALOGUE["all-MiniLM-L6-v2"].fast
+    for name, spec in CATALOGUE.items():
+        resolved = EmbeddingConfig(model=name, provider=spec.provider, backend="fast").backend
+        assert resolved in spec.backends if spec.provider == "sentence_transformers" else resolved == "torch"
+    assert fast_backend("/some/model/folder") == FOLDER_FAST
+    assert EmbeddingConfig(model="wordllama-l2-supercat", provider="static", backend="fast").backend == "torch"
+    with pytest.raises(ValueError, match="'openvino-int8' or 'fast'"):  # the message lists the alias too
+        EmbeddingConfig(backend="fastest")
+
+
+def test_exports_go_to_the_workspace_cache_or_the_models_directory_given(tmp_path, monkeypatch):
+    monkeypatch.delenv("KBENCH_MODELS_DIR", raising=False)
+    CachedEmbedder(EmbeddingConfig(backend="onnx"), tmp_path / "ws" / "cache")
+    assert len(list((tmp_path / "ws" / "cache" / "exports").glob("*/model.onnx"))) == 1
+    monkeypatch.setenv("KBENCH_MODELS_DIR", str(tmp_path / "models"))
+    CachedEmbedder(EmbeddingConfig(backend="onnx"), tmp_path / "ws2" / "cache")
+    assert len(list((tmp_path / "models" / "exported").glob("*/model.onnx"))) == 1
+    assert not (tmp_path / "ws2" / "cache" / "exports").exists()

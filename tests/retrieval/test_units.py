@@ -161,3 +161,30 @@ def test_units_are_cached_like_chunks(workspace):
     found = search_corpus(again, experiment)
     assert all(len(hits) > 0 for hits in found.run.hits.values())
     assert all(set(h.passages) <= {"vector", "bm25"} for hits in found.run.hits.values() for h in hits)
+
+
+def test_candidates_unit_fused_brings_that_many_documents_per_leg(workspace):
+    """A chunk leg lifted to documents: candidates_per_leg 5 counts chunks (searched, the default: often fewer than 5
+    documents) or documents (fused: as deep as needed for 5 distinct documents, cut after the 5th)."""
+    legs = dict(legs=["postgres_fts", "bm25"], fusion={"strategy": "rrf"}, candidates_per_leg=5, top_k=5,
+                leg_params={"postgres_fts": {"query_parser": "or"}, "bm25": {"unit": "document"}})
+    searched = keyword_config(workspace, **legs)
+    fused = keyword_config(workspace, **legs, candidates_unit="fused")
+    assert "candidates_unit" not in searched.run_key_payload()["retrieval"]  # the default keeps old run keys
+    assert fused.run_key() != searched.run_key()
+    corpus = prepare_corpus(searched, progress=False)
+    by_depth = {name: search_corpus(corpus, experiment) for name, experiment in
+                (("searched", searched), ("fused", fused))}
+    doc_of = {c.chunk_id: c.doc_id for c in by_depth["searched"].units}
+    short = 0
+    for qid, stages in by_depth["fused"].run.stages.items():
+        chunks = stages["leg_postgres_fts"]
+        documents = list(dict.fromkeys(doc_of[c] for c in chunks))
+        assert len(documents) == 5 or len(chunks) == len(by_depth["searched"].run.stages[qid]["leg_postgres_fts"])
+        if len(documents) == 5:
+            assert doc_of[chunks[-1]] == documents[-1] and doc_of[chunks[-1]] not in map(doc_of.get, chunks[:-1])
+        old = by_depth["searched"].run.stages[qid]["leg_postgres_fts"]
+        assert len(old) <= 5 and chunks[:len(old)] == old  # the same ranking, deeper
+        short += len({doc_of[c] for c in old}) < 5
+        assert len(stages["leg_bm25"]) <= 5  # whole documents: 5 units are 5 documents either way
+    assert short > 0  # the old depth did bring fewer than 5 documents for some questions

@@ -2,6 +2,7 @@
 key, and the Dask executor giving the local executor's metrics, on small real demo samples."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -17,7 +18,8 @@ from mlflow.tracking import MlflowClient
 
 from kbench.cli import main
 from kbench.compare import compare_runs
-from kbench.config import ConfigError, load_experiment
+from kbench.compare.recommendation import recommend_comparison
+from kbench.config import ConfigError, RecommendConfig, load_experiment
 from kbench.sweep import expand_sweep, load_sweep, make_executor, run_sweep
 from kbench.sweep.run import SweepError, SweepLock
 from kbench.tracking.tags import SWEEP_CONFIG_KEY as CONFIG_KEY
@@ -373,6 +375,15 @@ def test_sweep_ends_with_a_ranking_names_its_winner_and_logs_it_on_the_parent(wo
     assert "winner.yaml" in artifacts and "report" in artifacts
     logged = client.download_artifacts(parent_id, "winner.yaml", str(tmp_path))
     assert Path(logged).read_text() == winner_yaml.read_text()
+
+    # the last word: one recommendation, from the same numbers kbench compare ranks by, tagged on the parent
+    found = recommend_comparison(cmp, RecommendConfig())
+    assert found.metrics[:3] == ["chunk_ndcg_at_10", "doc_ndcg_at_10", "chunk_recall_at_10"]
+    assert out.index("winner: ") < out.index(found.lines()[0])
+    assert found.ties["chunk_ndcg_at_10"].tie == list(ranking[ranking["vs_best"] != "worse"]["config"])
+    assert parent.data.tags["kbench.sweep.recommendation"] == (found.config or "none")
+    assert json.loads(parent.data.tags["kbench.sweep.recommend_by"]) == RecommendConfig().model_dump()
+    assert found.lines()[0].removeprefix("recommendation: ") in note
 
 
 def test_each_child_run_and_the_report_show_what_the_configs_ran(workspace, tmp_path, capsys):

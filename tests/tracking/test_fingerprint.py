@@ -82,7 +82,7 @@ def test_openvino_precision_is_fingerprinted_and_tagged_as_what_runs(tmp_path, w
 
     folder = demo_copy(tmp_path)
     plain = run_fingerprint(load_experiment(config(workspace, folder)))
-    assert "computes_in" not in plain["model"] and "rerank" not in plain  # other backends: hashes as before
+    assert plain["model"]["computes_in"] == "f32" and "rerank" not in plain
 
     rerank = {"enabled": True, "strategy": "cross_encoder", "model": "any-cross-encoder", "backend": "openvino-int8",
               "precision": "f32"}
@@ -109,3 +109,34 @@ def test_openvino_precision_is_fingerprinted_and_tagged_as_what_runs(tmp_path, w
     assert set(swept.status.values()) == {"ran"}
     assert sorted(c.data.tags["kbench.computes_in"] for c in children) == sorted(
         ["embedding f32", f"embedding {openvino_computes_in('bf16')}"])
+
+
+def test_every_backend_says_what_it_computes_in_and_torch_keeps_its_hash(tmp_path, workspace):
+    """onnx-int8 computed int8 MatMuls with nothing in the fingerprint saying so; now every backend states it.
+    f32 on torch and onnx was implicit before, so it stays out of their hash: their old runs still compare."""
+    from kbench.embedding.models import fast_backend
+    from kbench.embedding.onnx_runtime import computes_in, openvino_computes_in
+    from kbench.hashing import stable_hash
+
+    folder = demo_copy(tmp_path)
+
+    def fingerprint(embedding, rerank=None):
+        return run_fingerprint(load_experiment(config(workspace, folder, embedding=embedding,
+                                                      **({"rerank": rerank} if rerank else {}))))
+
+    torch_run = fingerprint({})
+    without = {**torch_run, "model": {k: v for k, v in torch_run["model"].items() if k != "computes_in"}}
+    assert torch_run["hash"] == stable_hash({k: v for k, v in without.items() if k != "hash"})  # as before
+    assert fingerprint({"backend": "onnx"})["model"]["computes_in"] == "f32"
+    onnx_int8 = fingerprint({"backend": "onnx-int8"})
+    assert onnx_int8["model"]["computes_in"] == "int8/f32" and onnx_int8["hash"] != torch_run["hash"]
+    ov_int8 = fingerprint({"backend": "openvino-int8"})
+    assert ov_int8["model"]["computes_in"] == f"int8/{openvino_computes_in('auto')}"
+    fast = fast_backend("all-MiniLM-L6-v2")  # an OpenVINO backend: the fingerprint names what fast ran
+    assert fingerprint({"backend": "fast"})["model"]["computes_in"] == computes_in(fast, openvino_computes_in("auto"))
+
+    rerank = {"enabled": True, "strategy": "cross_encoder", "model": "any-cross-encoder"}
+    torch_rerank = fingerprint({}, rerank)
+    assert torch_rerank["rerank"] == {"computes_in": "f32"} and torch_rerank["hash"] == torch_run["hash"]
+    int8_rerank = fingerprint({}, {**rerank, "backend": "onnx-int8"})
+    assert int8_rerank["rerank"] == {"computes_in": "int8/f32"} and int8_rerank["hash"] != torch_run["hash"]

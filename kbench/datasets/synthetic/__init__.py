@@ -32,7 +32,16 @@ ALL_METHODS = [*METHODS, llm.NAME]  # llm samples excerpts first, then asks the 
 VERBATIM_SCOPE = {"ict": "corpus", "heading": "document", "commits": "document", "llm": "none"}
 
 __all__ = ["ALL_METHODS", "VERBATIM_SCOPE", "build_llm_set", "BuildReport", "Filters", "LLMOptions", "METHODS", "Proposal", "Proposals", "SyntheticError", "build_synthetic",
-           "build_from_source", "load_source", "stratified_sample"]
+           "build_from_source", "load_source", "proposer", "stratified_sample"]
+
+
+def proposer(method: str, documents: list[Document], options: dict[str, Any]):
+    """``METHODS[method].propose`` bound to its options and, for a method that reads the whole corpus first
+    (``heading``: which headings are generic), to what it found there."""
+    module = METHODS[method]
+    if hasattr(module, "corpus_context"):
+        return partial(module.propose, params=options, corpus=module.corpus_context(documents))
+    return partial(module.propose, params=options)
 
 
 def load_source(source: str, method: str, *, include: list[str] | None = None, exclude: list[str] | None = None,
@@ -105,7 +114,7 @@ def build_from_source(source: str, out: str | Path, *, method: str, seed: int = 
     options = {**module.DEFAULTS, **(params or {})}
     provenance = {**provenance, "params": options, "model": None, "prompt_sha256": None,
                   "options_hash": stable_hash({"method": method, "params": options, "seed": seed})}
-    return build_synthetic(documents, out, method=method, propose=partial(module.propose, params=options),
+    return build_synthetic(documents, out, method=method, propose=proposer(method, documents, options),
                            seed=seed, per_doc=per_doc, max_questions=max_questions, filters=filters, force=force,
                            provenance=provenance, skipped_files=skipped, verbatim_scope=VERBATIM_SCOPE[method])
 

@@ -1,10 +1,12 @@
 """Markdown structure the no-LLM generators read: fenced code, headings, prose blocks and sentences.
 
 Offsets are characters of the document text. Code fences (``` or ~~~) are skipped by everything here, so
-a ``# comment`` in a bash block is not a heading and a line of code is not a sentence.
+a ``# comment`` in a bash block is not a heading and a line of code is not a sentence. Lines that are markup
+only (admonition markers ``!!! note``, ``/// tip``, ``{* file.py *}`` includes) are not prose either.
 """
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 
@@ -13,7 +15,7 @@ HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|resp|Mr|Mrs|Dr|Fig|No|al|Inc|Ltd|St)\.$",
                            re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s)|[.!?][\"')\]]*$")
-_NOT_PROSE = re.compile(r"^\s*(?:[|>]|#{1,6}\s|[-*+]\s|\d+[.)]\s|<|!\[|\[[^\]]*\]:)")
+_NOT_PROSE = re.compile(r"^\s*(?:[|>]|#{1,6}\s|[-*+]\s|\d+[.)]\s|<|!\[|\[[^\]]*\]:|!!!|\?\?\?|///|\{\*|\{%|:::)")
 
 
 @dataclass(frozen=True)
@@ -59,12 +61,35 @@ def headings(text: str) -> list[Heading]:
     return out
 
 
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")  # a markdown backslash escape: the character itself
+_ATTRIBUTES = re.compile(r"\s*\{\s*[:#.][^{}]*\}")  # { #anchor }, {: .class }, {#id .note}
+_FOOTNOTE = re.compile(r"\[\^[^\]]*\]")
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_PROTECT = "\ue000"  # stands for an escaped character while the marks around it are removed
+
+
 def clean_inline(text: str) -> str:
-    """Markdown inline marks out: links keep their text, code/emphasis marks and HTML tags go."""
-    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    """Markdown inline marks out: links and images keep their text (inline, reference and autolinks), code,
+    emphasis and strike-through marks, HTML tags and comments, footnote marks and attribute lists
+    (``{ #anchor }``) go, a backslash escape gives its character (``\\_private`` -> ``_private``) and HTML
+    entities their character (``&amp;`` -> ``&``)."""
+    escaped: list[str] = []
+
+    def protect(m: re.Match) -> str:
+        escaped.append(m.group(1))
+        return f"{_PROTECT}{len(escaped) - 1}{_PROTECT}"
+
+    text = _ESCAPED.sub(protect, text)
+    text = _COMMENT.sub("", text)
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [text](url), ![alt](src)
+    text = re.sub(r"!?\[([^\]^][^\]]*)\]\[[^\]]*\]", r"\1", text)  # [text][ref]
+    text = _FOOTNOTE.sub("", text)
+    text = _ATTRIBUTES.sub("", text)
+    text = re.sub(r"<((?:https?|mailto):[^>\s]+)>", r"\1", text)  # <https://...>
     text = re.sub(r"<[^>]+>", "", text)
-    text = re.sub(r"`+|\*{1,3}|(?<!\w)_{1,3}|_{1,3}(?!\w)", "", text)  # snake_case keeps its underscores
-    return " ".join(text.split())
+    text = re.sub(r"`+|~~|\*{1,3}|(?<!\w)_{1,3}|_{1,3}(?!\w)", "", text)  # snake_case keeps its underscores
+    text = re.sub(f"{_PROTECT}(\\d+){_PROTECT}", lambda m: escaped[int(m.group(1))], text)
+    return " ".join(html.unescape(text).split())
 
 
 @dataclass(frozen=True)

@@ -25,18 +25,20 @@ from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
 from kbench.records import Query
 from kbench.registry import StrictModel
 from kbench.retrieval.contracts import Leg, LegResult, SearchContext
 from kbench.retrieval.registry import LEGS
+from kbench.retrieval.text.stopwords import resolve_list_path
 from kbench.retrieval.text.tokenizers import Analyzer
 
 TokenizerName = Literal["regex", "word", "postgres", "code"]
 
 
 class BM25Params(StrictModel):
+    late_knobs = {"keep_whole": True}  # added later: at True, configs keep the run keys they had
     k1: float = Field(1.2, ge=0, description="term-frequency saturation (Lucene 1.2, rank_bm25 and bm25s 1.5)")
     b: float = Field(0.75, ge=0, le=1, description="document-length normalization, 0 = none, 1 = full")
     idf: Literal["lucene", "okapi_epsilon", "rank_bm25"] = Field(
@@ -52,13 +54,31 @@ class BM25Params(StrictModel):
     stemmer: Literal["none", "snowball_english", "postgres_english"] = Field(
         "snowball_english", description="snowball_english: current Snowball (PyStemmer); postgres_english: "
         "the Snowball English PostgreSQL compiles in")
-    stopwords: Literal["none", "english"] = Field("english", description="english: PostgreSQL's english.stop (127 words)")
+    stopwords: str = Field("english", description="none | english: PostgreSQL's english.stop (127 words) | lucene: "
+                           "Lucene's, Elasticsearch's and bm25s' English list (33 words) | a file, one word per line")
+    keep_whole: bool = Field(True, description="code tokenizer: keep each identifier beside its parts; false: the "
+                                               "parts only")
+
+    @field_validator("stopwords")
+    @classmethod
+    def _known_list_or_file(cls, value: str) -> str:
+        return resolve_list_path(value)  # a file: its absolute path, read and checked now
+
+    @model_validator(mode="after")
+    def _keep_whole_needs_code(self) -> BM25Params:
+        tokenizers = set(self.tokenizer.values()) if isinstance(self.tokenizer, dict) else {self.tokenizer}
+        if not self.keep_whole and "code" not in tokenizers:  # it would change nothing: say so, not ignore it
+            raise ValueError(f"keep_whole: false applies to the code tokenizer, and this leg's is "
+                             f"{', '.join(sorted(tokenizers))}; set tokenizer: code (or {{code: code, default: "
+                             f"regex}}) or remove keep_whole")
+        return self
 
     def analyzer(self, tokenizer: str | None = None) -> Analyzer:
         """The analyzer of ``tokenizer`` (default: the one tokenizer this leg names) with this leg's knobs."""
         if tokenizer is None and isinstance(self.tokenizer, dict):
             raise ValueError("tokenizer names one per document type; ask for one of them")
-        return Analyzer(tokenizer or self.tokenizer, self.token_pattern, self.lowercase, self.stopwords, self.stemmer)
+        return Analyzer(tokenizer or self.tokenizer, self.token_pattern, self.lowercase, self.stopwords, self.stemmer,
+                        self.keep_whole)
 
     def tokenizer_of(self, doc_type: str) -> str:
         if isinstance(self.tokenizer, str):
@@ -155,6 +175,7 @@ class BM25Leg(Leg):
     """Okapi BM25 on a sparse term matrix (k1, b, idf variant, tokenizer, stemmer, stop words)."""
 
     needs_query_vectors = False
+    scores_any_unit = True
 
     def __init__(self, context: SearchContext, params: BM25Params):
         self.params = params
@@ -174,15 +195,25 @@ class BM25Leg(Leg):
                 terms[row] = analyzed
         self.index = BM25Index(terms, params.k1, params.b, params.idf, params.epsilon)
 
-    def search(self, queries: list[Query], query_vectors: np.ndarray | None, k: int,
-               mask: np.ndarray | None = None) -> list[LegResult]:
+    def scores(self, queries: list[Query]) -> sp.csc_matrix:
+        """chunks x queries BM25 scores (sparse: chunks sharing no term with the query are absent, i.e. 0)."""
         texts = [q.text for q in queries]
         if isinstance(self.params.tokenizer, str):
-            return self.index.top_k(self.analyzer.analyze_many(texts), k, mask)
+            return self.index.scores(self.analyzer.analyze_many(texts))
         scores = None
         for name, analyzer in self.analyzers.items():  # each chunk scored with its own tokenizer's query terms
             part = sp.diags(self.rows[name].astype(np.float64)) @ self.index.scores(analyzer.analyze_many(texts))
             scores = part if scores is None else scores + part
         scores = sp.csc_matrix(scores)
         scores.eliminate_zeros()
-        return top_k_per_query(scores, k, mask)
+        return scores
+
+    def search(self, queries: list[Query], query_vectors: np.ndarray | None, k: int,
+               mask: np.ndarray | None = None) -> list[LegResult]:
+        return top_k_per_query(self.scores(queries), k, mask)
+
+    def score(self, queries: list[Query], query_vectors: np.ndarray | None,
+              rows: list[np.ndarray]) -> list[np.ndarray]:
+        """The BM25 score of each unit in ``rows`` (0 for a unit sharing no term with the query)."""
+        scores = self.scores(queries)
+        return [scores[:, [i]].toarray()[r, 0] for i, r in enumerate(rows)]

@@ -12,17 +12,19 @@ parity test checks them against a real server). A quirk it keeps on purpose: pla
 query word, so a long natural-language question matches only documents containing *all* its words — on
 SciFact most test claims match nothing and the leg returns an empty list for them.
 
-Knobs: the configuration (``english``, or ``simple``: no stemming, no stop words), the query parser
-(``plainto`` as production, or ``or``: the same lexemes ORed, to measure what the AND costs), the rank
-function and PostgreSQL's normalization bitmask. Ties in rank (PostgreSQL returns them in scan order) go
-to the lower chunk index.
+Knobs: the configuration (``english``, or ``simple``: no stemming, no stop words), its stop words (``stopwords``:
+the configuration's own by default, or none, english, lucene or a file, as a custom dictionary would give), the
+query parser (``plainto`` as production; ``or``: the same lexemes ORed, to measure what the AND costs;
+``websearch_or``: ``websearch_to_tsquery(config, 'w1 or w2 or ...')`` over the question's words, the OR query
+application code commonly builds, kbench/retrieval/text/pg_websearch.py), the rank function and PostgreSQL's
+normalization bitmask. Ties in rank (PostgreSQL returns them in scan order) go to the lower chunk index.
 """
 from __future__ import annotations
 
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from kbench.records import Query
 from kbench.registry import StrictModel
@@ -31,18 +33,30 @@ from kbench.retrieval.legs.bm25 import top_k_pairs
 from kbench.retrieval.registry import LEGS
 from kbench.retrieval.text.pg_or_index import OrRankIndex
 from kbench.retrieval.text.pg_tsearch import RANK_FUNCTIONS, TextSearchConfig, TsQuery, matches
+from kbench.retrieval.text.pg_websearch import websearch_or_text, websearch_to_tsquery
+from kbench.retrieval.text.stopwords import resolve_list_path
 
 
 class PostgresFtsParams(StrictModel):
+    late_knobs = {"stopwords": None}  # added later: unset, configs keep the run keys they had
     config: Literal["english", "simple"] = Field(
         "english", description="text search configuration of to_tsvector and the query (Supabase passes 'simple')")
-    query_parser: Literal["plainto", "or"] = Field(
-        "plainto", description="plainto: plainto_tsquery, every lexeme ANDed (production); or: the same lexemes ORed")
+    stopwords: str | None = Field(
+        None, description="the word dictionary's stop list: null = the configuration's own (english: english.stop, "
+                          "127 words; simple: none) | none | english | lucene (33 words) | a file, one word per line")
+    query_parser: Literal["plainto", "or", "websearch_or"] = Field(
+        "plainto", description="plainto: plainto_tsquery, every lexeme ANDed (production); or: the same lexemes ORed; "
+                               "websearch_or: websearch_to_tsquery(config, 'w1 or w2 or ...') over the question's words")
     rank_function: Literal["ts_rank_cd", "ts_rank"] = Field(
         "ts_rank_cd", description="ts_rank_cd: cover density (Archon and the Archon replication guide); ts_rank: frequency/proximity (Supabase)")
     normalization: int = Field(
         0, ge=0, le=63, description="PostgreSQL's normalization bitmask: 1 log length, 2 length, 4 cover distance "
         "(ts_rank_cd), 8 unique words, 16 log unique words, 32 rank/(rank+1); 0 = none (production)")
+
+    @field_validator("stopwords")
+    @classmethod
+    def _known_list_or_file(cls, value: str | None) -> str | None:
+        return None if value is None else resolve_list_path(value)
 
 
 @LEGS.register("postgres_fts", PostgresFtsParams)
@@ -50,10 +64,11 @@ class PostgresFtsLeg(Leg):
     """PostgreSQL full-text search: to_tsvector @@ plainto_tsquery, ranked by ts_rank_cd (or ts_rank)."""
 
     needs_query_vectors = False
+    scores_any_unit = True
 
     def __init__(self, context: SearchContext, params: PostgresFtsParams):
         self.params = params
-        self.config = TextSearchConfig(params.config)
+        self.config = TextSearchConfig(params.config, params.stopwords)
         self.rank = RANK_FUNCTIONS[params.rank_function]
         self.vectors = [self.config.to_tsvector(chunk.text) for chunk in context.chunks]
         postings: dict[str, list[int]] = {}
@@ -62,17 +77,21 @@ class PostgresFtsLeg(Leg):
                 postings.setdefault(lexeme, []).append(i)
         self.postings = {lexeme: np.array(ids, dtype=np.int64) for lexeme, ids in postings.items()}
         # ORed queries match most documents: rank them all at once through postings with position counts
-        self.or_index = OrRankIndex(self.vectors) if params.query_parser == "or" else None
+        self.or_index = OrRankIndex(self.vectors) if params.query_parser != "plainto" else None
 
     def tsquery(self, text: str) -> TsQuery:
         if self.params.query_parser == "plainto":
             return self.config.plainto_tsquery(text)
+        if self.params.query_parser == "websearch_or":
+            return websearch_to_tsquery(self.config, websearch_or_text(text))
         return self.config.or_tsquery(text)
 
     def candidates(self, query: TsQuery) -> np.ndarray:
         """Chunks whose tsvector matches ``query`` (``@@``), by intersecting or joining posting lists."""
         lists = [self.postings.get(lexeme) for lexeme in dict.fromkeys(query.operands)]
         empty = np.zeros(0, dtype=np.int64)
+        if query.matches_without_operands:  # a NOT: chunks holding no query lexeme may match
+            return np.array([i for i, vector in enumerate(self.vectors) if matches(vector, query)], dtype=np.int64)
         if query.kind == "and":
             if any(ids is None for ids in lists):
                 return empty
@@ -102,3 +121,14 @@ class PostgresFtsLeg(Leg):
                                for i in ids], dtype=np.float64)
             results.append(top_k_pairs(ids, scores, k))
         return results
+
+    def score(self, queries: list[Query], query_vectors: np.ndarray | None,
+              rows: list[np.ndarray]) -> list[np.ndarray]:
+        """The rank function of each unit in ``rows``, matching or not (``SELECT ts_rank_cd(tsv, q)`` without
+        the ``WHERE tsv @@ q``)."""
+        out = []
+        for query, units in zip(queries, rows):
+            tsquery = self.tsquery(query.text)
+            out.append(np.array([self.rank(self.vectors[i], tsquery, normalization=self.params.normalization)
+                                 for i in units], dtype=np.float64))
+        return out

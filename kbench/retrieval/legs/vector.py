@@ -21,11 +21,19 @@ class VectorLeg(Leg):
     """Cosine similarity over the store's vector index (FAISS inner product on normalized vectors)."""
 
     needs_query_vectors = True
+    scores_any_unit = True
 
     def __init__(self, context: SearchContext, params: VectorParams):
         if context.vector_index is None:
             raise ValueError("the vector leg needs embedded chunks; the run built no vector index")
         self.index, self.params = context.vector_index, params
+        self.vectors = context.chunk_vectors
+
+    def score(self, queries: list[Query], query_vectors: np.ndarray, rows: list[np.ndarray]) -> list[np.ndarray]:
+        """The cosine of each unit in ``rows`` to its query (the vectors are L2-normalized), thresholded or not."""
+        if self.vectors is None:
+            raise ValueError("the vector leg cannot score units it did not return: the run kept no unit vectors")
+        return [self.vectors[r] @ query_vectors[i] for i, r in enumerate(rows)]
 
     def search(self, queries: list[Query], query_vectors: np.ndarray, k: int,
                mask: np.ndarray | None = None) -> list[LegResult]:

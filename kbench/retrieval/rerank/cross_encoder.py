@@ -9,8 +9,9 @@ locally, never downloaded:
   machine with network); otherwise the run stops before any work with a message naming the trainer.
 A plain embedding model (all-MiniLM-L6-v2) is refused: loaded as a cross-encoder its head is random.
 
-``backend: onnx | onnx-int8 | openvino`` scores the pairs with the model exported to ONNX once (cached under
-models_dir()/exported/, as the bi-encoders' are), in length-sorted batches, with the folder's own activation.
+``backend: onnx | onnx-int8 | openvino`` scores the pairs with the model exported to ONNX once (cached in the
+run's exports folder, kbench/paths.py exports_dir, as the bi-encoders' are), in length-sorted batches, with the
+folder's own activation.
 OpenVINO computes in bf16 where the CPU can (``precision: auto``; ``f32`` for torch's scores to 1e-5).
 ``openvino-int8`` is that export quantized to static int8 (embedding/openvino_int8.py), calibrated on pairs
 drawn from the run's own corpus (a seeded sample: a chunk's opening words as the query, 25 chunks as its
@@ -31,7 +32,7 @@ from kbench.embedding.onnx_runtime import OnnxPairScorer, Precision, length_sort
 from kbench.embedding.openvino_int8 import INT8_RECIPE, calibrated_int8
 from kbench.embedding.sentence_transformers import model_revision, torch_threads
 from kbench.hashing import stable_hash
-from kbench.paths import models_dir
+from kbench.paths import exports_dir, models_dir
 from kbench.records import Hit
 from kbench.registry import in_unit
 from kbench.retrieval.contracts import Reranker, SearchContext
@@ -136,7 +137,8 @@ def calibration_pairs(texts: list[str], queries: int, candidates: int = 25, seed
 
 
 def onnx_pair_scorer(folder: Path, params: CrossEncoderParams,
-                     calibration: list[list[tuple[str, str]]] | None = None) -> OnnxPairScorer:
+                     calibration: list[list[tuple[str, str]]] | None = None,
+                     exports: Path | None = None) -> OnnxPairScorer:
     """The cross-encoder in ``folder`` on ONNX, scoring as sentence-transformers' CrossEncoder.predict does:
     the same truncation (longest first, the model's max length) and activation (Sigmoid for one label
     unless the folder names another)."""
@@ -156,7 +158,7 @@ def onnx_pair_scorer(folder: Path, params: CrossEncoderParams,
     max_length = min(max_length, int(config.get("max_position_embeddings") or max_length))
     revision = model_revision(folder)
     onnx_path = exported_model(folder, folder.name, revision, int8=params.backend == "onnx-int8",
-                               head="sequence_classification")
+                               head="sequence_classification", root=exports)
     pad_id = int(config.get("pad_token_id") or 0)
     backend = params.backend
     if backend == "openvino-int8":
@@ -192,7 +194,7 @@ class CrossEncoderReranker(Reranker):
             calibration = None
             if params.backend == "openvino-int8":
                 calibration = calibration_pairs([c.text for c in context.chunks], params.calibration_queries)
-            self.onnx = onnx_pair_scorer(self.path, params, calibration)
+            self.onnx = onnx_pair_scorer(self.path, params, calibration, exports_dir(context.workspace / "cache"))
 
     def score(self, query_text: str, texts: list[str]) -> list[float]:
         if not texts:

@@ -13,15 +13,19 @@ What each function reproduces (PostgreSQL 18 sources: ts_parse.c, to_tsany.c, di
   weight D (to_tsvector assigns none).
 - ``plainto_tsquery(config, text)``: the same lexemes ANDed together (duplicates kept, stop words dropped);
   text with no lexeme gives an empty query, which matches nothing.
-- ``matches(vector, query)``: ``vector @@ query``, a boolean evaluation of the query over the vector's lexemes.
+- ``matches(vector, query)``: ``vector @@ query``, a boolean evaluation of the query over the vector's lexemes;
+  below a phrase operator (``a <N> b``: b exactly N positions after a, as websearch_to_tsquery builds for a
+  compound, kbench/retrieval/text/pg_websearch.py) over their positions, as TS_execute / TS_phrase_execute do
+  (``execute``). ``TsQuery.to_pg_text`` prints a query as PostgreSQL's tsqueryout does.
 - ``ts_rank(vector, query, weights, normalization)`` (tsrank.c calc_rank): if the query's top operator is
-  AND, the proximity score 1 - prod(1 - sqrt(w_i w_j word_distance(|p_i - p_j|))) over all position pairs of
+  AND or a phrase, the proximity score 1 - prod(1 - sqrt(w_i w_j word_distance(|p_i - p_j|))) over all position pairs of
   distinct query lexemes (word_distance(d) = 1 / (1.005 + 0.05 exp(d / 1.5 - 2)), 1e-30 beyond 100); with a
   single distinct lexeme, or an OR query, the frequency score mean over the query's distinct lexemes of
   sum_j w_j / j^2 / 1.64493406685 (the 1/j^2 series normalized by pi^2/6). Float (4-byte) arithmetic where
   PostgreSQL uses float, so scores agree to the last bit.
 - ``ts_rank_cd(vector, query, weights, normalization)`` (calc_rank_cd): cover density. The document's query
-  lexeme occurrences are scanned for "covers" (shortest spans satisfying the query, found left to right);
+  lexeme occurrences are scanned for "covers" (shortest spans satisfying the query, found left to right; a
+  phrase is checked on the positions inside the span);
   each cover adds (#occurrences in it / sum of 1/w) / (1 + #other words inside it). Double arithmetic,
   returned as float4.
 - ``normalization`` bits (both functions): 1 divide by 1 + log(length) (log2 for ts_rank, natural log for
@@ -42,7 +46,7 @@ from typing import Callable, Union
 
 from kbench.retrieval.text import pg_parser as P
 from kbench.retrieval.text.stemmers import make_stemmer
-from kbench.retrieval.text.stopwords import ENGLISH_STOP_WORDS
+from kbench.retrieval.text.stopwords import ENGLISH_STOP_WORDS, stop_words
 
 MAX_POSITION = (1 << 14) - 1  # MAXENTRYPOS - 1: positions beyond are clamped to this
 MAX_POSITIONS_PER_LEXEME = 255  # MAXNUMPOS - 1
@@ -80,16 +84,27 @@ def pg_lower(text: str) -> str:
 
 
 class TextSearchConfig:
-    """A text search configuration (parser + token-type -> dictionary map), with per-instance caches."""
+    """A text search configuration (parser + token-type -> dictionary map), with per-instance caches.
 
-    def __init__(self, name: str = "english"):
+    ``stopwords`` (kbench/retrieval/text/stopwords.py: none, english, lucene or a file) replaces the stop list
+    of the configuration's word dictionary, as ``CREATE TEXT SEARCH DICTIONARY ... (TEMPLATE = snowball,
+    Language = english, StopWords = <list>)`` mapped in place of ``english_stem`` would (``simple``: a simple
+    dictionary with that StopWords, mapped for every token type). None: the configuration's own (english:
+    english.stop; simple: none). A stop word still takes its position."""
+
+    def __init__(self, name: str = "english", stopwords: str | None = None):
         if name not in CONFIGS:
             raise ValueError(f"text search config {name!r} is not emulated; allowed: {', '.join(CONFIGS)}")
         self.name = name
         self.mapping = CONFIGS[name]
         self.parser = P.PgParser()
         self._stem = make_stemmer("postgres_english")
-        self._stop = frozenset(ENGLISH_STOP_WORDS)
+        if stopwords is None:
+            self._stop = frozenset(ENGLISH_STOP_WORDS)
+            self._simple_stop: frozenset[str] = frozenset()
+        else:  # PostgreSQL lowercases a stop file's words as it reads them
+            self._stop = stop_words(stopwords, lowercase=True)
+            self._simple_stop = self._stop if name == "simple" else frozenset()
         self._lexize_cache: dict[tuple[str, str], str | None] = {}
 
     def lexize(self, dictionary: str, token: str) -> str | None:
@@ -99,8 +114,8 @@ class TextSearchConfig:
         if cached != "\0":
             return cached
         low = pg_lower(token)
-        if dictionary == _SIMPLE:
-            result = low  # the built-in simple dictionary has no stop words
+        if dictionary == _SIMPLE:  # the built-in simple dictionary has no stop words
+            result = None if low in self._simple_stop else low
         elif len(token.encode("utf-8")) > 1000:
             result = low  # dict_snowball passes very long strings through unstemmed
         elif not low or low in self._stop:
@@ -157,7 +172,16 @@ def tsvector_length(vector: TsVector) -> int:
 
 
 # --------------------------------------------------------------------------- tsquery
-Node = Union[str, tuple]  # a lexeme, ("&", a, b), ("|", a, b) or ("!", a)
+# A lexeme, ("&", a, b), ("|", a, b), ("!", a) or ("<>", a, b, distance): a <distance> b, b exactly distance
+# positions after a (phrase search; "<->" is distance 1)
+Node = Union[str, tuple]
+PHRASE = "<>"
+PRIORITY = {"!": 4, PHRASE: 3, "&": 2, "|": 1}  # tsearch_op_priority
+
+
+def children(node: tuple) -> tuple:
+    """An operator node's operands: one for NOT, (left, right) for the others."""
+    return node[1:2] if node[0] == "!" else node[1:3]
 
 
 @dataclass(frozen=True)
@@ -176,7 +200,7 @@ class TsQuery:
 
     @cached_property
     def operands(self) -> list[str]:
-        """Operand lexemes in the query's stored (prefix) order, duplicates kept."""
+        """Operand lexemes left to right (as the query's text lists them), duplicates kept."""
         out: list[str] = []
         _collect(self.root, out)
         return out
@@ -197,12 +221,25 @@ class TsQuery:
         _operators(self.root, ops)
         return "and" if ops <= {"&"} else "or" if ops == {"|"} else "mixed"
 
+    @cached_property
+    def has_phrase(self) -> bool:
+        ops = set()
+        _operators(self.root, ops)
+        return PHRASE in ops
+
+    @cached_property
+    def matches_without_operands(self) -> bool:
+        """Whether a document holding none of the operands matches (a NOT makes that possible): then every
+        document is a candidate, not only those in the operands' posting lists."""
+        return self.root is not None and execute(self.root, lambda lexeme: None)
+
     def evaluate(self, present: Callable[[str], bool]) -> bool:
         """TS_execute with a plain existence check per operand (no phrase operators)."""
         return self.root is not None and _evaluate(self.root, present)
 
     def satisfied_by(self, lexemes: set[str] | dict) -> bool:
-        """``evaluate`` over a set of present lexemes, with shortcuts for pure AND / OR queries."""
+        """``evaluate`` over a set of present lexemes, with shortcuts for pure AND / OR queries; a query with
+        phrase operators needs positions (a tsvector, ``matches``)."""
         if self.root is None:
             return False
         kind = self.kind
@@ -210,11 +247,19 @@ class TsQuery:
             return all(op in lexemes for op in self.operands)
         if kind == "or":
             return any(op in lexemes for op in self.operands)
+        if self.has_phrase:
+            if not isinstance(lexemes, dict):
+                raise ValueError("a phrase query needs lexeme positions: give a tsvector")
+            return execute(self.root, lexemes.get)
         return _evaluate(self.root, lexemes.__contains__)
 
     def to_text(self) -> str:
-        """tsquery text syntax (quoted lexemes), for casting to ::tsquery in PostgreSQL."""
+        """tsquery text syntax (quoted lexemes, fully parenthesized), for casting to ::tsquery in PostgreSQL."""
         return "" if self.root is None else _text(self.root)
+
+    def to_pg_text(self) -> str:
+        """The text PostgreSQL's tsqueryout prints for this query (its infix(): parentheses by priority)."""
+        return "" if self.root is None else _infix(self.root, -1, False)
 
 
 def _chain(op: str, lexemes: list[str]) -> Node | None:
@@ -232,14 +277,14 @@ def _collect(node: Node | None, out: list[str]) -> None:
     if isinstance(node, str):
         out.append(node)
     else:
-        for child in node[1:]:
+        for child in children(node):
             _collect(child, out)
 
 
 def _operators(node: Node | None, out: set[str]) -> None:
     if isinstance(node, tuple):
         out.add(node[0])
-        for child in node[1:]:
+        for child in children(node):
             _operators(child, out)
 
 
@@ -253,7 +298,7 @@ def _evaluate(node: Node, present: Callable[[str], bool]) -> bool:
         return _evaluate(node[1], present) or _evaluate(node[2], present)
     if op == "!":
         return not _evaluate(node[1], present)
-    raise ValueError(f"unsupported tsquery operator {op!r}")
+    raise ValueError(f"tsquery operator {op!r} needs positions; use execute()")
 
 
 def _quote(lexeme: str) -> str:
@@ -265,7 +310,136 @@ def _text(node: Node) -> str:
         return _quote(node)
     if node[0] == "!":
         return "!" + _text(node[1])
-    return f"( {_text(node[1])} {node[0]} {_text(node[2])} )"
+    op = node[0] if node[0] != PHRASE else f"<{node[3]}>"
+    return f"( {_text(node[1])} {op} {_text(node[2])} )"
+
+
+def _infix(node: Node, parent_priority: int, right_phrase: bool) -> str:
+    """tsquery.c infix(): a node's text, parenthesized when its priority is below its parent's (or when it is
+    a phrase on the right of a phrase: phrase operators do not associate)."""
+    if isinstance(node, str):
+        return _quote(node)
+    op, priority = node[0], PRIORITY[node[0]]
+    if op == "!":
+        inner = "!" + _infix(node[1], priority, False)
+        return f"( {inner} )" if priority < parent_priority else inner
+    right = _infix(node[2], priority, op == PHRASE)
+    left = _infix(node[1], priority, False)
+    shown = op if op != PHRASE else ("<->" if node[3] == 1 else f"<{node[3]}>")
+    text = f"{left} {shown} {right}"
+    return f"( {text} )" if priority < parent_priority or (op == PHRASE and right_phrase) else text
+
+
+# --------------------------------------------------------------------------- executing with positions
+@dataclass
+class _Match:
+    """ExecPhraseData: where a (sub)query matches; with ``negate``, everywhere except there; ``width`` is the
+    match's extent less one (positions are match ends)."""
+
+    positions: list[int]
+    negate: bool = False
+    width: int = 0
+
+
+_L_ONLY, _R_ONLY, _BOTH = 1, 2, 4
+
+
+def _phrase_output(left: _Match, right: _Match, emit: int, loffset: int, roffset: int) -> list[int]:
+    """TS_phrase_output: merge the two position lists (each shifted by its offset) as ``emit`` says."""
+    out, li, ri = [], 0, 0
+    lp, rp = left.positions, right.positions
+    big = 1 << 62
+    while li < len(lp) or ri < len(rp):
+        if li < len(lp):
+            lpos = lp[li] + loffset
+        elif not emit & _R_ONLY:
+            break
+        else:
+            lpos = big
+        if ri < len(rp):
+            rpos = rp[ri] + roffset
+        elif not emit & _L_ONLY:
+            break
+        else:
+            rpos = big
+        position = 0
+        if lpos < rpos:
+            position = lpos if emit & _L_ONLY else 0
+            li += 1
+        elif lpos == rpos:
+            position = rpos if emit & _BOTH else 0
+            li += 1
+            ri += 1
+        else:
+            position = rpos if emit & _R_ONLY else 0
+            ri += 1
+        if position > 0:
+            out.append(position)
+    return out
+
+
+def _phrase_execute(node: Node, positions_of: Callable[[str], tuple[int, ...] | None]) -> _Match | None:
+    """TS_phrase_execute (tsvector_op.c) for a document whose positions are known: a _Match, or None (TS_NO)."""
+    if isinstance(node, str):
+        positions = positions_of(node)
+        return _Match(list(positions)) if positions else None
+    op = node[0]
+    if op == "!":
+        inner = _phrase_execute(node[1], positions_of)
+        if inner is None:
+            return _Match([], negate=True)  # match nowhere -> everywhere
+        if inner.positions:
+            inner.negate = not inner.negate
+            return inner
+        return None  # matched everywhere -> nowhere (inner.negate with no positions)
+    if op in (PHRASE, "&"):
+        left = _phrase_execute(node[1], positions_of)
+        if left is None:
+            return None
+        right = _phrase_execute(node[2], positions_of)
+        if right is None:
+            return None
+        if op == PHRASE:
+            loffset, roffset, width = node[3] + right.width, 0, node[3] + left.width + right.width
+        else:
+            width = max(left.width, right.width)
+            loffset, roffset = width - left.width, width - right.width
+        if left.negate and right.negate:  # !L & !R = !(L | R)
+            return _Match(_phrase_output(left, right, _BOTH | _L_ONLY | _R_ONLY, loffset, roffset), True, width)
+        emit = _R_ONLY if left.negate else _L_ONLY if right.negate else _BOTH
+        out = _phrase_output(left, right, emit, loffset, roffset)
+        return _Match(out, False, width) if out else None
+    # OR
+    left = _phrase_execute(node[1], positions_of)
+    right = _phrase_execute(node[2], positions_of)
+    if left is None and right is None:
+        return None
+    left, right = left or _Match([]), right or _Match([])
+    width = max(left.width, right.width)
+    loffset, roffset = width - left.width, width - right.width
+    if left.negate and right.negate:  # !L | !R = !(L & R)
+        return _Match(_phrase_output(left, right, _BOTH, loffset, roffset), True, width)
+    if left.negate:  # !L | R = !(L & !R)
+        return _Match(_phrase_output(left, right, _L_ONLY, loffset, roffset), True, width)
+    if right.negate:  # L | !R = !(!L & R)
+        return _Match(_phrase_output(left, right, _R_ONLY, loffset, roffset), True, width)
+    out = _phrase_output(left, right, _BOTH | _L_ONLY | _R_ONLY, loffset, roffset)
+    return _Match(out, False, width) if out else None
+
+
+def execute(node: Node, positions_of: Callable[[str], tuple[int, ...] | None]) -> bool:
+    """TS_execute (tsvector_op.c, flags TS_EXEC_EMPTY): boolean above phrase operators, positions below them.
+    ``positions_of(lexeme)`` gives the lexeme's positions where it is present, else None (or empty)."""
+    if isinstance(node, str):
+        return bool(positions_of(node))
+    op = node[0]
+    if op == "!":
+        return not execute(node[1], positions_of)
+    if op == "&":
+        return execute(node[1], positions_of) and execute(node[2], positions_of)
+    if op == "|":
+        return execute(node[1], positions_of) or execute(node[2], positions_of)
+    return _phrase_execute(node, positions_of) is not None
 
 
 def matches(vector: TsVector, query: TsQuery) -> bool:
@@ -345,7 +519,7 @@ def ts_rank(vector: TsVector, query: TsQuery, weights: tuple[float, ...] = DEFAU
     w = _weights32(weights)
     if not vector or query.root is None:
         return 0.0
-    if query.top_operator == "&":
+    if query.top_operator in ("&", PHRASE):  # calc_rank: AND and phrase queries rank by proximity
         res = _rank_and(w, vector, query)
     else:
         res = _rank_or(w, vector, query)
@@ -381,23 +555,25 @@ def _covers(doc: list[tuple[int, str]], query: TsQuery):
     if kind == "and":
         needed = len(set(query.operands))
         satisfied = lambda seen: len(seen) == needed  # noqa: E731 (seen holds only query lexemes)
+    elif query.has_phrase:  # phrases need the positions each lexeme has within the scanned window
+        satisfied = lambda seen: execute(query.root, lambda lexeme: seen.get(lexeme))  # noqa: E731
     else:
         satisfied = lambda seen: query.evaluate(seen.__contains__)  # noqa: E731
     start, n = 0, len(doc)
     while start < n:
-        seen: set[str] = set()
+        seen: dict[str, list[int]] = {}  # lexeme -> its positions in the window, ascending
         end = None
         for idx in range(start, n):
-            seen.add(doc[idx][1])
+            seen.setdefault(doc[idx][1], []).append(doc[idx][0])
             if satisfied(seen):
                 end = idx
                 break
         if end is None:
             return
-        seen = set()
+        seen = {}
         begin = None
-        for idx in range(end, start - 1, -1):
-            seen.add(doc[idx][1])
+        for idx in range(end, start - 1, -1):  # scanning down: each position goes in front (reverseinsert)
+            seen.setdefault(doc[idx][1], []).insert(0, doc[idx][0])
             if satisfied(seen):
                 begin = idx
                 break

@@ -8,9 +8,11 @@ Tokenizers:
 - ``code``: identifiers (runs of letters, digits and ``_``; anything else separates them), each kept whole
   and, when it has several, split into its parts at ``_``, camelCase (``parseHTTPResponse`` -> parse, HTTP,
   Response) and letter-digit boundaries (``utf8`` -> utf, 8). The split happens before lowercasing, so it
-  sees the case; ``lowercase`` then applies to every token.
+  sees the case; ``lowercase`` then applies to every token. ``keep_whole: false`` emits the parts only (an
+  identifier of one part is its own part), as code-search baselines that split identifiers do.
 
-Stop words are removed before stemming (they are listed as surface forms).
+Stop words (kbench/retrieval/text/stopwords.py: none, english, lucene or a file) are removed before stemming
+(they are listed as surface forms).
 """
 from __future__ import annotations
 
@@ -48,18 +50,20 @@ def identifier_parts(identifier: str) -> list[str]:
     return parts
 
 
-def code_tokens(text: str) -> list[str]:
-    """Each identifier, then its parts when it has more than one (see the module doc)."""
+def code_tokens(text: str, keep_whole: bool = True) -> list[str]:
+    """Each identifier, then its parts when it has more than one; with ``keep_whole=False`` the parts only
+    (see the module doc)."""
     tokens = []
     for identifier in IDENTIFIER.findall(text):
-        tokens.append(identifier)
         parts = identifier_parts(identifier)
+        if keep_whole or parts == [identifier]:
+            tokens.append(identifier)
         if parts != [identifier]:
             tokens.extend(parts)
     return tokens
 
 
-def make_tokenizer(name: str, pattern: str = r"\w+") -> Callable[[str], list[str]]:
+def make_tokenizer(name: str, pattern: str = r"\w+", keep_whole: bool = True) -> Callable[[str], list[str]]:
     if name == "regex":
         try:
             compiled = re.compile(pattern)
@@ -72,7 +76,7 @@ def make_tokenizer(name: str, pattern: str = r"\w+") -> Callable[[str], list[str
         parser = PgParser()
         return lambda text: [token for _, token in parser.words(text)]
     if name == "code":
-        return code_tokens
+        return code_tokens if keep_whole else lambda text: code_tokens(text, keep_whole=False)
     raise ValueError(f"tokenizer: unknown {name!r}; allowed: {', '.join(TOKENIZER_NAMES)}")
 
 
@@ -85,13 +89,14 @@ class Analyzer:
     lowercase: bool = True
     stopwords: str = "english"
     stemmer: str = "snowball_english"
+    keep_whole: bool = True  # code tokenizer: each identifier beside its parts (False: parts only)
     _tokenize: Callable[[str], list[str]] = field(init=False, repr=False)
     _stop: frozenset[str] = field(init=False, repr=False)
     _stem: Callable[[list[str]], list[str]] = field(init=False, repr=False)
 
     def __post_init__(self):
-        self._tokenize = make_tokenizer(self.tokenizer, self.token_pattern)
-        self._stop = stop_words(self.stopwords)
+        self._tokenize = make_tokenizer(self.tokenizer, self.token_pattern, self.keep_whole)
+        self._stop = stop_words(self.stopwords, self.lowercase)
         self._stem = make_stemmer(self.stemmer)
 
     def words(self, text: str) -> list[str]:
