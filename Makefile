@@ -10,7 +10,7 @@ NODEPS := $(MPNET) $(CHAT)
 # JupyterLab refuses to start as root unless told.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: run test install lab lock bench clean-workspace
+.PHONY: run test install lab lock bench docs clean-workspace
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -52,6 +52,10 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/vector_scale.py
 	$(BIN)/python benchmarks/scale.py
 	$(BIN)/python benchmarks/metrics_parity.py
+
+# The docs site (mkdocs.yml, pages under docs/) into site/; --strict: a broken link or a page left out fails.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser $(ROOT_FLAG) notebooks/

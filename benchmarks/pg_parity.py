@@ -1,7 +1,7 @@
 """Parity on full SciFact: DuckDB + FAISS flat vs pgvector exact search through the production SQL functions.
 
 Vector leg: top-10 of every SciFact test query from FAISS flat and from match_archon_crawled_pages.
-Production hybrids: each SQL function (references 000, 002, 004) against kbench's Python fusion of the same
+Production hybrids: each SQL function (Archon, the Archon replication guide and Supabase) against kbench's Python fusion of the same
 name over the FAISS vector leg and the function's own text CTE. Every difference is listed.
 
     .venv/bin/python benchmarks/pg_parity.py [--workspace experiments] [--dsn DSN]
@@ -33,9 +33,9 @@ from kbench import format_table, load_experiment, prepare_corpus
 from kbench.retrieval.registry import FUSIONS
 from kbench.retrieval.legs.vector import VectorLeg, VectorParams
 
-HYBRIDS = [("archon_hybrid", {"similarity_threshold": None}),  # reference 002 (no threshold in its SQL)
-           ("archon_weighted", {"similarity_threshold": 0.05}),  # reference 000
-           ("rrf_supabase", {"rrf_k": 10})]  # reference 004
+HYBRIDS = [("archon_hybrid", {"similarity_threshold": None}),  # the Archon replication guide (no threshold in its SQL)
+           ("archon_weighted", {"similarity_threshold": 0.05}),  # Archon
+           ("rrf_supabase", {"rrf_k": 10})]  # Supabase
 
 TEXT_LEG_SQL = """
 SELECT id::text, {rank}(content_search_vector, plainto_tsquery('english', %s)) AS rank
@@ -46,7 +46,7 @@ SELECT id::text, {rank}(content_search_vector, plainto_tsquery('english', %s)) A
 
 
 def pg_text_leg(store, query_text: str, limit: int | None, rank: str = "ts_rank_cd") -> list[tuple[int, float]]:
-    """The text CTE of references 000/002 (ts_rank_cd, LIMIT) or 004 (ts_rank, no LIMIT) as its own query:
+    """The text CTE of Archon and the Archon replication guide (ts_rank_cd, LIMIT) or Supabase (ts_rank, no LIMIT) as its own query:
     [(chunk index, rank)] best first."""
     sql = TEXT_LEG_SQL.format(rank=rank) + (" LIMIT %s" if limit else "")
     with store.conn.cursor() as cur:
@@ -98,7 +98,7 @@ def compare_hybrid(function: str, store, queries, query_vectors: np.ndarray, fai
     """The SQL function ``function`` vs the Python fusion of the same name over FAISS + the SQL text CTE."""
     fusion = FUSIONS.get(function)
     params = fusion.params(**fusion_params)
-    if function == "rrf_supabase":  # 004's legs have no LIMIT and its text leg ranks with ts_rank
+    if function == "rrf_supabase":  # Supabase's legs have no LIMIT and its text leg ranks with ts_rank
         depth, text_limit, rank = faiss_index.ntotal, None, "ts_rank"
     else:
         depth = params.leg_depth(k)

@@ -24,11 +24,11 @@ from kbench.datasets.config import DatasetConfig
 from kbench.datasets.mlflow_questions import questions_digest
 from kbench.datasets.reading import DatasetError
 from kbench.datasets.registry import resolve_dataset_path
-from kbench.dotted import set_dotted
+from kbench.dotted import get_dotted, set_dotted
 from kbench.embedding.config import EmbeddingConfig
 from kbench.enrichment import CODE_EXAMPLE_UNIT
 from kbench.enrichment.config import CodeExamplesConfig, EnrichmentConfig
-from kbench.errors import ConfigError, deprecated, format_error, shorten
+from kbench.errors import ConfigError, deprecated, format_error, note, shorten
 from kbench.evaluation.config import EvaluationConfig, OverlapRule
 from kbench.evaluation.recommend import RecommendConfig
 from kbench.hashing import folder_content_hash, stable_hash
@@ -70,7 +70,7 @@ def name_problem(name: str) -> str | None:
 
 class Experiment(StrictModel):
     name: str = Field("experiment", description="the run's name: its folder (made safe) and its MLflow run name")
-    description: str = ""
+    description: str = Field("", description="what the run tests, in a sentence: shown on its MLflow page")
     workspace: str = Field("experiments", description="folder for mlflow.db, mlruns/, cache/, stores/")
     dataset: DatasetConfig
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
@@ -333,10 +333,48 @@ def current_path(path: str) -> str:
     return path
 
 
+# sections whose extra keys are the knobs of the strategy their ``strategy`` key names
+STRATEGY_SECTIONS = {"chunking": ChunkingConfig, "retrieval.fusion": FusionConfig, "rerank": RerankConfig}
+LIST_TOPICS = {"chunking": "chunkers", "retrieval.fusion": "fusions", "rerank": "rerankers"}  # `kbench list TOPIC`
+
+
+def drop_foreign_knobs(data: dict[str, Any], overridden: set[str]) -> list[str]:
+    """After an override picks another strategy (``--set chunking.strategy=smart``, a sweep variant), drop the
+    knobs the chosen strategy lacks but a sibling strategy has: ``chunk_overlap`` means nothing to ``smart``. A
+    knob no strategy knows stays, for validation to report. Returns the dropped knobs as dotted paths."""
+    dropped = []
+    for section, model in STRATEGY_SECTIONS.items():
+        if f"{section}.strategy" not in overridden:
+            continue
+        node = get_dotted(data, section)
+        if not isinstance(node, dict) or "strategy" not in node:
+            continue
+        registry = model.registry
+        if node["strategy"] not in registry.names():
+            continue  # an unknown name: validation reports it with the allowed names
+        own = set(registry.get(node["strategy"]).params.model_fields)
+        known = {f for name in registry.names() for f in registry.get(name).params.model_fields}
+        for knob in [k for k in node if k not in model.model_fields and k != "method" and k not in own and k in known]:
+            del node[knob]
+            dropped.append(f"{section}.{knob}")
+    return dropped
+
+
 def apply_set_items(data: dict[str, Any], overrides: list[str] | None) -> dict[str, Any]:
+    """Each ``section.key=value`` into ``data``; a strategy switch drops the old strategy's knobs, saying so."""
+    paths = set()
     for item in overrides or []:
         path, value = parse_override(item)
+        paths.add(current_path(path))
         set_dotted(data, current_path(path), value)
+    by_section: dict[str, list[str]] = {}
+    for knob in drop_foreign_knobs(data, paths):
+        section, _, name = knob.rpartition(".")
+        by_section.setdefault(section, []).append(name)
+    for section, knobs in by_section.items():
+        strategy = get_dotted(data, section)["strategy"]
+        note(f"--set {section}.strategy={strategy}: left out {', '.join(knobs)}, knobs of another strategy "
+             f"(`kbench list {LIST_TOPICS[section]}` shows each strategy's knobs)")
     return data
 
 

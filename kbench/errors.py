@@ -1,7 +1,9 @@
-"""The error a user can fix, and how pydantic's validation errors become one line each.
+"""The errors a user can fix, and how pydantic's validation errors become one line each.
 
-Every config problem is a ``ConfigError`` whose message names the field path, the bad value and what is
-allowed; the CLI prints it without a traceback and exits 2.
+Every error a user can fix (a config, a dataset, a model not installed, an endpoint down, ...) is a ``UserError``:
+the CLI catches that one class, prints the message without a traceback and exits 2. Each subclass keeps a
+built-in base too (``ConfigError`` is a ``ValueError``) where callers catch it by that. Every config problem is a
+``ConfigError`` whose message names the field path, the bad value and what is allowed.
 """
 from __future__ import annotations
 
@@ -13,7 +15,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 
-class ConfigError(ValueError):
+class UserError(Exception):
+    """An error the user can fix: the message says what is wrong and what to do; the CLI prints it, exit 2."""
+
+
+class ConfigError(UserError, ValueError):
     """A config (or other user input) that cannot run. The message lists every problem, one per line."""
 
 
@@ -31,7 +37,19 @@ def deprecated(old: str, new: str) -> None:
 _DEPRECATIONS_SAID: dict = {}  # warnings' own once-registry for deprecated(), so each is said once
 
 
-class RunError(RuntimeError):
+class KbenchNote(UserWarning):
+    """Something kbench did on the user's behalf that they should know (a knob dropped on a strategy switch)."""
+
+
+def note(text: str) -> None:
+    """Say ``text`` once per process on stderr (the CLI shows it as ``kbench: note: ...``)."""
+    warnings.warn_explicit(text, KbenchNote, filename="kbench", lineno=0, module="kbench", registry=_NOTES_SAID)
+
+
+_NOTES_SAID: dict = {}
+
+
+class RunError(UserError, RuntimeError):
     """A run that cannot go on with this data (e.g. a chunker that produced nothing); the CLI prints it plainly."""
 
 

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Callable, ClassVar, Generic, TypeVar, Union, 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from kbench.errors import deprecated, format_error, shorten
+from kbench.errors import UserError, deprecated, format_error, shorten
 
 T = TypeVar("T")
 
@@ -98,6 +98,7 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
     late_knobs: ClassVar[dict[str, Any]] = {}
     hashed_as: ClassVar[dict[str, str]] = {}
+    renamed_keys: ClassVar[dict[str, str]] = {}  # an old key -> its name now; the old one still works
 
     @field_validator("*", mode="before")
     @classmethod
@@ -106,6 +107,11 @@ class StrictModel(BaseModel):
         if field is not None and (problem := number_problem([field.annotation], value)):
             raise problem
         return value
+
+
+def in_unit(name: str) -> dict[str, str]:
+    """A knob's unit for the settings reference: ``Field(600, json_schema_extra=in_unit("characters"))``."""
+    return {"unit": name}
 
 
 def run_key_knobs(model: type[BaseModel], knobs: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +127,7 @@ def run_key_knobs(model: type[BaseModel], knobs: dict[str, Any]) -> dict[str, An
     return out
 
 
-class UnknownNameError(KeyError):
+class UnknownNameError(UserError, KeyError):
     def __init__(self, field: str, name: str, allowed: list[str]):
         self.field, self.name, self.allowed = field, name, allowed
         super().__init__(f"{field}: unknown value {shorten(name)}; allowed: {', '.join(allowed)}")
@@ -218,23 +224,26 @@ class StrategySection(StrictModel):
             entry = self.registry.get(name)
         except UnknownNameError as e:
             raise ValueError(str(e)) from None
+        prefix = self.registry.field.rsplit(".", 1)[0]
+        renamed = getattr(entry.params, "renamed_keys", {})  # an old spelling the params model still reads
+        foreign = [k for k in self.model_extra or {} if k not in entry.params.model_fields and k not in renamed]
+        if foreign:  # say whose knob it is: the usual cause is a strategy switched and its old knobs kept
+            raise ValueError("; ".join(self._foreign_knob(prefix, name, entry.params, k) for k in foreign))
         try:
             params = entry.params(**(self.model_extra or {}))
         except ValidationError as e:
-            prefix = self.registry.field.rsplit(".", 1)[0]
-            raise ValueError("; ".join(self._knob_error(err, prefix, entry) for err in e.errors())) from None
+            raise ValueError("; ".join(format_error(err, prefix, entry.params) for err in e.errors())) from None
         self.__pydantic_extra__ = params.model_dump()
         return self
 
-    def _knob_error(self, err: dict, prefix: str, entry: Entry) -> str:
-        """One error in the strategy's knobs; an unknown key lists every key this section takes with that
-        strategy (its own fields, then the strategy's knobs), never an empty list."""
-        loc = tuple(err.get("loc", ()))
-        if err.get("type") != "extra_forbidden" or len(loc) != 1:
-            return format_error(err, prefix, entry.params)
-        allowed = [k for k in type(self).model_fields] + [k for k in entry.params.model_fields]
-        return (f"{prefix}.{loc[0]}: unknown key for {self.name_field} {entry.name!r}; allowed keys: "
-                f"{', '.join(allowed)}")
+    def _foreign_knob(self, prefix: str, name: str, params: type[StrictModel], knob: str) -> str:
+        field = self.registry.field
+        knob = knob if len(knob) <= 60 else shorten(knob, 60)
+        mine = (f"{field} {name} takes no knobs" if not params.model_fields
+                else f"unknown key for {field} {name}, whose knobs are {', '.join(params.model_fields)}")
+        owners = [n for n in self.registry.names() if knob in self.registry.get(n).params.model_fields]
+        whose = f" ({knob} is a knob of {', '.join(owners)})" if owners else ""
+        return f"{prefix}.{knob}: {mine}{whose}"
 
     @property
     def params(self) -> Any:

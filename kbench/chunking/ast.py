@@ -1,4 +1,4 @@
-"""``ast``: code-aware chunking through tree-sitter (reference 001's ``ast_aware``).
+"""``ast``: code-aware chunking through tree-sitter (the GWI spec's ``ast_aware``).
 
 Languages: python, typescript (and tsx), javascript, go, java, rust, parsed by the compiled grammars of
 ``tree-sitter-language-pack==0.13.0`` (offline). The language comes from ``document.metadata["language"]``
@@ -15,7 +15,7 @@ Comments and decorators/attributes right above a definition belong to it. Any ch
 exceed ``max_chars`` is split: a class at member boundaries, a function at the statement boundaries of its
 body, anything else (a module run, one huge statement) at item boundaries and finally by lines.
 
-Options (reference 001's ASTChunkingOptions):
+Options (the GWI spec's ASTChunkingOptions):
 - ``include_imports``: class/function/method chunks start with the file's import statements.
 - ``include_comments``: off removes comment nodes from the chunk text (docstrings are not comments).
 - ``preserve_signatures``: a method chunk starts with its class's signature line; the later parts of a
@@ -23,13 +23,13 @@ Options (reference 001's ASTChunkingOptions):
 Those prefixes are context taken from elsewhere in the file: the chunk's offsets cover its own code only,
 and ``context_chars`` says how many leading characters of the text are such context.
 
-Metadata (reference 001's example): language, file_path, chunk_type, class_name, function_name, methods,
+Metadata (the GWI spec's example): language, file_path, chunk_type, class_name, function_name, methods,
 imports, line_start, line_end; plus symbols (definitions inside a module chunk) and part/parts for splits.
 A file that does not parse (tree-sitter reports an error node) or has no grammar is chunked by the
 ``fallback`` text chunker, recorded as ``fallback`` and ``fallback_reason`` in each chunk's metadata.
 
 Size limit: a chunk's own code (``text[start:end]``) is at most ``max_chars`` characters unless it is a
-run with no line break or space; the text adds at most the context prefix. Defaults: reference 001 sets
+run with no line break or space; the text adds at most the context prefix. Defaults: the GWI spec sets
 code chunks to 1000 tokens; at about four characters a token that is ``max_chars: 4000``.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""``by_type``: pick the chunker per document type, as reference 001's content sources do.
+"""``by_type``: pick the chunker per document type, as the GWI spec's content sources do.
 
-Reference 001 configures code with ``ast_aware``, markdown with ``semantic`` and OpenAPI specs with
+The GWI spec configures code with ``ast_aware``, markdown with ``semantic`` and OpenAPI specs with
 ``endpoint``; here that is ``routes: {code: ast, markdown: markdown, html: markdown, openapi: endpoint}``
 (HTML is stored converted to markdown) and every other type (text, pdf, docx) goes to ``default``.
 ``chunker_params`` holds the knobs of each chunker used, validated by that chunker's own model; the
@@ -18,11 +18,11 @@ from kbench.chunking.registry import CHUNKERS
 from kbench.records import Chunk, Document
 from kbench.registry import StrictModel
 
-REFERENCE_001_ROUTES = {"code": "ast", "markdown": "markdown", "html": "markdown", "openapi": "endpoint"}
+GWI_SPEC_ROUTES = {"code": "ast", "markdown": "markdown", "html": "markdown", "openapi": "endpoint"}
 
 
 class ByTypeParams(StrictModel):
-    routes: dict[str, str] = Field(default_factory=lambda: dict(REFERENCE_001_ROUTES),
+    routes: dict[str, str] = Field(default_factory=lambda: dict(GWI_SPEC_ROUTES),
                                    description="document type -> chunker name")
     default: str = Field("recursive", description="chunker for document types not in routes")
     chunker_params: dict[str, dict[str, Any]] = Field(default_factory=dict, description="chunker name -> its knobs")

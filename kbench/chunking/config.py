@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from kbench.chunking.registry import CHUNKERS
+from pydantic import Field
+
 from kbench.registry import StrategySection
 
 
 class ChunkingConfig(StrategySection):
     registry = CHUNKERS
-    strategy: str = "fixed"
+    strategy: str = Field("fixed", description="the chunker (its knobs sit beside this key)")

@@ -1,4 +1,4 @@
-"""``endpoint``: one chunk per OpenAPI path + method (reference 001's ``endpoint`` strategy).
+"""``endpoint``: one chunk per OpenAPI path + method (the GWI spec's ``endpoint`` strategy).
 
 A chunk's text describes one operation: ``METHOD /path``, summary, description, operation id, tags,
 parameters (path-level and operation-level, ``$ref``s resolved), the request body and the responses with
@@ -26,13 +26,14 @@ from kbench.chunking.nested import nested_params
 from kbench.chunking.registry import CHUNKERS
 from kbench.chunking.spans import Span, make_chunks, strip_span
 from kbench.records import Chunk, Document
-from kbench.registry import StrictModel
+from kbench.registry import StrictModel, in_unit
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
 class EndpointParams(StrictModel):
-    schema_depth: int = Field(2, ge=0, description="levels of nested object properties rendered")
+    schema_depth: int = Field(2, ge=0, description="levels of nested object properties rendered",
+                              json_schema_extra=in_unit("levels"))
     include_responses: bool = Field(True, description="render responses and their schemas")
     include_other_sections: bool = Field(True, description="chunk the source outside paths as raw text")
     section_chars: int = Field(2000, ge=50, description="characters per spec_section chunk at most")

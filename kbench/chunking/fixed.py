@@ -5,12 +5,13 @@ from pydantic import Field, model_validator
 
 from kbench.chunking.registry import CHUNKERS
 from kbench.records import Chunk, Document
-from kbench.registry import StrictModel
+from kbench.registry import StrictModel, in_unit
 
 
 class FixedParams(StrictModel):
-    chunk_size: int = Field(1000, ge=1, description="characters per chunk")
-    chunk_overlap: int = Field(200, ge=0, description="characters shared by consecutive chunks")
+    chunk_size: int = Field(1000, ge=1, description="characters per chunk", json_schema_extra=in_unit("characters"))
+    chunk_overlap: int = Field(200, ge=0, description="characters shared by consecutive chunks",
+                               json_schema_extra=in_unit("characters"))
 
     @model_validator(mode="after")
     def _overlap_below_size(self):
@@ -23,7 +24,7 @@ class FixedParams(StrictModel):
 
 @CHUNKERS.register("fixed", FixedParams)
 def fixed_chunks(document: Document, params: FixedParams) -> list[Chunk]:
-    """Fixed-size character windows with overlap (reference 001's fixed_size, reference 004's 1000/200)."""
+    """Fixed-size character windows with overlap (the GWI spec's fixed_size, Supabase's 1000/200)."""
     text, step = document.text, params.chunk_size - params.chunk_overlap
     chunks: list[Chunk] = []
     start = 0

@@ -18,13 +18,14 @@ from kbench.chunking.registry import CHUNKERS
 from kbench.chunking.spans import make_chunks, strip_span
 from kbench.embedding.models import resolve_model_path
 from kbench.records import Chunk, Document
-from kbench.registry import StrictModel
+from kbench.registry import StrictModel, in_unit
 
 
 class FixedTokensParams(StrictModel):
     model: str = Field("all-MiniLM-L6-v2", description="whose tokenizer counts tokens (kbench models list)")
     chunk_tokens: int = Field(250, ge=1, description="tokens per chunk")
-    chunk_overlap: int = Field(50, ge=0, description="tokens shared by consecutive chunks")
+    chunk_overlap: int = Field(50, ge=0, description="tokens shared by consecutive chunks",
+                               json_schema_extra=in_unit("tokens"))
 
     @model_validator(mode="after")
     def _overlap_below_size(self):

@@ -1,4 +1,4 @@
-"""``markdown``: section-aware chunking of markdown (reference 001's "semantic" strategy).
+"""``markdown``: section-aware chunking of markdown (the GWI spec's "semantic" strategy).
 
 - Sections start at ATX headings (``#`` .. ``######``) of level ``max_depth`` or shallower; deeper
   headings stay inside their section. Lines in fenced code blocks (``` or ~~~) are never headings, so a
@@ -8,12 +8,12 @@
   to the next section when ``merge_heading_only`` is on, so no chunk is a bare heading.
 - A section of at most ``chunk_size`` characters (after stripping) is one chunk, kept whole. A longer one
   is split inside its own range by the recursive rules (``chunk_size``, ``chunk_overlap``, the separators
-  of reference 003); every part carries the section's heading metadata.
+  of the Chroma RAG); every part carries the section's heading metadata.
 - Metadata: ``title`` (the heading text), ``header_level`` (1-6; 0 before the first heading),
   ``parent_section`` (the ancestors' titles joined with " > "), ``heading_path`` (ancestors + title),
   ``section_part`` / ``section_parts``.
 
-Defaults: reference 001 sets documentation chunks to 500 tokens with 50 overlap; at about four characters a
+Defaults: the GWI spec sets documentation chunks to 500 tokens with 50 overlap; at about four characters a
 token that is ``chunk_size: 2000`` and ``chunk_overlap: 200`` characters. Size limit: as ``recursive``
 (at most ``chunk_size`` unless a piece holds no separator).
 """
@@ -24,21 +24,24 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from kbench.chunking.recursive import REFERENCE_003_SEPARATORS, RecursiveParams, recursive_spans
+from kbench.chunking.recursive import CHROMA_RAG_SEPARATORS, RecursiveParams, recursive_spans
 from kbench.chunking.registry import CHUNKERS
 from kbench.chunking.spans import make_chunks, strip_span
 from kbench.records import Chunk, Document
-from kbench.registry import StrictModel
+from kbench.registry import StrictModel, in_unit
 
 ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 class MarkdownParams(StrictModel):
-    max_depth: int = Field(3, ge=1, le=6, description="headings of this level or shallower start a section")
-    chunk_size: int = Field(2000, ge=1, description="characters; longer sections are split")
-    chunk_overlap: int = Field(200, ge=0, description="characters repeated between parts of a long section")
-    separators: list[str] = Field(default_factory=lambda: list(REFERENCE_003_SEPARATORS), min_length=1,
+    max_depth: int = Field(3, ge=1, le=6, description="headings of this level or shallower start a section",
+                           json_schema_extra=in_unit("heading level"))
+    chunk_size: int = Field(2000, ge=1, description="characters; longer sections are split",
+                            json_schema_extra=in_unit("characters"))
+    chunk_overlap: int = Field(200, ge=0, description="characters repeated between parts of a long section",
+                               json_schema_extra=in_unit("characters"))
+    separators: list[str] = Field(default_factory=lambda: list(CHROMA_RAG_SEPARATORS), min_length=1,
                                   description="separators for splitting long sections, tried in order")
     merge_heading_only: bool = Field(True, description="join a heading-only section to the next section")
 

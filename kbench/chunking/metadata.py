@@ -1,4 +1,4 @@
-"""Per-chunk text metadata, as reference 000's extract_metadata stores it with every chunk.
+"""Per-chunk text metadata, as Archon's extract_metadata stores it with every chunk.
 
 The reference shows the stored fields (``headers`` such as ``"# Authentication"``, ``word_count``,
 ``has_code``, ``has_links``) but not the function body, so the rules below are kbench's reading:

@@ -1,4 +1,4 @@
-"""``paragraph``: one chunk per paragraph (reference 001's paragraph strategy).
+"""``paragraph``: one chunk per paragraph (the GWI spec's paragraph strategy).
 
 Paragraphs are the text between blank lines (a line holding only whitespace counts as blank). A
 paragraph shorter than ``min_chars`` is joined with the following ones while the joined range stays within

@@ -1,4 +1,4 @@
-"""``recursive``: reference 003's recursive text splitter (1000/200; paragraphs, lines, sentences, words).
+"""``recursive``: the Chroma RAG's recursive text splitter (1000/200; paragraphs, lines, sentences, words).
 
 It behaves like LangChain's ``RecursiveCharacterTextSplitter`` (the tests compare chunk texts with it on
 real text), but works on spans, so every chunk's offsets are exact instead of found again by searching:
@@ -26,15 +26,17 @@ from pydantic import Field, model_validator
 from kbench.chunking.registry import CHUNKERS
 from kbench.chunking.spans import Span, span_chunks, strip_span
 from kbench.records import Chunk, Document
-from kbench.registry import StrictModel
+from kbench.registry import StrictModel, in_unit
 
-REFERENCE_003_SEPARATORS = ["\n\n", "\n", ". ", " "]
+CHROMA_RAG_SEPARATORS = ["\n\n", "\n", ". ", " "]
 
 
 class RecursiveParams(StrictModel):
-    chunk_size: int = Field(1000, ge=1, description="characters per chunk at most (see the size limit)")
-    chunk_overlap: int = Field(200, ge=0, description="characters of the previous chunk repeated, at most")
-    separators: list[str] = Field(default_factory=lambda: list(REFERENCE_003_SEPARATORS), min_length=1,
+    chunk_size: int = Field(1000, ge=1, description="characters per chunk at most (see the size limit)",
+                            json_schema_extra=in_unit("characters"))
+    chunk_overlap: int = Field(200, ge=0, description="characters of the previous chunk repeated, at most",
+                               json_schema_extra=in_unit("characters"))
+    separators: list[str] = Field(default_factory=lambda: list(CHROMA_RAG_SEPARATORS), min_length=1,
                                   description="literal separators, tried in order; '' splits characters")
     keep_separator: Literal["start", "end", "none"] = Field(
         "start", description="the separator begins the next piece (LangChain default), ends the last, or is dropped")
@@ -125,5 +127,5 @@ def recursive_spans(text: str, lo: int, hi: int, params: RecursiveParams,
 
 @CHUNKERS.register("recursive", RecursiveParams)
 def recursive_chunks(document: Document, params: RecursiveParams) -> list[Chunk]:
-    """Reference 003's recursive splitter: paragraphs, lines, sentences, words; 1000 chars, 200 overlap."""
+    """The Chroma RAG's recursive splitter: paragraphs, lines, sentences, words; 1000 chars, 200 overlap."""
     return span_chunks(document, recursive_spans(document.text, 0, len(document.text), params))

@@ -1,4 +1,4 @@
-"""``smart``: reference 000's smart_chunk_text (Archon), rule for rule, with exact offsets.
+"""``smart``: Archon's smart_chunk_text, rule for rule, with exact offsets.
 
 The algorithm walks the text in windows of ``chunk_size`` characters:
 - If the rest of the text fits in a window, it is the last chunk.
@@ -37,13 +37,16 @@ from pydantic import Field
 from kbench.chunking.registry import CHUNKERS
 from kbench.chunking.spans import Span, make_chunks, strip_span
 from kbench.records import Chunk, Document
-from kbench.registry import StrictModel
+from kbench.registry import StrictModel, in_unit
 
 
 class SmartParams(StrictModel):
-    chunk_size: int = Field(600, ge=1, description="characters per window before stripping and merging")
-    break_threshold: float = Field(0.3, ge=0, le=1, description="a break must lie past this fraction of the window")
-    merge_below: int = Field(200, ge=0, description="characters; shorter chunks absorb the following ones")
+    chunk_size: int = Field(600, ge=1, description="characters per window before stripping and merging",
+                            json_schema_extra=in_unit("characters"))
+    break_threshold: float = Field(0.3, ge=0, le=1, description="a break must lie past this fraction of the window",
+                                   json_schema_extra=in_unit("share of the window"))
+    merge_below: int = Field(200, ge=0, description="characters; shorter chunks absorb the following ones",
+                             json_schema_extra=in_unit("characters"))
 
 
 def smart_spans(text: str, params: SmartParams) -> list[Span]:
@@ -94,6 +97,6 @@ def merge_small(text: str, spans: list[Span], merge_below: int) -> list[tuple[in
 
 @CHUNKERS.register("smart", SmartParams)
 def smart_chunks(document: Document, params: SmartParams) -> list[Chunk]:
-    """Reference 000's smart_chunk_text: 600-char windows cut at fence/paragraph/sentence, small ones merged."""
+    """Archon's smart_chunk_text: 600-char windows cut at fence/paragraph/sentence, small ones merged."""
     merged = merge_small(document.text, smart_spans(document.text, params), params.merge_below)
     return make_chunks(document, ((s, e, t, {"merged_pieces": n}) for s, e, t, n in merged))

@@ -15,7 +15,7 @@ from kbench.trace import StageTimer
 
 
 def chunk_document(document: Document, config: ChunkingConfig, params=None) -> list[Chunk]:
-    """One document's chunks with reference 000's text metadata, the chunker's name and its knobs."""
+    """One document's chunks with Archon's text metadata, the chunker's name and its knobs."""
     params = config.params if params is None else params
     chunks = CHUNKERS.get(config.strategy).impl(document, params)
     knobs = params.model_dump()

@@ -11,12 +11,14 @@ from kbench.cli import notebooks_cmd
 from kbench.cli import runs_cmd, ui_cmd
 from kbench.cli import serve_cmd
 from kbench.cli import judge_cmd
+from kbench.cli import list_cmd
 from kbench.cli import store_cmd
+from kbench.cli.console import quiet_libraries, show_notes_plainly
 from kbench.cli.errors import report_errors
 
 # Each module has add_parser(subparsers); a parser's ``func(args) -> int`` does the work.
 COMMAND_MODULES = [run_cmd, datasets_cmd, models_cmd, chunk_cmd, cache_cmd, sweep_cmd, compare_cmd, gate_cmd,
-                   notebooks_cmd, runs_cmd, serve_cmd, judge_cmd, store_cmd, ui_cmd]
+                   notebooks_cmd, runs_cmd, serve_cmd, judge_cmd, store_cmd, ui_cmd, list_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,9 +42,12 @@ def console_main() -> int:
 
     SIGPIPE's default action kills the process, so it is set only here, never in ``main``: a process that
     calls ``main`` in-process (pytest, a notebook kernel) and also serves sockets from threads would be
-    killed silently the first time a peer hangs up.
+    killed silently the first time a peer hangs up. The libraries' bars and INFO lines are quieted, and kbench's
+    notes shown as ``kbench: note: ...``, here too (cli/console.py).
     """
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    quiet_libraries()
+    show_notes_plainly()
     return main()
 
 

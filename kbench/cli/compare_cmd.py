@@ -99,7 +99,6 @@ def _quiet_mlflow() -> None:
 
 
 def run_compare(args) -> int:
-
     _quiet_mlflow()
     if args.sets:
         if args.sweep or args.runs:
@@ -293,7 +292,7 @@ def metric_table(comparison, metric: str, test: str, thin: set[str] = frozenset(
         rows.append([rank.rank, rank.config + (" (baseline)" if r["baseline"] else "")
                      + (" †" if rank.config in thin else ""), r["mean"], r["ci_low"],
                      r["ci_high"], vs_best, "–" if r["baseline"] else f"{r['diff']:+.4f}",
-                     "–" if r["baseline"] else f"{r['effect_size']:.2f}", format_p(r[f"p_{test}"]),
+                     "–" if r["baseline"] else f"{r['effect_size']:.4f}", format_p(r[f"p_{test}"]),
                      format_p(r["p_adjusted"]), "yes" if r["significant"] else ""])
     return ["#", metric, "mean", "ci_low", "ci_high", "vs best", "Δ baseline", "d", f"p_{test}", "p_adj", "sig"], rows
 

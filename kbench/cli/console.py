@@ -1,7 +1,15 @@
-"""What the libraries kbench drives may print: set before they are imported (they read these at import)."""
+"""What the libraries kbench drives may print, and how kbench's own notes look on the console.
+
+Set before the libraries are imported where they read these at import. Only known noise is silenced, each at its
+source: progress bars kbench replaces with its own (kbench/progress.py), INFO chatter; never warnings at large.
+"""
 from __future__ import annotations
 
 import os
+import sys
+import warnings
+
+from kbench.errors import KbenchDeprecationWarning, KbenchNote
 
 
 def quiet_libraries(progress_bars: bool = True) -> None:
@@ -13,3 +21,18 @@ def quiet_libraries(progress_bars: bool = True) -> None:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     if not progress_bars:
         os.environ["TQDM_DISABLE"] = "1"
+
+
+def show_notes_plainly() -> None:
+    """kbench's own notes (a renamed key, a knob left out) as ``kbench: note: ...`` on stderr; every other warning
+    is shown as Python shows it. Installed by the ``kbench`` script only: a process that calls ``main`` keeps its
+    own warning display."""
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, (KbenchNote, KbenchDeprecationWarning)):
+            print(f"kbench: note: {message}", file=file or sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from kbench.cli.tables import format_table
 from kbench.datasets.code_qa import build_code_qa
-from kbench.compare.compare import CompareError, load_runs
+from kbench.compare.compare import load_runs
 from kbench.datasets.config import DatasetConfig
 from kbench.datasets.registry import DATASETS, load_dataset
 from kbench.datasets.synthetic import ALL_METHODS, Filters, LLMOptions, build_from_source
-from kbench.evalsets import InspectError, inspect_dataset, log_inspection
+from kbench.evalsets import inspect_dataset, log_inspection
 from kbench.paths import workspace_dir
 from kbench.tracking.mlflow_dataset import publish_questions
 from kbench.tracking.mlflow_run import ensure_experiment, mlflow_client
@@ -165,18 +165,8 @@ def inspect_cmd(args) -> int:
     config = (DatasetConfig(path=args.dataset, split=args.split) if Path(args.dataset).expanduser().is_dir()
               else DatasetConfig(name=args.dataset, split=args.split))
     dataset = load_dataset(config)
-    runs = None
-    if args.runs:
-        try:
-            runs = load_runs(args.runs, args.tracking_uri)[0]
-        except CompareError as e:
-            print(f"kbench: error: {e}", file=sys.stderr)
-            return 2
-    try:
-        result = inspect_dataset(dataset, runs, args.metric)
-    except InspectError as e:
-        print(f"kbench: error: {e}", file=sys.stderr)
-        return 2
+    runs = load_runs(args.runs, args.tracking_uri)[0] if args.runs else None
+    result = inspect_dataset(dataset, runs, args.metric)
     print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.queries)} questions\n")
     print(format_table(["measure", "value"], result.rows()))
     for first, second in result.near_duplicate_examples[:3]:

@@ -7,29 +7,12 @@ from contextlib import contextmanager
 
 from pydantic import ValidationError
 
-from kbench.config import ConfigError
-from kbench.datasets.beir import DatasetError
-from kbench.embedding.models import ModelNotInstalledError
-from kbench.errors import format_error
-from kbench.llm import LLMError
-from kbench.registry import UnknownNameError
-from kbench.runner import RunError
-from kbench.store.duckdb_store import StoreFileError
-from kbench.store.pgserver import PostgresUnavailableError
-from kbench.store.pgvector_store import PostgresUnreachableError, StoreSchemaError
-from kbench.store.sync import StoreDimensionError
-from kbench.sweep.executors import SchedulerUnreachableError
-from kbench.tracking.export import TrecFormatError
-from kbench.tracking.guard import TrackingUnreachableError
-from kbench.tracking.mlflow_export import ExportError
-from kbench.tracking.read import RunReadError
+from kbench.errors import UserError, format_error
 
-USER_ERRORS = (ConfigError, DatasetError, ModelNotInstalledError, UnknownNameError, FileNotFoundError, RunError,
-               RunReadError, TrecFormatError, PermissionError, IsADirectoryError, NotADirectoryError,
-               LLMError,  # an endpoint down, a quota used up, a refused key: what finished is cached
-               StoreFileError, StoreDimensionError, TrackingUnreachableError, SchedulerUnreachableError,
-               PostgresUnreachableError, StoreSchemaError, PostgresUnavailableError,
-               ExportError)  # the run is logged; its traces are not: the message says how to write them
+# Every error a user can fix is a kbench.errors.UserError (a config, a dataset, a model not installed, an endpoint
+# down, a quota used up: what finished is cached); a path the user gave that is missing or not theirs comes from
+# Python itself.
+USER_ERRORS = (UserError, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
 
 # The machine, not the input: what to do about each. Anything else raised as OSError stays a traceback (a bug).
 MOVE = "or set workspace (or KBENCH_WORKSPACE) to another folder"

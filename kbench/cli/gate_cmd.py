@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from kbench.cli.outputs import output_problem
-from kbench.compare.gate import GateError, gate, option_problem, resolve_side
+from kbench.compare.gate import gate, option_problem, resolve_side
 from kbench.evaluation.significance import CORRECTIONS, TESTS
 
 
@@ -45,14 +45,10 @@ def run_gate(args) -> int:
     if problem:  # before either side runs: a run is minutes, a typo is not worth them
         print(f"kbench: error: {problem}", file=sys.stderr)
         return 2
-    try:
-        sides = [resolve_side(spec, tracking_uri=args.tracking_uri, reuse=not args.no_reuse, say=say)
-                 for spec in (args.baseline, args.candidate)]
-        result = gate(*sides, metrics=args.metrics, margin=args.margin, test=args.test,
-                      correction=args.correction, alpha=args.alpha, allow_dataset_change=args.allow_dataset_change)
-    except GateError as e:
-        print(f"kbench: error: {e}", file=sys.stderr)
-        return 2
+    sides = [resolve_side(spec, tracking_uri=args.tracking_uri, reuse=not args.no_reuse, say=say)
+             for spec in (args.baseline, args.candidate)]
+    result = gate(*sides, metrics=args.metrics, margin=args.margin, test=args.test,
+                  correction=args.correction, alpha=args.alpha, allow_dataset_change=args.allow_dataset_change)
     verdict = json.dumps(result.as_dict(), indent=2)
     if args.json == "-":
         print(verdict)

@@ -8,10 +8,8 @@ from pathlib import Path
 from kbench.cli.outputs import output_problem
 from kbench.cli.tables import format_table
 from kbench.judging import calibrate, judge_runs
-from kbench.judging.judge import JudgeError
-from kbench.tracking.read import RunReadError
 from kbench.judging.prompt import GRADES, PROMPT, PROMPT_SHA256
-from kbench.llm import Endpoint, LLMClient, LLMError, LLMPolicy
+from kbench.llm import Endpoint, LLMClient, LLMPolicy
 from kbench.paths import workspace_dir
 from kbench.tracking.mlflow_feedback import log_judge_feedback
 
@@ -76,15 +74,11 @@ def run_judge(args) -> int:
     endpoint = Endpoint("judge", args.base_url, args.model, args.api_key_env)
     with LLMClient(endpoint, stage="judge", policy=policy, cache_root=workspace_dir(args.workspace) / "cache",
                    cache_params={"prompt_sha256": PROMPT_SHA256}) as client:
-        try:
-            if args.calibrate:
-                return print_calibration(calibrate(args.runs, client, k=args.k, sample=args.sample, seed=args.seed,
-                                                   tracking_uri=args.tracking_uri))
-            report = judge_runs(args.runs, client, k=args.k, out=Path(args.out), tracking_uri=args.tracking_uri,
-                                max_queries=args.max_queries, seed=args.seed)
-        except (JudgeError, RunReadError, LLMError) as e:  # an endpoint that failed, too few usable grades
-            print(f"kbench: error: {e}", file=sys.stderr)
-            return 2
+        if args.calibrate:
+            return print_calibration(calibrate(args.runs, client, k=args.k, sample=args.sample, seed=args.seed,
+                                               tracking_uri=args.tracking_uri))
+        report = judge_runs(args.runs, client, k=args.k, out=Path(args.out), tracking_uri=args.tracking_uri,
+                            max_queries=args.max_queries, seed=args.seed)
     sample = f" (a seeded sample of {report.questions} questions, --max-queries)" if report.sampled else ""
     print(f"pooled {report.pooled} (query, chunk) pairs from the top {args.k} of {len(report.runs)} runs{sample}; "
           f"{report.labeled} already labeled; judged {report.judged} ({report.cache_hits} from the cache), "
@@ -94,7 +88,7 @@ def run_judge(args) -> int:
               "grade; the qrels rest on those (\"partial\": true in the provenance)")
     print("grades: " + ", ".join(f"{g}: {n}" for g, n in report.grades.items()))
     print(log_judge_feedback(f"{args.out}.json", args.tracking_uri, meanings=GRADES, prompt_template=PROMPT).summary())
-    rows = [[name, f"{report.judged_at_k_before[name]:.3f}", f"{report.judged_at_k_after[name]:.3f}"]
+    rows = [[name, f"{report.judged_at_k_before[name]:.4f}", f"{report.judged_at_k_after[name]:.4f}"]
             for name in report.judged_at_k_before]
     print(format_table(["run", f"judged_at_{args.k} before", "after"], rows))
     print(f"wrote {args.out} and {args.out}.json; use it with --set dataset.judged_qrels={args.out} "
@@ -103,7 +97,7 @@ def run_judge(args) -> int:
 
 
 def print_calibration(c) -> int:
-    print(f"calibration on {c.n} labeled pairs ({c.unparsed} answers unparsed): Cohen's kappa {c.kappa:.3f}, "
+    print(f"calibration on {c.n} labeled pairs ({c.unparsed} answers unparsed): Cohen's kappa {c.kappa:.4f}, "
           f"agreement {c.agreement:.1%} (judge grade >= 2 = relevant)")
     rows = [[f"label {gold}", *map(str, c.table[gold])] for gold in (0, 1)]
     print(format_table(["", "judge 0", "judge 1", "judge 2", "judge 3"], rows))

@@ -25,7 +25,7 @@ from kbench.paths import workspace_dir
 from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_export import export_run_folder
 from kbench.tracking.mlflow_feedback import log_judge_feedback
-from kbench.tracking.mlflow_judges import JudgeSetupError, run_mlflow_judges
+from kbench.tracking.mlflow_judges import run_mlflow_judges
 from kbench.tracking.read import (RunReadError, experiment_names, find_run, read_per_query, recent_runs,
                                   tracking_client)
 
@@ -36,6 +36,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("runs", help="list recent runs with their headline metrics; `runs show ID [--misses]` for one")
     p.add_argument("--experiment", metavar="NAME", help="only this MLflow experiment (default: every experiment)")
     p.add_argument("--limit", type=int, default=20, metavar="N", help="newest N runs (default 20)")
+    p.add_argument("--sweeps", action="store_true", help="only sweep parent runs (what `kbench compare --sweep` takes)")
+    p.add_argument("--ids", action="store_true", help="print only the run ids, newest first, one a line (for scripts: "
+                   "RUN=$(kbench runs --ids --limit 1))")
     p.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or <workspace>/mlflow.db)")
     p.set_defaults(func=list_runs)
     runs_sub = p.add_subparsers(dest="runs_command", metavar="show | export-mlflow | mlflow-judge")
@@ -126,7 +129,10 @@ def list_runs(args) -> int:
         print("kbench: error: --limit must be at least 1", file=sys.stderr)
         return 2
     client, uri = _open_store(args.tracking_uri)
-    runs = recent_runs(client, args.experiment, args.limit) if client is not None else []
+    runs = recent_runs(client, args.experiment, args.limit, args.sweeps) if client is not None else []
+    if args.ids:
+        print("\n".join(run.info.run_id for run in runs))
+        return 0
     if not runs:
         print(f"no runs in {uri} yet; log one with: kbench run configs/quickstart.yaml")
         return 0
@@ -266,14 +272,9 @@ def mlflow_judge(args) -> int:
     if (args.max_traces is not None and args.max_traces < 1) or args.concurrency < 1:
         print("kbench: error: --max-traces and --concurrency must be at least 1", file=sys.stderr)
         return 2
-    try:
-        result = run_mlflow_judges(args.run_id, model=args.model, base_url=args.base_url, api_key_env=args.api_key_env,
-                                   scorers=args.scorers, max_traces=args.max_traces, concurrency=args.concurrency,
-                                   max_tokens=args.max_tokens, timeout_s=args.timeout_s,
-                                   tracking_uri=args.tracking_uri)
-    except JudgeSetupError as e:
-        print(f"kbench: error: {e}", file=sys.stderr)
-        return 2
+    result = run_mlflow_judges(args.run_id, model=args.model, base_url=args.base_url, api_key_env=args.api_key_env,
+                               scorers=args.scorers, max_traces=args.max_traces, concurrency=args.concurrency,
+                               max_tokens=args.max_tokens, timeout_s=args.timeout_s, tracking_uri=args.tracking_uri)
     for note in result.notes:
         print(f"note: {note}")
     print(f"MLflow judges on {result.traces} traces of run {result.run_id}: {result.feedback} assessments, "

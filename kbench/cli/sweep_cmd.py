@@ -68,7 +68,7 @@ def run(args) -> int:
         executor = make_executor(args.executor, args.scheduler, args.workers, progress=not args.quiet)
         outcome = run_sweep(plan, executor, reuse=not args.no_reuse, report=not args.no_report,
                             say=lambda line: print(line, flush=True))
-    except (SweepError, ValueError) as e:
+    except ValueError as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 2
     print()

@@ -14,14 +14,16 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+DECIMALS = 4  # every float in every table: metrics, means, seconds alike
+
+
 def column_decimals(values: list[object]) -> int:
-    """Decimals that show a column's floats at about four significant digits: none when every value is whole
-    (488.0 prints 488), four below 1 (0.6123), fewer as the integer part grows (462.9, 12.34)."""
+    """Four decimals for a column of floats (0.6123, 462.9175), none when every value is whole (a count logged as
+    a float, 488.0, prints 488)."""
     floats = [abs(v) for v in values if isinstance(v, float) and math.isfinite(v)]
     if not floats or all(v == round(v) for v in floats):
         return 0
-    biggest = max(floats)
-    return 4 if biggest < 1 else max(1, 4 - len(str(int(biggest))))
+    return DECIMALS
 
 
 def format_number(value: object, decimals: int) -> str:
@@ -30,11 +32,14 @@ def format_number(value: object, decimals: int) -> str:
     return str(value)
 
 
-def format_table(headers: list[str], rows: list[list[object]], numeric: list[bool] | None = None) -> str:
-    """Numbers right-aligned, each float column at about four significant digits (see column_decimals), NaN as
-    "–"; text left-aligned. ``numeric`` right-aligns columns of pre-formatted numbers (e.g. "0.61 *")."""
-    decimals = [column_decimals([row[i] for row in rows]) for i in range(len(headers))]
-    cells = [[format_number(c, decimals[i]) for i, c in enumerate(row)] for row in rows]
+def format_table(headers: list[str], rows: list[list[object]], numeric: list[bool] | None = None,
+                 decimals: int | None = None) -> str:
+    """Numbers right-aligned, floats at four decimals (a column of whole values without; ``decimals`` sets every
+    float column, e.g. 4 for metrics that happen to be whole), NaN as "–"; text left-aligned. ``numeric``
+    right-aligns columns of pre-formatted numbers (e.g. "0.61 *")."""
+    places = [decimals if decimals is not None else column_decimals([row[i] for row in rows])
+              for i in range(len(headers))]
+    cells = [[format_number(c, places[i]) for i, c in enumerate(row)] for row in rows]
     if numeric is None:
         numeric = [bool(rows) and all(_is_number(row[i]) for row in rows) for i in range(len(headers))]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
@@ -57,7 +62,7 @@ def metrics_table(metrics: dict[str, float], level: str) -> str | None:
         return None
     ks = sorted({k for row in grid.values() for k in row})
     rows = [[name, *(grid[name].get(k, float("nan")) for k in ks)] for name in grid]
-    return format_table([f"{level}-level", *(f"@{k}" for k in ks)], rows)
+    return format_table([f"{level}-level", *(f"@{k}" for k in ks)], rows, decimals=DECIMALS)
 
 
 def diagnosis_lines(metrics: dict[str, float]) -> list[str]:
@@ -66,22 +71,22 @@ def diagnosis_lines(metrics: dict[str, float]) -> list[str]:
     lines = []
     shares = {k.removeprefix("miss_share_"): v for k, v in metrics.items() if k.startswith("miss_share_") and v > 0}
     if shares:
-        lines.append("where relevant items ended: " + ", ".join(f"{k} {v:.3f}" for k, v in shares.items()))
+        lines.append("where relevant items ended: " + ", ".join(f"{k} {v:.4f}" for k, v in shares.items()))
     for level in ("chunk", "doc"):
         runs = sorted((int(k.rsplit("_", 1)[1]), k) for k in metrics
                       if k.startswith(f"ceiling_{level}_rerank_ndcg_at_"))
         if runs:
             k = 10 if any(n == 10 for n, _ in runs) else runs[-1][0]
-            lines.append(f"{level} nDCG@{k}: run {metrics.get(f'{level}_ndcg_at_{k}', float('nan')):.3f}, "
-                         f"perfect rerank {metrics[f'ceiling_{level}_rerank_ndcg_at_{k}']:.3f}, "
-                         f"perfect fusion {metrics[f'ceiling_{level}_pool_ndcg_at_{k}']:.3f} "
-                         f"(pool recall {metrics[f'ceiling_{level}_pool_recall']:.3f})")
+            lines.append(f"{level} nDCG@{k}: run {metrics.get(f'{level}_ndcg_at_{k}', float('nan')):.4f}, "
+                         f"perfect rerank {metrics[f'ceiling_{level}_rerank_ndcg_at_{k}']:.4f}, "
+                         f"perfect fusion {metrics[f'ceiling_{level}_pool_ndcg_at_{k}']:.4f} "
+                         f"(pool recall {metrics[f'ceiling_{level}_pool_recall']:.4f})")
             break
     for name in ("span_recall", "doc_recall"):
         budgets = sorted((int(k.rsplit("_", 1)[1]), v) for k, v in metrics.items()
                          if k.startswith(f"{name}_at_budget_"))
         if budgets:
-            lines.append(f"{name} at a token budget: " + ", ".join(f"{n} {v:.3f}" for n, v in budgets))
+            lines.append(f"{name} at a token budget: " + ", ".join(f"{n} {v:.4f}" for n, v in budgets))
     return ([""] + lines) if lines else []
 
 

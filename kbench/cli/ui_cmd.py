@@ -1,7 +1,9 @@
 """kbench ui [--workspace DIR | --tracking-uri URI] [--port N]: MLflow's UI on 127.0.0.1 for a workspace's store.
 
 It runs this venv's MLflow (``python -m mlflow ui``), so it works whether or not ``mlflow`` is on PATH, and
-binds to 127.0.0.1 only. Ctrl-C stops it.
+binds to 127.0.0.1 only. Ctrl-C stops it. One server worker (MLflow starts four by default, each importing
+MLflow: about 50 s on 2 busy cores before the page answers, for a UI one person reads), no access log, and the one
+deprecation MLflow's own server module raises on import (Starlette's WSGI middleware) filtered by its text.
 """
 from __future__ import annotations
 
@@ -26,10 +28,23 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+# What MLflow's server prints that is not for the person at the terminal: known by its text, filtered in the server's
+# processes only (PYTHONWARNINGS reaches the workers uvicorn spawns).
+KNOWN_WARNINGS = ("ignore:starlette.middleware.wsgi is deprecated",)
+
+
 def ui_command(uri: str, port: int = DEFAULT_PORT) -> list[str]:
     """The command line that serves ``uri`` on 127.0.0.1:``port`` with this interpreter's MLflow."""
-    return [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", "127.0.0.1",
-            "--port", str(port)]
+    return [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--registry-store-uri", uri,
+            "--host", "127.0.0.1", "--port", str(port), "--workers", "1", "--uvicorn-opts", "--log-level warning"]
+
+
+def ui_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: the caller's, with MLflow's INFO lines and its known import warning left out."""
+    env = dict(os.environ if environ is None else environ)
+    env.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+    env["PYTHONWARNINGS"] = ",".join(filter(None, [env.get("PYTHONWARNINGS", ""), *KNOWN_WARNINGS]))
+    return env
 
 
 def kbench_program() -> str:
@@ -58,5 +73,5 @@ def run(args) -> int:
         return 2
     print(f"MLflow UI for {uri} on http://127.0.0.1:{args.port} (Ctrl-C stops it)", flush=True)
     command = ui_command(uri, args.port)
-    os.execv(command[0], command)
+    os.execve(command[0], command, ui_environment())
     return 0  # not reached: exec replaces this process

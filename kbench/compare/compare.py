@@ -30,12 +30,13 @@ from kbench.tracking.read import RunReadError, finished_sweep_children, get_run,
 from kbench.evaluation.significance import (TESTS, adjust_p_values, bootstrap_ci, minimum_detectable_difference,
                                             paired_effect_size, paired_t_test, randomization_test,
                                             rank_against_best, wilcoxon_signed_rank)
+from kbench.errors import UserError
 
 NOT_METRICS = ("query_id", "n_results")
 DEFAULT_MEASURES = ("ndcg", "recall", "mrr")
 
 
-class CompareError(ValueError):
+class CompareError(UserError, ValueError):
     pass
 
 

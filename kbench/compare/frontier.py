@@ -20,10 +20,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from kbench.errors import UserError
+
 OPERATORS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt}
 
 
-class FrontierError(ValueError):
+class FrontierError(UserError, ValueError):
     pass
 
 
@@ -94,12 +96,10 @@ def best_under(points: pd.DataFrame, metric: str, constraints: Sequence[Constrai
 
 def plot_frontier(frontier: pd.DataFrame, metric: str, cost: str, path: Path) -> Path:
     """Every config as a point, the frontier as a step line, labelled."""
-    import matplotlib
+    from matplotlib.figure import Figure  # not pyplot: a notebook calling this keeps its own backend
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.subplots()
     off = frontier[~frontier["on_frontier"]]
     on = frontier[frontier["on_frontier"]]
     ax.scatter(off[cost], off[metric], color="#999", label="dominated")
@@ -113,5 +113,4 @@ def plot_frontier(frontier: pd.DataFrame, metric: str, cost: str, path: Path) ->
     ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path

@@ -35,11 +35,12 @@ from kbench.tracking.fingerprint import FINGERPRINT_FILE, run_fingerprint
 from kbench.tracking.mlflow_run import mlflow_client
 from kbench.tracking.read import (RunReadError, artifact_source, find_finished_elsewhere, find_run, read_artifact,
                                   read_per_query, tracking_client)
+from kbench.errors import UserError
 
 CONFIG_SUFFIXES = (".yaml", ".yml")
 
 
-class GateError(ValueError):
+class GateError(UserError, ValueError):
     """Bad input to the gate (exit code 2): a missing run, unknown metric, different datasets, too few queries."""
 
 

@@ -121,7 +121,7 @@ def metric_rows(comparison: Comparison, metric: str) -> list[dict[str, str]]:
 
 def _difference(r) -> str:
     return (f"{r['config']}: {r['metric']} {r['diff']:+.4f} ({r['mean']:.4f} vs baseline "
-            f"{r['mean'] - r['diff']:.4f}), adjusted p = {format_p(r['p_adjusted'])}, d = {r['effect_size']:.2f}")
+            f"{r['mean'] - r['diff']:.4f}), adjusted p = {format_p(r['p_adjusted'])}, d = {r['effect_size']:.4f}")
 
 
 def differences(comparison: Comparison) -> tuple[list[str], list[str]]:
@@ -160,15 +160,12 @@ def header_lines(comparison: Comparison) -> list[str]:
 
 
 def plot_metric_per_config(comparison: Comparison, path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # not pyplot: a notebook calling this keeps its own backend
 
     labels = list(comparison.ranking()["config"])  # best first on the headline metric
     n_metrics = len(comparison.metrics)
-    fig, axes = plt.subplots(1, n_metrics, figsize=(4.2 * n_metrics, 0.45 * len(labels) + 1.6), sharey=True,
-                             squeeze=False)
+    fig = Figure(figsize=(4.2 * n_metrics, 0.45 * len(labels) + 1.6))
+    axes = fig.subplots(1, n_metrics, sharey=True, squeeze=False)
     for ax, metric in zip(axes[0], comparison.metrics):
         rows = comparison.table[comparison.table["metric"] == metric].set_index("config").loc[labels]
         y = np.arange(len(labels))[::-1]
@@ -186,20 +183,17 @@ def plot_metric_per_config(comparison: Comparison, path: Path) -> Path:
                  fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 
 def plot_per_query(comparison: Comparison, other: str, metric: str, path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # not pyplot: a notebook calling this keeps its own backend
 
     a = comparison.scores(comparison.baseline, metric)
     b = comparison.scores(other, metric)
     pairs, counts = np.unique(np.column_stack([a, b]), axis=0, return_counts=True)  # equal points stack up
-    fig, ax = plt.subplots(figsize=(4.8, 4.8))
+    fig = Figure(figsize=(4.8, 4.8))
+    ax = fig.subplots()
     colors = np.where(pairs[:, 1] > pairs[:, 0], "tab:green", np.where(pairs[:, 1] < pairs[:, 0], "tab:red", "tab:gray"))
     ax.scatter(pairs[:, 0], pairs[:, 1], s=18 * counts, c=colors, alpha=0.6, edgecolors="none")
     lo, hi = float(min(a.min(), b.min())), float(max(a.max(), b.max()))
@@ -210,7 +204,6 @@ def plot_per_query(comparison: Comparison, other: str, metric: str, path: Path) 
                  "marker area = number of queries", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 

@@ -24,11 +24,12 @@ from itertools import combinations
 
 import numpy as np
 
+from kbench.errors import UserError
 from kbench.evaluation.agreement import config_means, kendall_tau, tau_interval
 from kbench.evaluation.significance import TESTS, rank_against_best
 
 
-class SetsError(ValueError):
+class SetsError(UserError, ValueError):
     pass
 
 

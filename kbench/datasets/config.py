@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from kbench.registry import StrictModel
+from kbench.registry import StrictModel, in_unit
 
 
 class DatasetConfig(StrictModel):
@@ -14,11 +14,12 @@ class DatasetConfig(StrictModel):
     path: str | None = Field(None, description="a dataset folder (BEIR or span layout); instead of name")
     split: str = Field("test", description="qrels split for BEIR datasets")
     subset: list[str] | None = Field(None, description="span datasets with several corpora: keep these")
-    max_queries: int | None = Field(None, ge=1, description="evaluate a seeded sample of this many queries")
+    max_queries: int | None = Field(None, ge=1, description="evaluate a seeded sample of this many queries",
+                                    json_schema_extra=in_unit("questions"))
     max_documents: int | None = Field(
-        None, ge=1, description="keep every judged document plus a seeded sample up to this many"
-    )
-    seed: int = 0
+        None, ge=1, description="keep every judged document plus a seeded sample up to this many",
+        json_schema_extra=in_unit("documents"))
+    seed: int = Field(0, description="seed of the max_queries and max_documents samples")
     include: list[str] | None = Field(None, description="folder sources: globs of files to take, e.g. ['**/*.md']")
     exclude: list[str] | None = Field(None, description="folder sources: globs to leave out; default: .git, "
                                       "node_modules, dist, build, __pycache__, *.min.js")

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kbench.errors import shorten
+from kbench.errors import UserError, shorten
 from kbench.sources.folder import BROKEN_LINK, OUTSIDE_ROOT, is_inside
 
 
-class DatasetError(ValueError):
+class DatasetError(UserError, ValueError):
     pass
 
 

@@ -8,7 +8,7 @@ from pydantic import Field, field_validator, model_validator
 from kbench.embedding.models import CATALOGUE, fast_backend
 from kbench.embedding.onnx_runtime import Precision
 from kbench.embedding.registry import EMBEDDING_PROVIDERS
-from kbench.registry import StrictModel
+from kbench.registry import StrictModel, in_unit
 
 # "fast" is an alias, resolved to one of the others before validation (_resolve_fast): listed so a wrong value's
 # message names it, never stored
@@ -30,16 +30,20 @@ class EmbeddingConfig(StrictModel):
     precision: Precision = Field("auto", description="backend openvino: the float precision it computes in; auto: "
                                                      "OpenVINO's choice (bf16 on a CPU with bf16 instructions, "
                                                      "else f32); f32: vectors that match torch's")
-    batch_size: int = Field(64, ge=1, description="texts per encode call")
-    threads: int | None = Field(None, ge=1, description="intra-op threads for batch encoding; default: the runtime's")
+    batch_size: int = Field(64, ge=1, description="texts per encode call", json_schema_extra=in_unit("texts"))
+    threads: int | None = Field(None, ge=1, description="intra-op threads for batch encoding; default: the runtime's",
+                                json_schema_extra=in_unit("threads"))
     query_threads: int | None = Field(1, ge=1, description="intra-op threads for encoding one query (latency); "
-                                      "1: waking more threads costs more than they save on a short text")
+                                      "1: waking more threads costs more than they save on a short text",
+                                      json_schema_extra=in_unit("threads"))
     normalize: bool = Field(True, description="L2-normalize so inner product = cosine")
     dimension: int | None = Field(None, ge=1, description="keep the first N dims (Matryoshka), renormalized; "
-                                                          "openai: the API's `dimensions`")
-    max_seq_length: int | None = Field(None, ge=8, description="tokens; default: the model's own")
-    query_prefix: str = ""
-    document_prefix: str = ""
+                                                          "openai: the API's `dimensions`",
+                                                          json_schema_extra=in_unit("dimensions"))
+    max_seq_length: int | None = Field(None, ge=8, description="tokens; default: the model's own",
+                                       json_schema_extra=in_unit("tokens"))
+    query_prefix: str = Field("", description="text put before every query (e5-style models: 'query: ')")
+    document_prefix: str = Field("", description="text put before every chunk (e5-style models: 'passage: ')")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint, provider=openai")
     api_key_env: str = Field("OPENAI_API_KEY", description="name of the env var holding the key (never the key)")
 

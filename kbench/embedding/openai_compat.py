@@ -6,7 +6,7 @@ environment variable named by ``embedding.api_key_env``; it is never stored in t
 to MLflow. Vectors are cached by the embedding stage's own cache (kbench.cache.EmbeddingCache), so the
 client caches nothing here.
 
-``encode_report`` returns successes and failures apart (reference 000's EmbeddingBatchResult); the
+``encode_report`` returns successes and failures apart (Archon's EmbeddingBatchResult); the
 embedding stage caches the successes and records each failed row, and a failed text never gets a vector.
 """
 from __future__ import annotations

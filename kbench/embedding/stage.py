@@ -13,6 +13,7 @@ from kbench.embedding.onnx_runtime import computes_in, openvino_computes_in
 from kbench.embedding.registry import EMBEDDING_PROVIDERS, Encoder, ReportingEncoder
 from kbench.hashing import sha256_text
 from kbench.llm import stop_error
+from kbench.progress import Progress
 from kbench.paths import exports_dir
 
 
@@ -101,8 +102,10 @@ class CachedEmbedder:
     def _finish(self, vectors: np.ndarray) -> np.ndarray:
         return l2_normalize(vectors) if self.config.normalize else vectors
 
-    def embed(self, texts: list[str], progress: bool = False) -> EmbeddingResult:
-        return self._embed_prefixed([self.config.document_prefix + t for t in texts], progress)
+    def embed(self, texts: list[str], progress: bool = False, stage: str = "embed") -> EmbeddingResult:
+        """Vectors of ``texts`` (cached ones read, the rest computed); ``progress`` shows the texts computed under
+        the name ``stage``."""
+        return self._embed_prefixed([self.config.document_prefix + t for t in texts], progress, stage)
 
     @property
     def needs_calibration(self) -> bool:
@@ -120,7 +123,7 @@ class CachedEmbedder:
             self.fingerprint = {**self.fingerprint, "calibration": self.encoder.calibrate(prefixed)}
             self.cache = EmbeddingCache(self.cache_root, self.fingerprint)
 
-    def _embed_prefixed(self, prefixed: list[str], progress: bool = False) -> EmbeddingResult:
+    def _embed_prefixed(self, prefixed: list[str], progress: bool = False, stage: str = "embed") -> EmbeddingResult:
         self._calibrate(prefixed)
         hashes = [sha256_text(t) for t in prefixed]
         found = self.cache.get_many(hashes)
@@ -131,36 +134,31 @@ class CachedEmbedder:
         failed_hashes: dict[str, str] = {}
         # longest first: each block, and each batch inside it, then pads to texts of about the same length
         pending = sorted(todo.items(), key=lambda item: -len(item[1]))
-        blocks = range(0, len(pending), self.CACHE_BLOCK)
-        if progress and len(blocks) > 1:
-            from tqdm.auto import tqdm
-
-            blocks = tqdm(blocks, desc=f"embedding {len(pending)} texts", unit="block")
-        for start in blocks:
-            # one cache shard per block: a run killed mid-way keeps what it already embedded
-            block = pending[start : start + self.CACHE_BLOCK]
-            keys, batch_texts = [k for k, _ in block], [t for _, t in block]
-            if isinstance(self.encoder, ReportingEncoder):  # an API: successes and failures apart
-                report = self.encoder.encode_report(batch_texts)
-                failed_hashes.update({keys[f.index]: f.error for f in report.failed_items})
-                if report.embeddings:
-                    ok = [keys[i] for i in report.indices]
-                    vectors = self._finish(np.stack(report.embeddings).astype(np.float32))
-                    self.cache.put_many(ok, vectors)
-                    found.update(zip(ok, vectors))
-                if report.stopped is not None:  # quota or endpoint gone: stop now, what finished is cached
-                    raise stop_error("embedding", report.stopped, len(found), len(hashes))
-                continue
-            try:
-                computed = self._finish(self.encoder.encode(batch_texts, progress=progress and len(pending) <= self.CACHE_BLOCK))
-            except Exception as e:  # keep going: record failures, never store a zero vector
-                failed_hashes.update({k: f"{type(e).__name__}: {e}" for k in keys})
-                continue
-            bad = ~np.isfinite(computed).all(axis=1) | (np.abs(computed).sum(axis=1) == 0)
-            good_keys = [k for k, b in zip(keys, bad) if not b]
-            failed_hashes.update({k: "zero or non-finite vector" for k, b in zip(keys, bad) if b})
-            self.cache.put_many(good_keys, computed[~bad])
-            found.update({k: v for k, v, b in zip(keys, computed, bad) if not b})
+        with Progress(stage, len(pending), "texts", enabled=progress and bool(pending)) as bar:
+            for start in range(0, len(pending), self.CACHE_BLOCK):
+                # one cache shard per block: a run killed mid-way keeps what it already embedded
+                block = pending[start : start + self.CACHE_BLOCK]
+                keys = [k for k, _ in block]
+                if isinstance(self.encoder, ReportingEncoder):  # an API: successes and failures apart
+                    report = self.encoder.encode_report([t for _, t in block])
+                    failed_hashes.update({keys[f.index]: f.error for f in report.failed_items})
+                    if report.embeddings:
+                        ok = [keys[i] for i in report.indices]
+                        vectors = self._finish(np.stack(report.embeddings).astype(np.float32))
+                        self.cache.put_many(ok, vectors)
+                        found.update(zip(ok, vectors))
+                    bar.advance(len(block))
+                    if report.stopped is not None:  # quota or endpoint gone: stop now, what finished is cached
+                        raise stop_error("embedding", report.stopped, len(found), len(hashes))
+                    continue
+                computed = self._encode_block([t for _, t in block], keys, failed_hashes, bar)
+                if computed is None:
+                    continue
+                bad = ~np.isfinite(computed).all(axis=1) | (np.abs(computed).sum(axis=1) == 0)
+                good_keys = [k for k, b in zip(keys, bad) if not b]
+                failed_hashes.update({k: "zero or non-finite vector" for k, b in zip(keys, bad) if b})
+                self.cache.put_many(good_keys, computed[~bad])
+                found.update({k: v for k, v, b in zip(keys, computed, bad) if not b})
         dim = next(iter(found.values())).shape[0] if found else (self.dimension or 1)
         vectors = np.zeros((len(prefixed), dim), dtype=np.float32)
         failed: dict[int, str] = {}
@@ -170,6 +168,22 @@ class CachedEmbedder:
             else:
                 failed[row] = failed_hashes.get(h, "not embedded")
         return EmbeddingResult(vectors, failed, cache_hits=len(set(hashes)) - len(todo), cache_misses=len(todo))
+
+    def _encode_block(self, texts: list[str], keys: list[str], failed: dict[str, str],
+                      bar: Progress) -> np.ndarray | None:
+        """One block's vectors, encoded a batch at a time so the stage's progress moves with each batch (the
+        encoders' own bars stay off); a batch that raises fails the whole block, recorded, never a zero vector."""
+        size = self.config.batch_size
+        parts = []
+        try:
+            for start in range(0, len(texts), size):
+                parts.append(self.encoder.encode(texts[start : start + size]))
+                bar.advance(len(parts[-1]))
+        except Exception as e:  # keep going: record failures, never store a zero vector
+            failed.update({k: f"{type(e).__name__}: {e}" for k in keys})
+            bar.advance(len(texts) - sum(len(p) for p in parts))
+            return None
+        return self._finish(np.concatenate(parts)) if parts else None
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         """One query is always encoded: it is the latency path (``embedding.query_threads``), and an ad-hoc

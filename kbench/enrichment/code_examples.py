@@ -1,6 +1,6 @@
-"""Archon's code-example index ("agentic RAG", references 000 and 002): code blocks with an LLM summary each.
+"""Archon's code-example index ("agentic RAG"): code blocks with an LLM summary each.
 
-Extraction is reference 002's rule, applied to every document's text as production applies it to a crawled
+Extraction is the Archon replication guide's rule, applied to every document's text as production applies it to a crawled
 page: the pattern ```` ```(\\w+)?\\n(.*?)\\n``` ```` (non-greedy, across lines), a block kept when its code
 (between the fences, fences and newlines excluded) is longer than ``min_code_chars`` (250), its language the
 fence's word or ``unknown``. The pattern's quirks are kept, as production has them:
@@ -33,7 +33,7 @@ from kbench.llm import Endpoint, LLMClient, LLMError, LLMPolicy, UsageMeter
 from kbench.records import Chunk, Document
 
 CODE_EXAMPLE_UNIT = "code_example"  # Chunk.unit of a code example: ids read "<doc>#code_example:<n>"
-FENCED_BLOCK = re.compile(r"```(\w+)?\n(.*?)\n```", re.DOTALL)  # reference 002's pattern, quirks and all
+FENCED_BLOCK = re.compile(r"```(\w+)?\n(.*?)\n```", re.DOTALL)  # the Archon replication guide's pattern, quirks and all
 UNKNOWN_LANGUAGE = "unknown"
 
 # kbench's own wording of production's request: what the code does and when to use it, in a few sentences.

@@ -6,38 +6,40 @@ from typing import Literal
 
 from pydantic import Field
 
-from kbench.registry import StrictModel
+from kbench.registry import StrictModel, in_unit
 
 
 class CodeExamplesConfig(StrictModel):
-    """Archon's code-example index (references 000 and 002, "agentic RAG"): fenced code blocks of the pages,
+    """Archon's code-example index ("agentic RAG"): fenced code blocks of the pages,
     each with an LLM summary, in a second collection the ``code_examples`` leg searches."""
 
-    enabled: bool = False
+    enabled: bool = Field(False, description="build the index (a leg must search it: code_examples)")
     min_code_chars: int = Field(250, ge=0, description="keep a block whose code is longer than this many "
                                                         "characters (production: > 250)")
     summary: Literal["llm", "none"] = Field(
         "llm", description="llm: an LLM summary of each block, embedded with its code (production); none: the code "
                            "alone (no endpoint needed)")
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
+    base_url: str | None = Field(None, description="OpenAI-compatible chat endpoint; default OPENAI_BASE_URL")
+    model: str | None = Field(None, description="chat model name at that endpoint")
+    api_key_env: str = Field("OPENAI_API_KEY", description="name of the env var holding the key (never the key)")
     prompt_code_chars: int = Field(1500, ge=1, description="leading characters of the code shown to the LLM")
     context_chars: int = Field(0, ge=0, description="page text shown before and after the block (0: the code "
-                                                    "alone, as reference 002's generate_code_summary(code))")
+                                                    "alone, as the Archon replication guide's generate_code_summary(code))")
     max_tokens: int = Field(100, ge=1, description="the summary's length limit in tokens")
-    concurrency: int = Field(4, ge=1, description="LLM requests in flight at once")
+    concurrency: int = Field(4, ge=1, description="LLM requests in flight at once",
+                             json_schema_extra=in_unit("requests"))
 
 
 class EnrichmentConfig(StrictModel):
-    """Contextual embeddings (reference 000/002): an LLM situates each chunk in its document."""
+    """Contextual embeddings (Archon and the Archon replication guide): an LLM situates each chunk in its document."""
 
-    enabled: bool = False
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
+    enabled: bool = Field(False, description="embed each chunk with an LLM's note situating it in its document")
+    base_url: str | None = Field(None, description="OpenAI-compatible chat endpoint; default OPENAI_BASE_URL")
+    model: str | None = Field(None, description="chat model name at that endpoint")
+    api_key_env: str = Field("OPENAI_API_KEY", description="name of the env var holding the key (never the key)")
     document_chars: int = Field(5000, ge=1, description="leading characters of the document shown to the LLM")
-    max_tokens: int = 200
-    concurrency: int = Field(4, ge=1, description="LLM requests in flight at once")
+    max_tokens: int = Field(200, ge=1, description="the context note's length limit")
+    concurrency: int = Field(4, ge=1, description="LLM requests in flight at once",
+                             json_schema_extra=in_unit("requests"))
     code_examples: CodeExamplesConfig = Field(default_factory=CodeExamplesConfig,
                                               description="the code-example index (kbench/enrichment/code_examples.py)")

@@ -1,4 +1,4 @@
-"""Contextual embeddings (reference 000 §3, reference 002's prompt): an LLM situates each chunk in its document.
+"""Contextual embeddings (Archon §3, the Archon replication guide's prompt): an LLM situates each chunk in its document.
 
 For each chunk the LLM sees the document's first ``document_chars`` characters (5,000 in production) and
 the chunk, and answers with a short context; the text embedded is ``context + "\\n---\\n" + chunk``.
@@ -27,7 +27,7 @@ from kbench.enrichment.config import EnrichmentConfig
 from kbench.llm import Endpoint, LLMClient, LLMError, LLMPolicy, UsageMeter
 from kbench.records import Chunk, Document
 
-# Reference 002's contextual-embedding prompt, as production sends it (one user message).
+# The Archon replication guide's contextual-embedding prompt, as production sends it (one user message).
 CONTEXT_PROMPT = (
     "<document>\n{document}\n</document>\n"
     "<chunk>\n{chunk}\n</chunk>\n"

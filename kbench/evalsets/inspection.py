@@ -38,6 +38,7 @@ from kbench.datasets.synthetic.leakage import (STRATA_OVERLAP, STRATA_RANK, Pass
 from kbench.evaluation.significance import minimum_detectable_difference
 from kbench.records import Dataset
 from kbench.tracking.mlflow_run import ensure_experiment, flatten, log_finished_run, mlflow_client
+from kbench.errors import UserError
 
 
 # Where a reading changes (a reading aid, not a test). A set is lexical when BM25 alone finds the gold passage
@@ -155,8 +156,8 @@ class Inspection:
         rows = [["questions", str(self.questions)],
                 ["documents with a question", f"{self.documents_with_question} of {self.documents} "
                                               f"({self.documents_with_question / max(self.documents, 1):.0%})"],
-                ["Gini of questions per document", f"{self.gini_questions_per_document:.3f}"],
-                ["references per question (mean, max)", f"{self.references_per_question['mean']:.2f}, "
+                ["Gini of questions per document", f"{self.gini_questions_per_document:.4f}"],
+                ["references per question (mean, max)", f"{self.references_per_question['mean']:.4f}, "
                                                         f"{self.references_per_question['max']:.0f}"],
                 ["reference length, chars (p10 / p50 / p90)", pct(self.span_chars)],
                 ["question length, words (p10 / p50 / p90)", pct(self.question_words)],
@@ -166,7 +167,7 @@ class Inspection:
                  + f" (median rank {self.leakage_median_rank:.0f})"],
                 ["leakage: word overlap " + ", ".join(lbl for _, _, lbl in STRATA_OVERLAP),
                  ", ".join(str(self.leakage_overlap.get(lbl, 0)) for _, _, lbl in STRATA_OVERLAP)
-                 + f" (mean {self.leakage_mean_overlap:.2f})"]]
+                 + f" (mean {self.leakage_mean_overlap:.4f})"]]
         if self.runs:
             n = max(self.questions, 1)
             rows += [[f"saturated on {self.metric} over {len(self.runs)} runs: all right, all wrong",
@@ -238,7 +239,7 @@ def sample_questions(queries: list, gold: dict[str, list[tuple[str, int, int]]],
     return out
 
 
-class InspectError(ValueError):
+class InspectError(UserError, ValueError):
     pass
 
 

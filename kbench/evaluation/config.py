@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from kbench.errors import shorten
 from kbench.evaluation.measures import Measure, parse_measure
-from kbench.registry import StrictModel
+from kbench.registry import StrictModel, in_unit
 
 MAX_K = 1_000_000  # a cutoff beyond any corpus kbench ranks; a bigger one is a typo (and overflows int64 plots)
 
@@ -17,7 +17,9 @@ MAX_K = 1_000_000  # a cutoff beyond any corpus kbench ranks; a bigger one is a 
 class OverlapRule(StrictModel):
     """When does a chunk count as relevant to a reference span (span datasets)?"""
 
-    rule: Literal["any", "min_chars", "min_fraction"] = "any"
+    rule: Literal["any", "min_chars", "min_fraction"] = Field(
+        "any", description="any: one shared character; min_chars: at least value characters; min_fraction: at least "
+        "value of the reference")
     value: float = Field(0, ge=0, description="characters (min_chars) or fraction of the reference (min_fraction)")
 
     @model_validator(mode="after")
@@ -41,21 +43,24 @@ class RagasLLMConfig(StrictModel):
 
 
 class EvaluationConfig(StrictModel):
-    k: list[int] = Field(default_factory=lambda: [1, 3, 5, 10], min_length=1)
+    k: list[int] = Field(default_factory=lambda: [1, 3, 5, 10], min_length=1,
+                         description="cut-offs: every metric at each (doc_ndcg_at_10, ...)",
+                         json_schema_extra=in_unit("ranks"))
     level: Literal["auto", "document", "chunk"] = Field(
         "auto", description="document: qrels on doc ids; chunk: relevance from span overlap; auto picks"
     )
     overlap: OverlapRule = Field(default_factory=OverlapRule)
     budgets: list[int] = Field(
         default_factory=list, description="token budgets (e.g. [500, 1000, 2000, 4000]): *_at_budget_<n> metrics "
-                                          "keep ranked chunks until n tokens are spent (kbench.evaluation.budgets)")
+                                          "keep ranked chunks until n tokens are spent (kbench.evaluation.budgets)",
+                                          json_schema_extra=in_unit("tokens"))
     budget_tokenizer: str | None = Field(
         None, description="whose tokenizer counts budget tokens (kbench models list); default: embedding.model")
     miss_attribution: bool = Field(
         True, description="per query and relevant item, the stage where it was lost (miss_stage, miss_share_*) "
                           "and the oracle ceilings (ceiling_*)")
     miss_k: int | None = Field(None, ge=1, le=MAX_K, description="the cutoff a relevant item must reach to count as a hit; "
-                                                        "default: the largest k")
+                                                        "default: the largest k", json_schema_extra=in_unit("rank"))
     slices: list[str] = Field(
         default_factory=list, description="per-query slice columns: doc_type, corpus, query_length, "
                                           "query.<metadata field>, doc.<metadata field> (kbench.evaluation.slices)")
@@ -81,7 +86,8 @@ class EvaluationConfig(StrictModel):
     def measures(self) -> list[Measure]:
         return [parse_measure(name) for name in self.metrics]
     ragas: list[RagasMetric] = Field(default_factory=list, description="ragas context metrics (kbench.evaluation.ragas_eval)")
-    ragas_k: int | None = Field(None, ge=1, le=MAX_K, description="top chunks handed to ragas; default: the largest k")
+    ragas_k: int | None = Field(None, ge=1, le=MAX_K, description="top chunks handed to ragas; default: the largest k",
+                                json_schema_extra=in_unit("chunks"))
     ragas_llm: RagasLLMConfig = Field(default_factory=RagasLLMConfig)
 
     @field_validator("k")

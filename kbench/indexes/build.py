@@ -106,7 +106,7 @@ def embed_units(name: str, made: Units, embedder: CachedEmbedder, log: BuildLog,
     """Embed through the cache, timed and counted (the run's chunks as ``embed``/``embeddings_*``)."""
     own = name == CHUNK
     with log.timer.stage("embed" if own else "embed_units"):
-        embedded = embedder.embed(made.embed_texts(), progress=progress)
+        embedded = embedder.embed(made.embed_texts(), progress=progress, stage="embed" if own else f"embed {name}")
     prefix = "" if own else f"units_{name}_"
     log.counts.update({f"{prefix}embeddings_computed": embedded.cache_misses,
                        f"{prefix}embeddings_cached": embedded.cache_hits,

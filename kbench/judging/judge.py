@@ -37,6 +37,7 @@ from kbench.judging.prompt import PROMPT_SHA256, judge_prompt, parse_grade
 from kbench.llm import ChatBatchResult, LLMClient, stop_error
 from kbench.paths import workspace_dir
 from kbench.pipeline import chunked_dataset
+from kbench.errors import UserError
 from kbench.records import Chunk, Dataset, Run
 from kbench.tracking import tags as tag
 from kbench.tracking.read import (RunReadError, artifact_source, find_run, finished_sweep_children, read_config,
@@ -45,7 +46,7 @@ from kbench.tracking.read import (RunReadError, artifact_source, find_run, finis
 RELEVANT_FROM = 2  # a judge grade at or above this counts as relevant when compared with binary labels
 
 
-class JudgeError(ValueError):
+class JudgeError(UserError, ValueError):
     pass
 
 

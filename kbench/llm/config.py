@@ -8,20 +8,22 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from kbench.registry import StrictModel
+from kbench.registry import StrictModel, in_unit
 
 
 class LLMPolicy(StrictModel):
     """Retries, backoff and concurrency of the one client (kbench.llm.client.LLMClient)."""
 
-    concurrency: int = Field(4, ge=1, description="requests in flight at once per stage")
-    max_retries: int = Field(5, ge=0, description="retries of a 429/5xx/timeout/malformed answer before an item fails")
+    concurrency: int = Field(4, ge=1, description="requests in flight at once per stage",
+                             json_schema_extra=in_unit("requests"))
+    max_retries: int = Field(5, ge=0, description="retries of a 429/5xx/timeout/malformed answer before an item fails",
+                             json_schema_extra=in_unit("retries"))
     backoff_base_s: float = Field(0.5, gt=0, description="first backoff in seconds; doubles per retry, full jitter")
     backoff_max_s: float = Field(20.0, gt=0, description="longest backoff in seconds")
     retry_after_max_s: float = Field(60.0, gt=0, description="longest Retry-After honoured, in seconds")
     timeout_s: float = Field(60.0, gt=0, description="seconds to wait for one response")
     connect_timeout_s: float = Field(3.0, gt=0, description="seconds to wait for a connection")
-    batch_size: int = Field(64, ge=1, description="texts per embeddings request")
+    batch_size: int = Field(64, ge=1, description="texts per embeddings request", json_schema_extra=in_unit("texts"))
     min_usable: float = Field(0.8, ge=0, le=1, description="share of a stage's answers that must be usable (a "
                               "grade, a context, a ranking ...); below it the stage stops with exit 2 "
                               "(kbench/llm/usable.py)")

@@ -1,8 +1,10 @@
 """What the client raises. Messages name the endpoint and the fix, never the key."""
 from __future__ import annotations
 
+from kbench.errors import UserError
 
-class LLMError(RuntimeError):
+
+class LLMError(UserError, RuntimeError):
     """A request that could not be answered (after retries)."""
 
 

@@ -1,4 +1,4 @@
-"""What a batch of requests returns: successes and detailed failures apart (reference 000's
+"""What a batch of requests returns: successes and detailed failures apart (Archon's
 EmbeddingBatchResult). A failed text never gets a placeholder: no zero vector, no empty answer."""
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from kbench.errors import format_error
 from kbench.indexes import CHUNK, IndexSpec, unit_key, unit_kind, unit_label
-from kbench.registry import StrategySection, StrictModel, UnknownNameError, run_key_knobs
+from kbench.registry import StrategySection, StrictModel, UnknownNameError, in_unit, run_key_knobs
 from kbench.retrieval.presets import expand_preset
 from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS
 from kbench.retrieval.text.stopwords import list_key
@@ -24,7 +24,7 @@ class FusionConfig(StrategySection):
 class RerankConfig(StrategySection):
     registry = RERANKERS
     renamed_keys = {"method": "strategy"}
-    enabled: bool = False
+    enabled: bool = Field(False, description="rerank the first stage's candidates")
     strategy: str = Field("cross_encoder", description="how candidates are rescored (a registered reranker)")
 
     def _should_validate(self) -> bool:
@@ -39,31 +39,34 @@ class FilterConfig(StrictModel):
     metadata: dict[str, Any] | None = Field(
         None, description="metadata @> filter (PostgreSQL jsonb containment) on document + chunk metadata")
     doc_types: list[str] | None = Field(None, description="keep documents of these types (code, markdown, pr, ...)")
-    doc_ids: list[str] | None = Field(None, description="keep these documents (reference 003's knowledge_ids)")
-    category: str | None = Field(None, description="metadata 'category' equals this (reference 003)")
-    tags: list[str] | None = Field(None, description="metadata 'tags' holds any (or all) of these (reference 003)")
-    tags_match: Literal["any", "all"] = "any"
+    doc_ids: list[str] | None = Field(None, description="keep these documents (the Chroma RAG's knowledge_ids)")
+    category: str | None = Field(None, description="metadata 'category' equals this (the Chroma RAG)")
+    tags: list[str] | None = Field(None, description="metadata 'tags' holds any (or all) of these (the Chroma RAG)")
+    tags_match: Literal["any", "all"] = Field("any", description="tags: a chunk needs any, or all, of them")
     exclude_query_document: bool = Field(
         False, description="drop results from the query's own document (query metadata 'doc_id'), after the "
-                           "first stage as reference 001's 'similar' search does")
+                           "first stage as the GWI spec's 'similar' search does")
 
 
 class GroupingConfig(StrictModel):
-    enabled: bool = False
-    boost_per_chunk: float = Field(0.1, description="reference 000: score *= 1 + boost * count when count > 1")
+    enabled: bool = Field(False, description="one result per page (document): Archon's _group_by_page")
+    boost_per_chunk: float = Field(0.1, description="Archon: score *= 1 + boost * count when count > 1")
     score: Literal["score", "vector_similarity"] = Field(
         "score", description="what is summed per page: each hit's final score, or its vector leg's cosine "
-                             "(0 when the vector leg did not find it; reference 000 sums similarity_score)")
+                             "(0 when the vector leg did not find it; Archon sums similarity_score)")
 
 
 class RetrievalConfig(StrictModel):
     late_knobs = {"candidates_unit": "searched"}  # added later: at its default, run keys are the old ones
-    legs: list[str] = Field(default_factory=lambda: ["vector"], min_length=1)
+    legs: list[str] = Field(default_factory=lambda: ["vector"], min_length=1,
+                            description="the first-stage rankers; two or more need a fusion")
     leg_params: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="knobs per leg name, plus its unit (kbench/retrieval/units.py)")
     fusion: FusionConfig = Field(default_factory=FusionConfig)
-    top_k: int = Field(100, ge=1, description="results kept per query after fusion (and rerank)")
-    candidates_per_leg: int | None = Field(None, ge=1, description="default: top_k")
+    top_k: int = Field(100, ge=1, description="results kept per query after fusion (and rerank)",
+                       json_schema_extra=in_unit("results"))
+    candidates_per_leg: int | None = Field(None, ge=1, description="results each leg passes to fusion; default: "
+                                           "top_k", json_schema_extra=in_unit("results"))
     candidates_unit: Literal["searched", "fused"] = Field(
         "searched", description="what candidates_per_leg counts when legs on different units are fused at document "
                                 "level: searched = the units each leg searches (a chunk leg brings N chunks, maybe "
@@ -71,7 +74,7 @@ class RetrievalConfig(StrictModel):
                                 "as public baselines fuse each leg's top N pages). Same-unit runs: no difference")
     filters: FilterConfig = Field(default_factory=FilterConfig)
     grouping: GroupingConfig = Field(default_factory=GroupingConfig)
-    preset: str | None = Field(None, description="a search type of reference 001 (semantic, code, similar, "
+    preset: str | None = Field(None, description="a search type of the GWI spec (semantic, code, similar, "
                                                  "historical): fills the settings this section leaves unset")
     fusion_level: Literal["document", "unit"] = Field(
         "document", description="legs on different units (kbench/retrieval/units.py): fuse their rankings lifted to "

@@ -1,10 +1,10 @@
-"""Context assembly (reference 001's ``contextAssembly``): what an LLM would actually be given.
+"""Context assembly (the GWI spec's ``contextAssembly``): what an LLM would actually be given.
 
 In the ranking's order (production's: after fusion, rerank and grouping), each chunk is
 - dropped when it overlaps a chunk kept before it (same document, character ranges intersect): overlapping
   chunkers and the parts of a decomposed question return the same text twice;
 - otherwise added, with a metadata header when ``include_metadata`` (``[source: <doc id> <title>]``), while
-  the whole context stays within ``max_context_tokens`` (4,000 in reference 001). Packing stops at the
+  the whole context stays within ``max_context_tokens`` (4,000 in the GWI spec). Packing stops at the
   first chunk that does not fit, so the context is always a prefix of the deduplicated ranking (production
   order is kept; no smaller chunk jumps the queue).
 
@@ -32,8 +32,8 @@ SEPARATOR = "\n\n"
 
 
 class ContextConfig(StrictModel):
-    enabled: bool = False
-    max_context_tokens: int = Field(4000, ge=1, description="token budget of the assembled context (reference 001)")
+    enabled: bool = Field(False, description="assemble each ranking into a context and score it (context_* metrics)")
+    max_context_tokens: int = Field(4000, ge=1, description="token budget of the assembled context (the GWI spec)")
     drop_overlapping: bool = Field(True, description="drop a chunk overlapping one kept before it")
     include_metadata: bool = Field(False, description="a [source: ...] header line before each chunk")
     tokenizer: str = Field("all-MiniLM-L6-v2", description="catalogue model whose tokenizer counts tokens")

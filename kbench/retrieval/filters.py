@@ -2,14 +2,14 @@
 
 A chunk's *row metadata* is its document's metadata with the chunk's own metadata on top (production
 stores one JSONB per chunk row). Filters, all ANDed:
-- ``source_ids``: the document's ``source_id`` is listed (reference 000's source_filter);
+- ``source_ids``: the document's ``source_id`` is listed (Archon's source_filter);
 - ``metadata``: ``row_metadata @> filter`` with PostgreSQL's jsonb containment (see ``jsonb_contains``),
-  as reference 002's ``WHERE d.metadata @> filter``;
-- ``doc_types``: the document's ``doc_type`` is listed (reference 001's type=code, type IN [pr, commit]);
-- reference 003's ``knowledge_ids`` (``doc_ids``), ``category`` (row metadata 'category' equals it) and
+  as the Archon replication guide's ``WHERE d.metadata @> filter``;
+- ``doc_types``: the document's ``doc_type`` is listed (the GWI spec's type=code, type IN [pr, commit]);
+- The Chroma RAG's ``knowledge_ids`` (``doc_ids``), ``category`` (row metadata 'category' equals it) and
   ``tags`` (row metadata 'tags', a list or a comma-separated string, holds any / all of them).
 ``exclude_query_document`` depends on the query, so it is not part of the mask: ``drop_query_document``
-removes those results after the first stage, as reference 001's 'similar' pipeline does.
+removes those results after the first stage, as the GWI spec's 'similar' pipeline does.
 """
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def describe(config: FilterConfig) -> str:
 
 
 def drop_query_document(hits: list[Hit], query: Query, chunks: list[Chunk]) -> list[Hit]:
-    """Reference 001's exclude_same_file: drop hits from the document the query came from."""
+    """The GWI spec's exclude_same_file: drop hits from the document the query came from."""
     own = query.metadata.get("doc_id")
     if own is None:
         return hits

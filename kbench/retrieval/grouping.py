@@ -1,4 +1,4 @@
-"""Page grouping: reference 000's ``_group_by_page``, with page = document.
+"""Page grouping: Archon's ``_group_by_page``, with page = document.
 
 Per page: ``total = sum of its chunks' scores``; when the page has more than one chunk in the results,
 ``total *= 1 + boost_per_chunk * count`` (0.1 in production). Pages sort by total, best first; Python's
@@ -25,7 +25,7 @@ def hit_page_score(hit: Hit, score: str) -> float:
 
 def group_by_page(hits: list[Hit], chunks: list[Chunk], boost_per_chunk: float = 0.1,
                   score: str = "score") -> list[Hit]:
-    """Aggregate chunk hits into one hit per document, scored and ordered as reference 000 does."""
+    """Aggregate chunk hits into one hit per document, scored and ordered as Archon does."""
     pages: dict[str, dict] = {}
     for hit in hits:
         page = pages.setdefault(chunks[hit.chunk_index].doc_id, {"best": hit, "total": 0.0, "count": 0})

@@ -1,19 +1,19 @@
-"""Search types of reference 001 as retrieval presets: ``retrieval: {preset: code}``.
+"""Search types of the GWI spec as retrieval presets: ``retrieval: {preset: code}``.
 
 A preset fills the retrieval settings its pipeline names; anything the config sets itself wins (a deep
 merge, so ``filters`` given beside a preset add to the preset's filters). The resolved config records the
 expanded values, so a run shows exactly what the preset meant.
 
-Reference 001's pipelines and what each step becomes here:
+The GWI spec's pipelines and what each step becomes here:
 - ``semantic``: embed_query, knn_search(k=20), rerank(top_k=5) -> 20 candidates per leg, top_k 5.
 - ``code``: knn_search(k=30, filter: type=code), rerank(top_k=10) -> doc_types [code], 30 candidates, top_k 10.
 - ``similar``: embed_code_snippet, knn_search(k=20, filter: type=code), exclude_same_file, rerank(top_k=5)
   -> the query text is the snippet; doc_types [code], 20 candidates, results from the query's own document
   (query metadata ``doc_id``) dropped after the first stage, top_k 5.
 - ``historical``: knn_search(k=50, filter: type IN [pr, commit]), filter_by_relevance, rerank(top_k=10)
-  -> doc_types [pr, commit], 50 candidates, top_k 10. 001 gives no rule for filter_by_relevance: not applied.
+  -> doc_types [pr, commit], 50 candidates, top_k 10. The GWI spec gives no rule for filter_by_relevance: not applied.
 The rerank step runs when the config's ``rerank.enabled`` is true (a preset never turns on a model that
-may not be installed); without it the first ``top_k`` of the candidates are kept. 001's later steps
+may not be installed); without it the first ``top_k`` of the candidates are kept. The GWI spec's later steps
 (expand_with_dependencies, assemble_context) build prompts, outside retrieval.
 """
 from __future__ import annotations

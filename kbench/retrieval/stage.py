@@ -28,6 +28,7 @@ import numpy as np
 
 from kbench.errors import ConfigError
 from kbench.indexes import CHUNK, Index
+from kbench.progress import track
 from kbench.records import Chunk, Document, Hit, Query
 from kbench.retrieval.config import RerankConfig, RetrievalConfig
 from kbench.retrieval.contracts import FusionParams, Leg, LegResult, SearchContext
@@ -168,7 +169,7 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
         keep = max(config.candidates_per_leg or config.top_k,
                    config.top_k * rerank.params.candidate_multiplier)
     depth = leg_depth(config, fusion_params, keep)
-    if config.filters.exclude_query_document:  # reference 001: knn_search(k) -> exclude_same_file -> top
+    if config.filters.exclude_query_document:  # the GWI spec: knn_search(k) -> exclude_same_file -> top
         keep = max(keep, config.candidates_per_leg or 0)
     needs_vectors = any(leg.needs_query_vectors for leg in legs.values())
     by_document = catalog is not None and config.fusion_level == "document" and config.candidates_unit == "fused"
@@ -208,11 +209,7 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
 
     if reranker is not None:
         reranker.start(n)
-    iterator = enumerate(queries)
-    if progress:
-        from tqdm import tqdm
-
-        iterator = tqdm(iterator, total=n, desc="search", unit="query")
+    iterator = track(enumerate(queries), "search", n, "queries", enabled=progress and n > 0)
     rankings: dict[str, list[Hit]] = {}
     traces: dict[str, dict[str, list[int]]] = {}
     for qi, query in iterator:

@@ -34,7 +34,7 @@ from pydantic import Field, ValidationError, field_validator
 from kbench.errors import format_error
 from kbench.indexes import unit_kind
 from kbench.records import Chunk, Hit
-from kbench.registry import StrictModel
+from kbench.registry import StrictModel, in_unit
 from kbench.retrieval.contracts import LegResult
 
 UNIT_KEYS = ("unit", "aggregation", "aggregation_n")
@@ -50,7 +50,8 @@ class LegUnit(StrictModel):
     aggregation: Aggregation = Field(
         "max", description="multi-unit runs: a document's score from its units' scores in this leg: max | sum "
                            "| top-n-mean")
-    aggregation_n: int = Field(3, ge=1, description="top-n-mean: how many of a document's best units")
+    aggregation_n: int = Field(3, ge=1, description="top-n-mean: how many of a document's best units",
+                               json_schema_extra=in_unit("units"))
 
     @field_validator("unit")
     @classmethod

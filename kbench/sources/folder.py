@@ -1,4 +1,4 @@
-"""A folder source (reference 001's ``content_sources``): files matched by include/exclude globs.
+"""A folder source (the GWI spec's ``content_sources``): files matched by include/exclude globs.
 
 Patterns are matched against the path relative to the folder, POSIX-style, with ``**`` spanning any
 number of folders (``**/*.py`` also matches ``setup.py`` at the top; ``**/node_modules/**`` excludes

@@ -1,4 +1,4 @@
-"""A git source (reference 001's historical context): a local repository's commits become documents of
+"""A git source (the GWI spec's historical context): a local repository's commits become documents of
 type ``commit``, so the ``historical`` preset (``doc_types: [pr, commit]``) searches something real.
 
 One document per non-merge commit, newest first, read with the ``git`` command (Debian's ``git`` package)
@@ -26,11 +26,12 @@ from pathlib import Path
 
 from kbench.records import Document
 from kbench.sources.folder import matches
+from kbench.errors import UserError
 
 FIELD, RECORD = "\x1f", "\x1e"
 
 
-class GitSourceError(ValueError):
+class GitSourceError(UserError, ValueError):
     """The repository cannot be read (not a repository, no git, a bad --since)."""
 
 

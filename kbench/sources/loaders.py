@@ -13,7 +13,7 @@
   other YAML/JSON is ``text``.
 
 A file is skipped, with a reason, rather than loaded or crashing: ``oversized`` (more than
-``max_file_bytes``; reference 004 caps uploads at 10 MB), ``empty`` (no bytes, or no text after
+``max_file_bytes``; Supabase caps uploads at 10 MB), ``empty`` (no bytes, or no text after
 extraction), ``binary`` (a NUL byte in its first 8 KB, for types read as text), ``undecodable`` (not
 UTF-8), ``unreadable`` (a PDF/DOCX the library cannot open, or a file the system will not read).
 """

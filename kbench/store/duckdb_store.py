@@ -16,6 +16,7 @@ import numpy as np
 from kbench.records import Chunk
 from kbench.store.sync import (Collection, PageBatch, PageRows, ProductionStore, StoreDimensionError,
                                embedding_column, page_batch, page_groups, page_vectors)
+from kbench.errors import UserError
 
 SCHEMA_SQL = Path(__file__).with_name("schema.sql")
 VECTOR_TABLES = ("archon_crawled_pages", "archon_code_examples")  # tables with per-dimension embedding columns
@@ -30,11 +31,11 @@ STORE_ROW_GROUP_ROWS = 2048
 INSERT_BATCH_ROWS = 4 * STORE_ROW_GROUP_ROWS
 
 
-class StoreLockedError(RuntimeError):
+class StoreLockedError(UserError, RuntimeError):
     pass
 
 
-class StoreFileError(ValueError):
+class StoreFileError(UserError, ValueError):
     """store.path is not a DuckDB database kbench can use: not a database, damaged, or another schema."""
 
 

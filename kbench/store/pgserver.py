@@ -12,10 +12,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from kbench.errors import UserError
+
 DEFAULT_DATADIR = Path(tempfile.gettempdir()) / "kbench-pgserver"
 
 
-class PostgresUnavailableError(RuntimeError):
+class PostgresUnavailableError(UserError, RuntimeError):
     pass
 
 

@@ -1,6 +1,6 @@
 """``store.backend: pgvector``: the same rows in a real PostgreSQL + pgvector, searched through the
-production SQL functions of pg_schema.sql (reference 000's schema; match / hybrid search of
-references 000, 002 and 004).
+production SQL functions of pg_schema.sql (Archon's schema; match / hybrid search of
+Archon, the Archon replication guide and Supabase).
 
 Each collection lives in its own Postgres schema (``kb_<collection>``), so the functions run
 unchanged over exactly one chunking + embedding. Without ``store.dsn`` a server is started from the
@@ -29,23 +29,24 @@ from kbench.store.config import StoreConfig
 from kbench.store.pgserver import start_pgserver
 from kbench.store.sync import (Collection, PageRows, ProductionStore, StoreDimensionError, embedding_column,
                                page_batch)
+from kbench.errors import UserError
 
 PG_SCHEMA_SQL = Path(__file__).with_name("pg_schema.sql")
 CONNECT_TIMEOUT_S = 5  # a closed port fails at once; a host that drops packets, after this (libpq waits forever)
 
 
-class PostgresUnreachableError(ConnectionError):
+class PostgresUnreachableError(UserError, ConnectionError):
     """No PostgreSQL answers at store.dsn (or it refuses the login)."""
 
 
-class StoreSchemaError(ValueError):
+class StoreSchemaError(UserError, ValueError):
     """The database cannot hold kbench's tables: no pgvector, or a collection schema of another shape."""
 
 # function name in config -> (SQL function, score column)
 HYBRID_FUNCTIONS = {
-    "archon_weighted": "hybrid_search_archon_crawled_pages",  # reference 000
-    "archon_hybrid": "hybrid_search_documents",  # reference 002
-    "rrf_supabase": "hybrid_knowledge_chunks_search_v2",  # reference 004
+    "archon_weighted": "hybrid_search_archon_crawled_pages",  # Archon
+    "archon_hybrid": "hybrid_search_documents",  # the Archon replication guide
+    "rrf_supabase": "hybrid_knowledge_chunks_search_v2",  # Supabase
 }
 
 

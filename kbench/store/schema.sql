@@ -1,4 +1,4 @@
--- kbench's DuckDB mirror of reference 000's schema (archon_sources, archon_crawled_pages, archon_code_examples).
+-- kbench's DuckDB mirror of Archon's schema (archon_sources, archon_crawled_pages, archon_code_examples).
 -- Differences from production, each for a reason:
 --   * `collection` scopes rows to one chunking + embedding of one corpus (a workspace holds many runs);
 --   * ids are BIGINT from a sequence (DuckDB has no UUID default that is stable for FAISS ids);
@@ -74,7 +74,7 @@ CREATE TABLE IF NOT EXISTS kbench_embedding_failures (
     created_at TIMESTAMP DEFAULT current_timestamp
 );
 
--- Reference 000/002's second collection ("agentic RAG"): one row per fenced code block of a page, with its
+-- Archon's and the Archon replication guide's second collection ("agentic RAG"): one row per fenced code block of a page, with its
 -- LLM summary and the vector of code + summary (kbench/enrichment/code_examples.py). As for the pages, kbench
 -- adds `collection`, `page_id` and where the block sits in its page (code_start/code_end: the code between the
 -- fences, so page text[code_start:code_end] = content). A block whose embedding failed gets no row.

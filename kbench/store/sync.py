@@ -5,13 +5,13 @@ resolved chunking and enrichment config and the embedding cache namespace (model
 normalization, prefixes). Rows of different collections never mix, the way a production deployment runs
 one chunker and one model.
 
-Sync follows reference 001's incremental updates: a page (document) whose state is unchanged is
+Sync follows the GWI spec's incremental updates: a page (document) whose state is unchanged is
 skipped, a changed one has its rows deleted and rewritten, a page no longer in the corpus is deleted
 by source. A page's state hashes its document key and the content hashes of the chunks that were
 stored, so a chunk whose embedding failed last time and succeeds now rewrites the page.
 
 Rows carry only real vectors: a chunk whose embedding failed is written to the failure table, never
-as a zero or NULL vector (reference 002: "never store zero/null embeddings").
+as a zero or NULL vector (the Archon replication guide: "never store zero/null embeddings").
 """
 from __future__ import annotations
 
@@ -26,12 +26,13 @@ from kbench.datasets.config import DatasetConfig
 from kbench.enrichment.config import EnrichmentConfig
 from kbench.hashing import sha256_text, stable_hash
 from kbench.records import Chunk, Document
+from kbench.errors import UserError
 
-# The per-dimension columns of reference 000, plus MiniLM's 384; other widths are added on demand.
+# The per-dimension columns of Archon, plus MiniLM's 384; other widths are added on demand.
 STANDARD_DIMENSIONS = (384, 768, 1024, 1536, 3072)
 
 
-class StoreDimensionError(ValueError):
+class StoreDimensionError(UserError, ValueError):
     """A vector written to (or searched in) a column of another width: the bug behind empty results."""
 
 

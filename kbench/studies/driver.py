@@ -159,7 +159,8 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile
     try:
         # run where the caller is: a relative path in their config means what `kbench run` makes of it there
         papermill.execute_notebook(str(source), str(output), parameters=params, kernel_name=kernel,
-                                   cwd=str(cwd or Path.cwd()), progress_bar=False, log_output=False)
+                                   cwd=str(cwd or Path.cwd()), progress_bar=False, log_output=False,
+                                   kernel_manager_class=ipc_kernel_manager())
     except Exception as e:  # the executed copy (with the traceback in the failing cell) is still written
         error, failed_cell = _failure(e, output)
     except BaseException as e:  # interrupted: the run still ends FAILED, not RUNNING forever
@@ -185,6 +186,20 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile
     log(f"{name}: {status} in {seconds:.0f} s, MLflow run {run_id}" + (f"\n  {error}" if error else ""))
     return NotebookResult(name, output, status, seconds, run_id, str(client.tracking_uri), params, error,
                           failed_cell, plots)
+
+
+def ipc_kernel_manager():
+    """nbclient's kernel manager, talking to the kernel over IPC sockets beside its connection file (in Jupyter's
+    runtime folder) instead of TCP ports: no port is opened, and the kernel has no "running over TCP without
+    encryption" warning to print on every notebook run."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class IpcKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.transport = "ipc"
+
+    return IpcKernelManager
 
 
 def run_all(profile: str | None = None, parameters: dict[str, Any] | None = None, **kwargs) -> list[NotebookResult]:

@@ -117,10 +117,28 @@ class Study:
         return result
 
     def save(self, fig, name: str) -> Path | None:
-        """Save a figure as <plots_dir>/<name>.png (the driver attaches plots_dir to the MLflow run)."""
-        if not self.plots_dir:
-            return None
-        path = Path(self.plots_dir) / f"{name}.png"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110, bbox_inches="tight")
+        """Save a figure as <plots_dir>/<name>.png (the driver attaches plots_dir to the MLflow run) and show it in
+        the notebook, so a reader of the executed notebook (or its HTML) sees every chart the run keeps."""
+        path = None
+        if self.plots_dir:
+            path = Path(self.plots_dir) / f"{name}.png"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(path, dpi=110, bbox_inches="tight")
+        show_figure(fig)
         return path
+
+
+def show_figure(fig) -> None:
+    """Display ``fig`` in the running notebook, once: pyplot forgets it afterwards, so the cell does not show it a
+    second time when it ends. Outside IPython (a script) nothing is shown."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    display(fig)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from kbench.config import validate_experiment
-from kbench.errors import endpoint_problem
+from kbench.errors import UserError, endpoint_problem
 from kbench.hashing import stable_hash
 from kbench.paths import workspace_dir
 from kbench.runner import run_experiment
@@ -136,7 +136,7 @@ class LocalExecutor:
         pass
 
 
-class SchedulerUnreachableError(ConnectionError):
+class SchedulerUnreachableError(UserError, ConnectionError):
     """--scheduler names an address where no Dask scheduler answers."""
 
 

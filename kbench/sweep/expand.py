@@ -40,16 +40,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbench.config import (ChunkingConfig, ConfigError, Experiment, FusionConfig, RerankConfig, apply_set_items,
-                           current_path, read_yaml_mapping, set_dotted, validate_experiment)
+from kbench.config import (STRATEGY_SECTIONS, ConfigError, Experiment, apply_set_items, current_path,
+                           drop_foreign_knobs, read_yaml_mapping, set_dotted, validate_experiment)
 from kbench.config import MAX_NAME_CHARS
-from kbench.dotted import flatten_dotted, get_dotted
+from kbench.dotted import flatten_dotted
 from kbench.hashing import stable_hash
-from kbench.registry import Registry
 from kbench.tracking.mlflow_run import flatten
 
-# sections whose extra keys are the knobs of the strategy named by one field
-STRATEGY_SECTIONS = {"chunking": "strategy", "retrieval.fusion": "strategy", "rerank": "strategy"}
 BASELINE_LABEL = "baseline"  # the label of the baseline config a variants-only sweep adds
 MAX_VALUE_LABEL = 24  # characters of a value shown in a label; a longer one is named by its place on its axis
 # parts of the resolved config that do not change results (and so never make a knob)
@@ -88,10 +85,6 @@ class SweepPlan:
         return {c.label: c for c in self.configs}
 
 
-def _registry_for(section: str) -> Registry:
-    return {"chunking": ChunkingConfig, "retrieval.fusion": FusionConfig, "rerank": RerankConfig}[section].registry
-
-
 def sweep_config_name(base: str, label: str) -> str:
     """``base[label]``; a name past what MLflow and the run folder take is cut and made unique by a hash of
     the label (the run key never depends on the name)."""
@@ -117,25 +110,6 @@ def _is_section_value(path: str, value: Any) -> bool:
     return isinstance(value, dict) and not _is_knob_mapping(path)
 
 
-def _drop_foreign_knobs(data: dict[str, Any], overridden: set[str]) -> None:
-    """After a strategy switch, drop knobs the chosen strategy lacks but a sibling strategy has."""
-    for section, name_field in STRATEGY_SECTIONS.items():
-        if f"{section}.{name_field}" not in overridden:
-            continue
-        node = get_dotted(data, section)
-        if not isinstance(node, dict) or name_field not in node:
-            continue
-        registry = _registry_for(section)
-        try:
-            own = set(registry.get(node[name_field]).params.model_fields)
-        except KeyError:
-            continue  # an unknown name: validation reports it with the allowed names
-        known = {f for name in registry.names() for f in registry.get(name).params.model_fields}
-        fixed = {"strategy", "method", "enabled"}
-        for knob in [k for k in node if k not in fixed and k not in own and k in known]:
-            del node[knob]
-
-
 def apply_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     """The baseline with ``overrides`` applied: a mapping replaces the section at its path (first), then each
     dotted knob is set in what is there."""
@@ -148,8 +122,8 @@ def apply_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str
     for path, value in knobs.items():
         set_dotted(data, path, value)
     # a replaced strategy section chose its strategy too: dotted knobs of another axis it lacks are dropped
-    switched = set(knobs) | {f"{p}.{STRATEGY_SECTIONS[p]}" for p in sections if p in STRATEGY_SECTIONS}
-    _drop_foreign_knobs(data, switched)
+    switched = set(knobs) | {f"{p}.strategy" for p in sections if p in STRATEGY_SECTIONS}
+    drop_foreign_knobs(data, switched)
     return data
 
 

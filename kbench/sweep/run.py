@@ -32,6 +32,7 @@ from kbench.compare.recommendation import recommend_by_tag, recommend_comparison
 from kbench.compare.report import md_table, ranking_rows
 from kbench.evaluation.recommend import Recommendation
 from kbench.paths import workspace_dir
+from kbench.progress import duration
 from kbench.retrieval.stage import legs_need_query_vectors
 from kbench.store.stage import check_store
 from kbench.sweep.executors import ComputedRun, JobFailure, make_job
@@ -47,11 +48,12 @@ from kbench.tracking.mlflow_run import (MAX_PARAM_CHARS, ensure_experiment, fill
 from kbench.tracking.guard import mark_abandoned, owner_tags
 from kbench.tracking.read import find_finished_elsewhere, sweep_children
 from kbench.tracking.run_folder import check_workspace, run_times, write_complete
+from kbench.errors import UserError
 
 LIVE_STATUSES = ("RUNNING", "SCHEDULED")
 
 
-class SweepError(RuntimeError):
+class SweepError(UserError, RuntimeError):
     pass
 
 
@@ -288,16 +290,6 @@ def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPla
             say(f"  comparison not finished: {outcome.report_error}")
     client.set_terminated(parent_id, "FAILED" if outcome.errors else "FINISHED")
     return outcome
-
-
-def duration(seconds: float) -> str:
-    """4.2s, 2m05s, 1h02m."""
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(int(round(seconds)), 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    return f"{minutes // 60}h{minutes % 60:02d}m"
 
 
 def _progress(elapsed: float, done: int, total: int) -> str:

@@ -21,9 +21,10 @@ from pathlib import Path
 
 from kbench.evaluation.relevance import relevant_chunks
 from kbench.records import Chunk, Dataset, RankedHit, Run, chunks_by_doc
+from kbench.errors import UserError
 
 
-class TrecFormatError(ValueError):
+class TrecFormatError(UserError, ValueError):
     pass
 
 

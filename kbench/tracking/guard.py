@@ -21,11 +21,11 @@ import os
 import socket
 from pathlib import Path
 
-from kbench.errors import endpoint_problem
+from kbench.errors import UserError, endpoint_problem
 from kbench.tracking import tags as tag
 
 
-class TrackingUnreachableError(ConnectionError):
+class TrackingUnreachableError(UserError, ConnectionError):
     """The tracking server named by tracking.tracking_uri (or MLFLOW_TRACKING_URI) does not answer."""
 
 

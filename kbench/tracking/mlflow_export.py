@@ -28,9 +28,10 @@ from kbench.tracking.mlflow_run import ensure_experiment, flatten, log_finished_
 from kbench.tracking.mlflow_traces import TraceReport, log_traces
 from kbench.tracking.run_page import describe_run, headline_columns
 from kbench.tracking.run_records import read_dataset_record, read_prompts
+from kbench.errors import UserError
 
 
-class ExportError(RuntimeError):
+class ExportError(UserError, RuntimeError):
     """The run is logged, but its dataset input, traces or prompts could not be written."""
 
 

@@ -28,11 +28,12 @@ from kbench.datasets.mlflow_questions import fluent_tracking_uri
 from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_traces import EXPECTED_CONTEXT, RUN_TRACE, run_traces
 from kbench.tracking.read import find_run, tracking_client
+from kbench.errors import UserError
 
 SCORERS = ("relevance", "sufficiency")
 
 
-class JudgeSetupError(ValueError):
+class JudgeSetupError(UserError, ValueError):
     """The run or the judge cannot be used (no traces, no endpoint, no key, a scorer that does not apply)."""
 
 

@@ -3,7 +3,9 @@ its config and its rankings. Comparison, export and sweeps resume all read throu
 from __future__ import annotations
 
 import json
+import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -15,9 +17,10 @@ from kbench.records import Run
 from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_run import tracking_uri as resolve_uri
 from kbench.tracking.run_records import ranked_hits
+from kbench.errors import UserError
 
 
-class RunReadError(ValueError):
+class RunReadError(UserError, ValueError):
     """A logged run that cannot be read back (not found, or not logged by kbench)."""
 
 
@@ -26,9 +29,23 @@ T = TypeVar("T")
 
 def read_artifact(client, run_id: str, name: str, read: Callable[[Path], T]) -> T:
     """``read(path)`` of the artifact ``name`` of run ``run_id``, downloaded into a temporary folder that is removed
-    once read: every artifact kbench reads back goes through here, so no read leaves a folder in /tmp."""
-    with tempfile.TemporaryDirectory(prefix="kbench-read-") as folder:
+    once read: every artifact kbench reads back goes through here, so no read leaves a folder in /tmp, and none
+    draws MLflow's "Downloading artifacts" bar (a comparison reads one file per run)."""
+    with tempfile.TemporaryDirectory(prefix="kbench-read-") as folder, _no_artifact_bar():
         return read(Path(client.download_artifacts(run_id, name, folder)))
+
+
+@contextmanager
+def _no_artifact_bar():
+    """MLflow reads MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR at each download; a value the user set is kept."""
+    if "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR" in os.environ:
+        yield
+        return
+    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"
+    try:
+        yield
+    finally:
+        os.environ.pop("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", None)
 
 
 def tracking_client(tracking_uri: str | None = None):
@@ -144,8 +161,9 @@ def find_run(client, run_id: str):
                        "(list runs with `kbench runs`; pass --tracking-uri, or run from the workspace that logged it)")
 
 
-def recent_runs(client, experiment: str | None = None, limit: int = 20) -> list:
-    """The newest runs, newest first: of the experiment named ``experiment``, else of every experiment."""
+def recent_runs(client, experiment: str | None = None, limit: int = 20, sweeps_only: bool = False) -> list:
+    """The newest runs, newest first: of the experiment named ``experiment``, else of every experiment; with
+    ``sweeps_only``, sweep parent runs only."""
     experiments = client.search_experiments()
     if experiment is not None:
         experiments = [e for e in experiments if e.name == experiment]
@@ -155,7 +173,8 @@ def recent_runs(client, experiment: str | None = None, limit: int = 20) -> list:
     if not experiments:
         return []
     return client.search_runs([e.experiment_id for e in experiments], order_by=["attributes.start_time DESC"],
-                              max_results=limit)
+                              max_results=limit,
+                              filter_string=f"tags.`{tag.SWEEP_ROLE}` = 'parent'" if sweeps_only else "")
 
 
 def experiment_names(client) -> dict[str, str]:

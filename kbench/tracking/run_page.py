@@ -125,11 +125,12 @@ def table_tags(run_dir: Path | None) -> dict[str, str]:
 
 def write_plots(folder: Path, metrics: dict[str, float], stage_seconds: dict[str, float],
                 per_query: pd.DataFrame) -> list[Path]:
-    """The run's three plots as PNG files under ``folder/plots``; a plot with nothing to show is left out."""
-    import matplotlib
+    """The run's three plots as PNG files under ``folder/plots``; a plot with nothing to show is left out.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Figures are made without pyplot (``Figure`` draws with Agg on its own): switching pyplot's backend here would
+    stop a notebook that runs kbench from showing its own charts."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import ScalarFormatter
 
     out = folder / PLOTS_DIR  # made by the first plot saved
     written = []
@@ -139,7 +140,8 @@ def write_plots(folder: Path, metrics: dict[str, float], stage_seconds: dict[str
             by_level.setdefault(m.group(1), {}).setdefault(m.group(2), {})[int(m.group(3))] = value
     levels = [level for level in LEVELS if level in by_level]
     if levels:
-        fig, axes = plt.subplots(1, len(levels), figsize=(4.2 * len(levels), 3.4), squeeze=False, sharey=True)
+        fig = Figure(figsize=(4.2 * len(levels), 3.4))
+        axes = fig.subplots(1, len(levels), squeeze=False, sharey=True)
         for ax, level in zip(axes[0], levels):
             for metric, points in sorted(by_level[level].items()):
                 ks = sorted(points)
@@ -148,7 +150,7 @@ def write_plots(folder: Path, metrics: dict[str, float], stage_seconds: dict[str
             ax.set_xlabel("k")
             ax.set_xscale("log")
             ax.set_xticks(sorted({k for points in by_level[level].values() for k in points}))
-            ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+            ax.get_xaxis().set_major_formatter(ScalarFormatter())
             ax.set_ylim(0, 1.02)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7, loc="best")  # away from the lines (precision falls, recall rises with k)
@@ -158,7 +160,8 @@ def write_plots(folder: Path, metrics: dict[str, float], stage_seconds: dict[str
     latency = {name[len("latency_ms_"):]: per_query[name].dropna() for name in per_query.columns
                if name.startswith("latency_ms_") and per_query[name].notna().any()}
     if stage_seconds or latency:
-        fig, axes = plt.subplots(1, 2 if latency else 1, figsize=(10 if latency else 5, 3.4), squeeze=False)
+        fig = Figure(figsize=(10 if latency else 5, 3.4))
+        axes = fig.subplots(1, 2 if latency else 1, squeeze=False)
         names = list(stage_seconds)
         axes[0][0].barh(names, [stage_seconds[n] for n in names], color="#4c72b0")
         axes[0][0].invert_yaxis()
@@ -180,25 +183,23 @@ def write_plots(folder: Path, metrics: dict[str, float], stage_seconds: dict[str
         written.append(_save(fig, out / "latency_per_stage.png"))
     headline = headline_columns(per_query.columns)
     if headline:
-        fig, axes = plt.subplots(1, len(headline), figsize=(4.2 * len(headline), 3.2), squeeze=False)
+        fig = Figure(figsize=(4.2 * len(headline), 3.2))
+        axes = fig.subplots(1, len(headline), squeeze=False)
         for ax, name in zip(axes[0], headline):
             values = per_query[name].dropna()
             ax.hist(values, bins=[i / 10 for i in range(11)], color="#55a868", edgecolor="white")
             ax.set_xlabel(name)
             ax.set_ylabel("queries")
-            ax.set_title(f"mean {values.mean():.3f} over {len(values)} queries", fontsize=9)
+            ax.set_title(f"mean {values.mean():.4f} over {len(values)} queries", fontsize=9)
         fig.suptitle("per-query distribution")
         written.append(_save(fig, out / "per_query_distribution.png"))
     return written
 
 
 def _save(fig, path: Path) -> Path:
-    import matplotlib.pyplot as plt
-
     path.parent.mkdir(exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110)  # readable at the width MLflow's artifact viewer shows
-    plt.close(fig)
     return path
 
 

@@ -1,4 +1,4 @@
-"""smart: reference 000's smart_chunk_text, compared with a literal transcription of it on real text."""
+"""smart: Archon's smart_chunk_text, compared with a literal transcription of it on real text."""
 from __future__ import annotations
 
 import hashlib
@@ -12,7 +12,7 @@ from tests.chunking.corpora import chroma_document, module_document, uncovered
 
 
 def reference_smart_chunk_text(text: str, chunk_size: int = 600) -> list[str]:
-    """The oracle: reference 000's smart_chunk_text transcribed literally (self dropped)."""
+    """The oracle: Archon's smart_chunk_text transcribed literally (self dropped)."""
     chunks = []
     start = 0
     text_length = len(text)

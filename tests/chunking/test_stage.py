@@ -1,4 +1,4 @@
-"""chunk_corpus: every chunk carries reference 000's text metadata plus the chunker's name and knobs."""
+"""chunk_corpus: every chunk carries Archon's text metadata plus the chunker's name and knobs."""
 from __future__ import annotations
 
 from kbench.chunking import chunk_corpus

@@ -1,5 +1,5 @@
-"""Terminal tables print numbers at about four significant digits: whole floats without decimals, metrics at
-four places, large values with fewer, NaN as a dash."""
+"""Terminal tables print one number format: floats at four decimals, a column of whole values (counts logged as
+floats) without, NaN as a dash; a metrics table at four decimals even where a value is whole."""
 from __future__ import annotations
 
 import math
@@ -7,12 +7,12 @@ import math
 from kbench.cli.tables import column_decimals, format_table
 
 
-def test_column_decimals_follow_the_size_of_the_values():
+def test_every_float_column_has_four_decimals_unless_all_whole():
     assert column_decimals([488.0, 512.0]) == 0  # whole numbers stored as floats
     assert column_decimals([0.61234, 0.5]) == 4  # metrics
-    assert column_decimals([462.9175, 3.5]) == 1  # hundreds: one decimal keeps four digits
-    assert column_decimals([12.345]) == 2
-    assert column_decimals([12345.6]) == 1  # never fewer than one when a value has a fraction
+    assert column_decimals([462.9175, 3.5]) == 4
+    assert column_decimals([12345.6]) == 4
+    assert column_decimals([1.0, 0.9439]) == 4  # a recall@10 column holding a 1.0: not 3 decimals beside 4
     assert column_decimals([math.nan, 1, "text"]) == 0
 
 
@@ -20,9 +20,17 @@ def test_format_table_prints_each_float_column_at_its_own_precision():
     out = format_table(["name", "mean_chars", "p50", "ndcg", "missing"],
                        [["a", 462.9175, 485.0, 0.61234, math.nan], ["b", 12.5, 3.0, 0.5, 1.25]])
     header, rule, first, second = out.splitlines()
-    assert first.split() == ["a", "462.9", "485", "0.6123", "–"]
-    assert second.split() == ["b", "12.5", "3", "0.5000", "1.250"]
-    assert header.index("mean_chars") + len("mean_chars") == first.index("462.9") + len("462.9")  # right-aligned
+    assert first.split() == ["a", "462.9175", "485", "0.6123", "–"]
+    assert second.split() == ["b", "12.5000", "3", "0.5000", "1.2500"]
+    assert header.index("mean_chars") + len("mean_chars") == first.index("462.9175") + len("462.9175")  # right-aligned
+
+
+def test_a_metrics_table_is_four_decimals_even_where_a_value_is_whole():
+    from kbench.cli.tables import metrics_table
+
+    table = metrics_table({"doc_recall_at_10": 1.0, "doc_recall_at_1": 0.5204, "doc_ndcg_at_10": 1.0,
+                           "doc_ndcg_at_1": 0.551}, "doc")
+    assert table.splitlines()[2].split() == ["recall", "0.5204", "1.0000"]
 
 
 def test_a_long_torch_embedding_stage_names_the_faster_backend():

@@ -239,6 +239,7 @@ def test_cli_frontier_constraint_slices_and_fdr(sweep, tmp_path, capsys):
     sliced = pd.read_csv(out / "slices_query_length.csv")
     assert set(sliced["slice"]) <= {"short", "medium", "long"} and sliced["p_adjusted"].notna().any()
     assert "## Minimum detectable difference" in (out / "report.md").read_text()
-    code = main(["compare", "--sweep", sweep.parent_run_id, "--tracking-uri", sweep.tracking_uri,
-                 "--out", str(out), "--frontier", "chunk_ndcg_at_10", "--cost", "no_such_cost"])
-    assert code == 2 and "no run metric 'no_such_cost'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:  # a user error: one line and exit 2, from the CLI's one handler
+        main(["compare", "--sweep", sweep.parent_run_id, "--tracking-uri", sweep.tracking_uri,
+              "--out", str(out), "--frontier", "chunk_ndcg_at_10", "--cost", "no_such_cost"])
+    assert exit_.value.code == 2 and "no run metric 'no_such_cost'" in capsys.readouterr().err

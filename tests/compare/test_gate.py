@@ -40,7 +40,10 @@ def configs(tmp_path_factory, shared_cache_workspace):
 
 def run_cli(args, capsys):
     capsys.readouterr()  # what earlier steps printed is not this command's output
-    code = main(["gate", *args])
+    try:
+        code = main(["gate", *args])
+    except SystemExit as e:  # a user error: one line on stderr and exit 2, from the CLI's one handler
+        code = e.code
     out = capsys.readouterr()
     return code, out.out, out.err
 

@@ -98,6 +98,33 @@ def test_a_missing_endpoint_is_one_message_before_any_work(tmp_path, monkeypatch
     assert not (tmp_path / "out").exists()
 
 
+def test_the_documented_recipe_runs_as_written(tmp_path, server):
+    """docs/how-to/evaluation-sets.md's `--method llm` block, as a reader runs it, with this test endpoint in place of
+    `kbench serve` (SmolLM2 is minutes on a CI machine): the key variable the recipe names is the one the page
+    exports (the recipe once took OPENAI_API_KEY's default while kbench serve's section exported KBENCH_LOCAL_KEY)."""
+    import os
+    import subprocess
+
+    from kbench.paths import REPO_ROOT
+    from tests.docs.blocks import shell_blocks
+
+    def faithful(prompt: str) -> str:  # every quote exact: the recipe has no --allow-partial, so no damage here
+        excerpt = prompt.split("<excerpt>\n", 1)[1].split("\n</excerpt>", 1)[0]
+        found = SENTENCE.search(excerpt)
+        return f"Question: What does it say?\nQuote: {found.group(0)}" if found else "I cannot."
+
+    server.reply = faithful
+    block = next(b for b in shell_blocks(REPO_ROOT / "docs" / "how-to" / "evaluation-sets.md")
+                 if "--method llm" in b.code)
+    lines = [line for line in block.code.replace("http://127.0.0.1:8000/v1", server.base_url).splitlines()
+             if not line.startswith("kbench serve")]
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "KBENCH_LOCAL_KEY", "KBENCH_WORKSPACE")}
+    env.update(PATH=f"{REPO_ROOT / '.venv' / 'bin'}{os.pathsep}{env['PATH']}", PYTHONPATH=str(REPO_ROOT))
+    done = subprocess.run(["bash", "-c", "set -euo pipefail\n" + "\n".join(lines)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert server.requests and all(r["authorization"] == "Bearer local" for r in server.requests)
+    assert (tmp_path / "sets" / "demo-llm" / "questions.jsonl").read_text().strip()
 def build_args(server, tmp_path, *extra) -> list[str]:
     from tests.conftest import DEMO
 

@@ -1,4 +1,4 @@
-"""The code-example index (kbench/enrichment/code_examples.py): reference 002's extraction rule with its quirks,
+"""The code-example index (kbench/enrichment/code_examples.py): the Archon replication guide's extraction rule with its quirks,
 offsets exact against the page text, summaries through the LLM client (cached), and the config's refusals."""
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from tests.enrichment.chat_server import start_chat_server
 KEY_ENV = "KBENCH_TEST_LLM_KEY"
 
 
-def reference_002(markdown: str) -> list[tuple[str, str]]:
-    """Reference 002's extract_code_blocks, written out here: (language, code) of each block over 250 chars."""
+def archon_guide(markdown: str) -> list[tuple[str, str]]:
+    """The Archon replication guide's extract_code_blocks, written out here: (language, code) of each block over 250 chars."""
     return [(language or "unknown", code) for language, code in re.findall(r"```(\w+)?\n(.*?)\n```", markdown, re.DOTALL)
             if len(code) > 250]
 
@@ -31,13 +31,13 @@ def demo():
     return load_dataset(DatasetConfig(name="demo"))
 
 
-def test_demo_blocks_match_reference_002_with_exact_offsets(demo):
+def test_demo_blocks_match_archon_guide_with_exact_offsets(demo):
     units = extract_code_examples(demo.documents)
     assert len(units) == 20  # the demo's fenced blocks over 250 characters
     by_doc = {d.doc_id: d for d in demo.documents}
     for document in demo.documents:
         mine = [u for u in units if u.doc_id == document.doc_id]
-        assert [(u.metadata["language"], u.text) for u in mine] == reference_002(document.text)
+        assert [(u.metadata["language"], u.text) for u in mine] == archon_guide(document.text)
         assert [u.chunk_number for u in mine] == list(range(len(mine)))
     for unit in units:
         text = by_doc[unit.doc_id].text
@@ -53,7 +53,7 @@ def test_production_quirks_are_kept():
     text = (f"# Page\n```python title=\"a.py\"\n{code}\n```\nprose between the blocks, " + "words " * 50 +
             f"\n```\n\n~~~python\n{code}\n~~~\n```c++\n{code}\n```\n```\n{code[:250]}\n```\n")
     units = extract_code_examples([Document("p", text)])
-    assert [(u.metadata["language"], u.text) for u in units] == reference_002(text)
+    assert [(u.metadata["language"], u.text) for u in units] == archon_guide(text)
     # the multi-word fence does not open a block: its closing fence opens one over the prose instead
     assert units[0].text.startswith("prose between the blocks") and units[0].metadata["language"] == "unknown"
     assert not any(u.text == code.rstrip("\n") and u.metadata["language"] == "python" for u in units)

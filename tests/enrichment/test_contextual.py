@@ -1,4 +1,4 @@
-"""Contextual enrichment: reference 002's prompt, the cache, the run integration, and the key kept secret."""
+"""Contextual enrichment: the Archon replication guide's prompt, the cache, the run integration, and the key kept secret."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,7 +26,7 @@ def demo_sample():
     return dataset, chunks
 
 
-def test_prompt_is_reference_002s_with_the_document_prefix(demo_sample):
+def test_prompt_is_archon_guides_with_the_document_prefix(demo_sample):
     dataset, chunks = demo_sample
     chunk = chunks[1]
     document = next(d for d in dataset.documents if d.doc_id == chunk.doc_id)

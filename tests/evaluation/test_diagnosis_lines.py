@@ -11,7 +11,8 @@ def test_lines_show_what_the_run_computed_and_nothing_else():
                "doc_recall_at_budget_1000": 0.6, "doc_recall_at_budget_500": 0.4}
     lines = diagnosis_lines(metrics)
     assert lines[0] == ""
-    assert lines[1] == "where relevant items ended: hit 0.900, lost_in_fusion 0.100"
-    assert lines[2] == "doc nDCG@10: run 0.500, perfect rerank 0.800, perfect fusion 0.900 (pool recall 0.950)"
-    assert lines[3] == "doc_recall at a token budget: 500 0.400, 1000 0.600"
+    assert lines[1] == "where relevant items ended: hit 0.9000, lost_in_fusion 0.1000"
+    assert lines[2] == ("doc nDCG@10: run 0.5000, perfect rerank 0.8000, perfect fusion 0.9000 "
+                        "(pool recall 0.9500)")
+    assert lines[3] == "doc_recall at a token budget: 500 0.4000, 1000 0.6000"  # one format: 4 decimals
     assert diagnosis_lines({"doc_ndcg_at_10": 0.5}) == []

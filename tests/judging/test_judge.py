@@ -130,8 +130,10 @@ def test_rescoring_refuses_qrels_judged_on_another_dataset(two_runs, workspace, 
     qrels = workspace / "other.qrels"
     qrels.write_text("q1 0 d1 2\n")
     qrels.with_name("other.qrels.json").write_text(json.dumps({"dataset": "scifact", "judge_model": "m"}))
-    assert kbench_main(["compare", *two_runs, "--judged-qrels", str(qrels),
-                        "--tracking-uri", f"sqlite:///{workspace / 'mlflow.db'}"]) == 2
+    with pytest.raises(SystemExit) as exit_:  # a user error: one line and exit 2, from the CLI's one handler
+        kbench_main(["compare", *two_runs, "--judged-qrels", str(qrels),
+                     "--tracking-uri", f"sqlite:///{workspace / 'mlflow.db'}"])
+    assert exit_.value.code == 2
     assert "judged on dataset 'scifact'" in capsys.readouterr().err
 
 
@@ -186,8 +188,9 @@ def test_a_judge_whose_answers_hold_no_grade_exits_2_and_writes_nothing(two_runs
     the 2 others. Below 80% usable it now stops early, with the count, the model and the fix."""
     server.reply = lambda prompt: "The passage is relevant to the query because it talks about it."
     out = workspace / "judged.qrels"
-    assert kbench_main(judge_args(server, workspace, *two_runs, "--out", str(out), "--k", "5",
-                                  "--concurrency", "1")) == 2
+    with pytest.raises(SystemExit) as stopped:
+        kbench_main(judge_args(server, workspace, *two_runs, "--out", str(out), "--k", "5", "--concurrency", "1"))
+    assert stopped.value.code == 2
     err = capsys.readouterr().err
     (line,) = [x for x in err.splitlines() if x.startswith("kbench: error:")]
     pairs = int(re.search(r"\(of (\d+)\)", line).group(1))
@@ -224,8 +227,10 @@ def test_judge_takes_a_sweep_parent_id(workspace, server, config_for, capsys):
     assert sorted(provenance["runs"]) == sorted(outcome.run_ids.values())
     assert "from the top 5 of 2 runs" in printed and "chunk_size=400" in printed
     # a parent given beside other runs is refused with one line
-    assert kbench_main(judge_args(server, workspace, outcome.parent_run_id, outcome.run_ids["chunk_size=400"],
-                                  "--out", str(out))) == 2
+    with pytest.raises(SystemExit) as stopped:
+        kbench_main(judge_args(server, workspace, outcome.parent_run_id, outcome.run_ids["chunk_size=400"],
+                               "--out", str(out)))
+    assert stopped.value.code == 2
     assert "is a sweep's parent run: give its id alone" in capsys.readouterr().err
 
 

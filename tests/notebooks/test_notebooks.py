@@ -1,6 +1,6 @@
 """Every notebook under notebooks/ runs with the ci profile through papermill, passes nbval (lax: only cells marked
-NBVAL_CHECK_OUTPUT are compared) and leaves one MLflow run with the executed notebook and its plots; a failing cell
-ends that run FAILED with the cell named."""
+NBVAL_CHECK_OUTPUT are compared), shows every figure it saves, and leaves one MLflow run with the executed notebook
+and its plots; a failing cell ends that run FAILED with the cell named."""
 from __future__ import annotations
 
 import json
@@ -63,6 +63,9 @@ def test_every_notebook_finishes_with_ci_profile(ci_run):
         errors = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
         assert not errors
         assert r.plots and all(p.suffix == ".png" and p.stat().st_size > 1000 for p in r.plots)
+        shown = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs
+                 if "image/png" in o.get("data", {})]
+        assert len(shown) >= len(r.plots), f"{name}: saves {len(r.plots)} figures, shows {len(shown)}"
         print(f"{name}: {r.seconds:.1f} s")
 
 

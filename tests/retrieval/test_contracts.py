@@ -110,7 +110,7 @@ def test_a_fusion_whose_params_are_not_fusion_params_is_refused_and_base_params_
 
 def test_fusion_params_that_declare_hooks_are_used_without_lookup():
     config = RetrievalConfig(legs=["vector", "postgres_fts"], fusion={"strategy": "archon_weighted"}, top_k=10)
-    assert leg_depth(config, config.fusion.params, keep=10) == 20  # 000's SQL reads 2 x match_count per leg
+    assert leg_depth(config, config.fusion.params, keep=10) == 20  # Archon's SQL reads 2 x match_count per leg
     with pytest.raises(ValueError, match="'archon_hybrid' fuses exactly two legs"):
         RetrievalConfig(legs=["vector"], fusion={"strategy": "archon_hybrid"})
 

@@ -1,5 +1,5 @@
 """Filters: jsonb containment (checked against PostgreSQL's own @>), masks over real demo chunks, the
-reference 003 fields, and that every leg sees the same mask."""
+The Chroma RAG fields, and that every leg sees the same mask."""
 from __future__ import annotations
 
 import json
@@ -107,7 +107,7 @@ def test_metadata_containment_reads_document_and_chunk_metadata(demo):
     assert chunker.all()
 
 
-def test_category_and_tags_of_reference_003():
+def test_category_and_tags_of_chroma_rag():
     docs = {
         "a": Document("a", "x", metadata={"category": "Engineering", "tags": ["docker", "production"]}),
         "b": Document("b", "x", metadata={"category": "Engineering/Security", "tags": "docker, staging"}),

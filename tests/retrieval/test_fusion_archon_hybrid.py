@@ -1,4 +1,4 @@
-"""archon_hybrid (reference 002's hybrid_search_documents) on hand-checked inputs and real leg outputs.
+"""archon_hybrid (the Archon replication guide's hybrid_search_documents) on hand-checked inputs and real leg outputs.
 Parity with the SQL itself on PostgreSQL: test_fusion_pg_parity.py."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""archon_weighted (reference 000's hybrid_search_archon_crawled_pages) on hand-checked inputs and real legs."""
+"""archon_weighted (Archon's hybrid_search_archon_crawled_pages) on hand-checked inputs and real legs."""
 from __future__ import annotations
 
 import pytest

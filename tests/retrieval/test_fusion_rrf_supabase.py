@@ -1,4 +1,4 @@
-"""rrf_supabase: reference 004's SQL as written (scores in place of ranks, JOIN keeps chunks in both legs)."""
+"""rrf_supabase: Supabase's SQL as written (scores in place of ranks, JOIN keeps chunks in both legs)."""
 from __future__ import annotations
 
 import pytest

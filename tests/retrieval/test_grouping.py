@@ -1,4 +1,4 @@
-"""Page grouping (reference 000's _group_by_page, page = document)."""
+"""Page grouping (Archon's _group_by_page, page = document)."""
 from __future__ import annotations
 
 import pytest

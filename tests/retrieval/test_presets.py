@@ -1,4 +1,4 @@
-"""Reference 001's search types as retrieval presets."""
+"""The GWI spec's search types as retrieval presets."""
 from __future__ import annotations
 
 import pytest
@@ -11,7 +11,7 @@ def experiment(tmp_path, **retrieval):
     return load_experiment({"dataset": {"name": "demo"}, "workspace": str(tmp_path), "retrieval": retrieval})
 
 
-def test_code_preset_expands_to_reference_001_settings(tmp_path):
+def test_code_preset_expands_to_gwi_spec_settings(tmp_path):
     r = experiment(tmp_path, preset="code").retrieval
     assert (r.candidates_per_leg, r.top_k, r.filters.doc_types) == (30, 10, ["code"])
     resolved = experiment(tmp_path, preset="code").resolved()["retrieval"]

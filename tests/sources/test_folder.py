@@ -48,7 +48,7 @@ def test_default_excludes_and_skipped_reasons(tmp_path):
     assert len(by_id["README.md"].content_hash) == 64
 
 
-def test_include_patterns_as_reference_001_sources(tmp_path):
+def test_include_patterns_as_gwi_spec_sources(tmp_path):
     make_tree(tmp_path)
     source = FolderSource(tmp_path, include=["**/*.py", "**/*.js"], exclude=["**/node_modules/**", "**/*.min.js"])
     assert [rel for rel, _ in source.files()] == ["dist/bundle.js", "src/app.py"]

@@ -119,12 +119,12 @@ def test_missing_column_and_archon_1536_function_are_errors(production, monkeypa
             conn.execute(f"CREATE SCHEMA {copy}")
             conn.execute(f'CREATE TABLE {copy}.archon_crawled_pages AS SELECT * FROM "{schema}".archon_crawled_pages')
         conn.execute("ALTER TABLE no_column.archon_crawled_pages DROP COLUMN embedding_384")
-        # reference 000's search as Archon ships it: the 1536 column named in the SQL, whatever the model
+        # Archon's search as Archon ships it: the 1536 column named in the SQL, whatever the model
         conn.execute("""
             CREATE FUNCTION archon_1536.match_archon_crawled_pages(query_embedding vector(1536), match_count INT)
             RETURNS TABLE (id UUID, similarity FLOAT) LANGUAGE sql AS $$
                 SELECT cp.id, 1 - (cp.embedding_1536 <=> query_embedding) FROM archon_1536.archon_crawled_pages cp
-                WHERE 1 - (cp.embedding_1536 <=> query_embedding) > 0.05  -- reference 000's threshold filter
+                WHERE 1 - (cp.embedding_1536 <=> query_embedding) > 0.05  -- Archon's threshold filter
                 ORDER BY cp.embedding_1536 <=> query_embedding LIMIT match_count $$""")
     monkeypatch.setenv(ENV, production["admin"])
     with pytest.raises(LiveStoreError, match="no column embedding_384"):

@@ -89,8 +89,10 @@ def test_a_remote_judge_without_a_key_is_refused_in_one_line(workspace, config_f
     result = run_experiment(load_experiment(config_for(dataset={"name": "demo", "max_queries": 2},
                                                        retrieval={"legs": ["bm25"], "top_k": 5})), progress=False)
     capsys.readouterr()  # the run's own output
-    assert main(["runs", "mlflow-judge", result.run_id, "--model", "m", "--base-url", "https://judge.example/v1",
-                 "--api-key-env", "NO_SUCH_KEY", "--tracking-uri", result.tracking_uri]) == 2
+    with pytest.raises(SystemExit) as exit_:  # a user error: one line and exit 2, from the CLI's one handler
+        main(["runs", "mlflow-judge", result.run_id, "--model", "m", "--base-url", "https://judge.example/v1",
+              "--api-key-env", "NO_SUCH_KEY", "--tracking-uri", result.tracking_uri])
+    assert exit_.value.code == 2
     assert capsys.readouterr().err.strip().splitlines() == [
         "kbench: error: $NO_SUCH_KEY is not set; the judge at https://judge.example/v1 needs a key (or --api-key-env "
         "naming the variable that holds it)"]
@@ -127,9 +129,11 @@ def test_kbench_serve_as_query_rewriter_and_judge_for_mlflow(kbench_server, work
     assert client.load_prompt("kbench-query-hyde").template == HYDE_PROMPT.replace("{query}", "{{query}}")
 
     out = workspace / "judged.qrels"  # kbench judge: SmolLM2-135M answers prose, never a 0-3 grade
-    assert main(["judge", result.run_id, "--out", str(out), "--k", "2", "--base-url", kbench_server.base_url,
-                 "--model", "SmolLM2-135M-Instruct", "--api-key-env", "KBENCH_SERVE_KEY", "--concurrency", "1",
-                 "--timeout-s", "300", "--workspace", str(workspace), "--tracking-uri", result.tracking_uri]) == 2
+    with pytest.raises(SystemExit) as stopped:
+        main(["judge", result.run_id, "--out", str(out), "--k", "2", "--base-url", kbench_server.base_url,
+              "--model", "SmolLM2-135M-Instruct", "--api-key-env", "KBENCH_SERVE_KEY", "--concurrency", "1",
+              "--timeout-s", "300", "--workspace", str(workspace), "--tracking-uri", result.tracking_uri])
+    assert stopped.value.code == 2
     # a judge below the floor of usable grades stops: no qrels, no Feedback
     err = capsys.readouterr().err.strip().splitlines()[-1]  # after the progress lines
     assert err.startswith("kbench: error: judge: ") and "answers usable" in err and not out.exists(), err

@@ -1,9 +1,9 @@
-"""``archon_hybrid``: reference 002's ``hybrid_search_documents`` (Archon's production hybrid).
+"""``archon_hybrid``: the Archon replication guide's ``hybrid_search_documents`` (Archon's production hybrid).
 
 What the SQL does, step by step (N = match_count = the run's top_k, or the rerank depth when reranking):
 - ``vector_results``: the N chunks nearest the query, ``ORDER BY embedding <=> q LIMIT N``;
-  with ``similarity_threshold`` set, only chunks with ``1 - distance > threshold`` (reference 000's filter,
-  default 0.05; 002's SQL has none: set it to null to reproduce 002 exactly).
+  with ``similarity_threshold`` set, only chunks with ``1 - distance > threshold`` (Archon's filter,
+  default 0.05; the Archon replication guide's SQL has none: set it to null to reproduce the Archon replication guide exactly).
 - ``text_results``: chunks matching ``plainto_tsquery``, ``ORDER BY ts_rank_cd DESC LIMIT N``.
 - ``FULL OUTER JOIN`` on id; score ``COALESCE(v.similarity, t.similarity)``: a chunk both legs found keeps
   its cosine similarity (the text rank adds nothing but the label), a keyword-only chunk scores its
@@ -30,8 +30,8 @@ class ArchonParams(TwoLegParams):
     ``leg_limit_factor`` x match_count rows."""
 
     similarity_threshold: float | None = Field(
-        0.05, description="vector hits need cosine similarity > this (reference 000); null: none (002's SQL)")
-    leg_limit_factor: int = Field(1, ge=1, description="each leg's LIMIT is this x match_count (002: 1)")
+        0.05, description="vector hits need cosine similarity > this (Archon); null: none (the Archon replication guide's SQL)")
+    leg_limit_factor: int = Field(1, ge=1, description="each leg's LIMIT is this x match_count (the Archon replication guide: 1)")
 
     def leg_depth(self, match_count: int) -> int:
         return self.leg_limit_factor * match_count
@@ -54,7 +54,7 @@ def archon_leg_rows(leg_results: dict[str, LegResult], threshold: float | None, 
 
 @FUSIONS.register("archon_hybrid", ArchonHybridParams)
 def archon_hybrid_fuse(leg_results: dict[str, LegResult], params: ArchonHybridParams, top_k: int) -> list[Hit]:
-    """Reference 002: FULL OUTER JOIN of vector top-N and text top-N, score COALESCE(similarity, text rank)."""
+    """The Archon replication guide: FULL OUTER JOIN of vector top-N and text top-N, score COALESCE(similarity, text rank)."""
     (vec_name, vec), (text_name, text) = archon_leg_rows(
         leg_results, params.similarity_threshold, params.leg_depth(top_k), "archon_hybrid")
     scores, ranks = evidence({vec_name: vec, text_name: text})

@@ -1,4 +1,4 @@
-"""``archon_weighted``: reference 000's ``hybrid_search_archon_crawled_pages``.
+"""``archon_weighted``: Archon's ``hybrid_search_archon_crawled_pages``.
 
 What the SQL does (N = match_count):
 - ``vector_results``: chunks with ``1 - distance > similarity_threshold`` (default 0.05),
@@ -28,12 +28,12 @@ class ArchonWeightedParams(ArchonParams):
     method = "archon_weighted"
     vector_weight: float = Field(0.7, description="weight of the cosine similarity")
     text_weight: float = Field(0.3, description="weight of the text rank (ts_rank_cd)")
-    leg_limit_factor: int = Field(2, ge=1, description="each leg's LIMIT is this x match_count (000: 2)")
+    leg_limit_factor: int = Field(2, ge=1, description="each leg's LIMIT is this x match_count (Archon: 2)")
 
 
 @FUSIONS.register("archon_weighted", ArchonWeightedParams)
 def archon_weighted_fuse(leg_results: dict[str, LegResult], params: ArchonWeightedParams, top_k: int) -> list[Hit]:
-    """Reference 000: 0.7 * similarity + 0.3 * text rank over the union of each leg's top 2N (missing = 0)."""
+    """Archon: 0.7 * similarity + 0.3 * text rank over the union of each leg's top 2N (missing = 0)."""
     (vec_name, vec), (text_name, text) = archon_leg_rows(
         leg_results, params.similarity_threshold, params.leg_depth(top_k), "archon_weighted")
     scores, ranks = evidence({vec_name: vec, text_name: text})

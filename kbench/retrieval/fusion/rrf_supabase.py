@@ -1,4 +1,4 @@
-"""``rrf_supabase``: reference 004's ``hybrid_knowledge_chunks_search_v2``, reproduced as written.
+"""``rrf_supabase``: Supabase's ``hybrid_knowledge_chunks_search_v2``, reproduced as written.
 
 The SQL calls itself Reciprocal Rank Fusion but never computes a rank:
 - ``text_results``: every chunk matching the tsquery, ``rank_text = ts_rank(tsv, query)`` (a score; no LIMIT);
@@ -31,7 +31,7 @@ class RRFSupabaseParams(TwoLegParams):
 
 @FUSIONS.register("rrf_supabase", RRFSupabaseParams)
 def rrf_supabase_fuse(leg_results: dict[str, LegResult], params: RRFSupabaseParams, top_k: int) -> list[Hit]:
-    """Reference 004 as written: 1/(rrf_k + ts_rank) + 1/(rrf_k + inner product), chunks in both legs only."""
+    """Supabase as written: 1/(rrf_k + ts_rank) + 1/(rrf_k + inner product), chunks in both legs only."""
     (vec_name, vec), (text_name, text) = two_legs(leg_results, "rrf_supabase")
     scores, ranks = evidence({vec_name: vec, text_name: text})
     rank_text = dict(text)

@@ -39,6 +39,7 @@ class WeightedParams(TwoLegParams):
     method = "weighted"
     leg_order = "[leg weighted by weight, leg weighted by 1 - weight] (e.g. [vector, bm25])"
     hashed_as = {"missing_score": "missing"}  # renamed: run keys hash it under its old name
+    renamed_keys = {"missing": "missing_score"}  # the old spelling still works (a deprecation note says so)
     weight: float = Field(0.5, ge=0, le=1, description="weight of the first leg in retrieval.legs; "
                                                         "the second gets 1 - weight")
     normalization: Normalization | dict[str, Normalization] = Field(
@@ -51,7 +52,7 @@ class WeightedParams(TwoLegParams):
     @model_validator(mode="before")
     @classmethod
     def _renamed(cls, data: Any) -> Any:
-        return rename_keys(data, {"missing": "missing_score"}, "retrieval.fusion")
+        return rename_keys(data, cls.renamed_keys, "retrieval.fusion")
 
     def check_legs(self, legs: list[str]) -> None:
         super().check_legs(legs)

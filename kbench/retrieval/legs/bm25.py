@@ -50,7 +50,7 @@ class BM25Params(StrictModel):
         "parser; code: identifiers kept and split (snake_case, camelCase, digits); or per document type: "
         "{code: code, default: regex}")
     token_pattern: str = Field(r"\w+", description="regex tokenizer: what one token matches")
-    lowercase: bool = True
+    lowercase: bool = Field(True, description="lowercase tokens before stemming and stop words")
     stemmer: Literal["none", "snowball_english", "postgres_english"] = Field(
         "snowball_english", description="snowball_english: current Snowball (PyStemmer); postgres_english: "
         "the Snowball English PostgreSQL compiles in")

@@ -1,4 +1,4 @@
-"""``code_examples``: production's code-example search (Archon's "agentic RAG", references 000 and 002).
+"""``code_examples``: production's code-example search (Archon's "agentic RAG").
 
 Cosine similarity of the query embedding to each code example's embedding (its code and LLM summary, as
 production embeds them), over the second collection ``enrichment.code_examples`` builds. Its hits are code

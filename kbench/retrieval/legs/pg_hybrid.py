@@ -3,9 +3,9 @@
 The function does vector search, full-text search and their fusion in one SQL call, exactly as the
 reference defines it (kbench/store/pg_schema.sql), so this leg is used alone with fusion ``none``:
 
-- ``archon_weighted``: reference 000's hybrid_search_archon_crawled_pages (0.7 * cosine + 0.3 * ts_rank_cd);
-- ``archon_hybrid``: reference 002's hybrid_search_documents (FULL OUTER JOIN, COALESCE score);
-- ``rrf_supabase``: reference 004's hybrid_knowledge_chunks_search_v2 (RRF over raw scores, inner join).
+- ``archon_weighted``: Archon's hybrid_search_archon_crawled_pages (0.7 * cosine + 0.3 * ts_rank_cd);
+- ``archon_hybrid``: the Archon replication guide's hybrid_search_documents (FULL OUTER JOIN, COALESCE score);
+- ``rrf_supabase``: Supabase's hybrid_knowledge_chunks_search_v2 (RRF over raw scores, inner join).
 
 The Python fusions of the same names over the ``vector`` and ``postgres_fts`` legs are what the parity
 benchmark compares these against.
@@ -24,10 +24,12 @@ from kbench.retrieval.registry import LEGS
 
 
 class PgHybridParams(StrictModel):
-    function: Literal["archon_weighted", "archon_hybrid", "rrf_supabase"] = "archon_hybrid"
+    function: Literal["archon_weighted", "archon_hybrid", "rrf_supabase"] = Field(
+        "archon_hybrid", description="the production SQL function called (archon_weighted: Archon; archon_hybrid: "
+        "the Archon replication guide; rrf_supabase: Supabase)")
     similarity_threshold: float = Field(0.05, description="archon_weighted: vector hits need cosine > this")
     rrf_k: int = Field(10, ge=0, description="rrf_supabase: the k in 1/(k + value)")
-    query_lang: str = Field("english", description="rrf_supabase: text search configuration (004's default: simple)")
+    query_lang: str = Field("english", description="rrf_supabase: text search configuration (Supabase's default: simple)")
 
 
 @LEGS.register("pg_hybrid", PgHybridParams)

@@ -1,12 +1,12 @@
 """``postgres_fts``: the keyword search the production systems run in PostgreSQL, emulated in Python.
 
-Reference 000/002's text leg is, per query::
+Archon's and the Archon replication guide's text leg is, per query::
 
     SELECT id, ts_rank_cd(content_search_vector, plainto_tsquery('english', q)) AS rank
     FROM pages WHERE content_search_vector @@ plainto_tsquery('english', q)   -- vector = to_tsvector('english', content)
     ORDER BY rank DESC LIMIT n
 
-and reference 004 ranks with ``ts_rank`` instead. This leg computes the same tsvectors, the same tsquery, the
+and Supabase ranks with ``ts_rank`` instead. This leg computes the same tsvectors, the same tsquery, the
 same ``@@`` match and the same scores as PostgreSQL 18 (see :mod:`kbench.retrieval.text.pg_tsearch`; a
 parity test checks them against a real server). A quirk it keeps on purpose: plainto_tsquery ANDs every
 query word, so a long natural-language question matches only documents containing *all* its words — on
@@ -40,7 +40,7 @@ from kbench.retrieval.text.stopwords import resolve_list_path
 class PostgresFtsParams(StrictModel):
     late_knobs = {"stopwords": None}  # added later: unset, configs keep the run keys they had
     config: Literal["english", "simple"] = Field(
-        "english", description="text search configuration of to_tsvector and the query (reference 004 passes 'simple')")
+        "english", description="text search configuration of to_tsvector and the query (Supabase passes 'simple')")
     stopwords: str | None = Field(
         None, description="the word dictionary's stop list: null = the configuration's own (english: english.stop, "
                           "127 words; simple: none) | none | english | lucene (33 words) | a file, one word per line")
@@ -48,7 +48,7 @@ class PostgresFtsParams(StrictModel):
         "plainto", description="plainto: plainto_tsquery, every lexeme ANDed (production); or: the same lexemes ORed; "
                                "websearch_or: websearch_to_tsquery(config, 'w1 or w2 or ...') over the question's words")
     rank_function: Literal["ts_rank_cd", "ts_rank"] = Field(
-        "ts_rank_cd", description="ts_rank_cd: cover density (references 000/002); ts_rank: frequency/proximity (004)")
+        "ts_rank_cd", description="ts_rank_cd: cover density (Archon and the Archon replication guide); ts_rank: frequency/proximity (Supabase)")
     normalization: int = Field(
         0, ge=0, le=63, description="PostgreSQL's normalization bitmask: 1 log length, 2 length, 4 cover distance "
         "(ts_rank_cd), 8 unique words, 16 log unique words, 32 rank/(rank+1); 0 = none (production)")

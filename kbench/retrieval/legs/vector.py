@@ -12,7 +12,7 @@ from kbench.retrieval.registry import LEGS
 
 class VectorParams(StrictModel):
     similarity_threshold: float | None = Field(
-        None, description="drop results with cosine <= this (reference 000 uses 0.05 in its hybrid)"
+        None, description="drop results with cosine <= this (Archon uses 0.05 in its hybrid)"
     )
 
 

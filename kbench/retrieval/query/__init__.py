@@ -1,4 +1,4 @@
-"""Query pre-stages (reference 001's query processing): expansion, decomposition, HyDE."""
+"""Query pre-stages (the GWI spec's query processing): expansion, decomposition, HyDE."""
 from kbench.retrieval.query.config import DecompositionConfig, ExpansionConfig, HydeConfig, QueryConfig
 from kbench.retrieval.query.stage import QueryPlan, check_query, plan_queries, search_planned
 

@@ -1,4 +1,4 @@
-"""The ``query`` section: what is searched instead of (or beside) the question (reference 001's query processing).
+"""The ``query`` section: what is searched instead of (or beside) the question (the GWI spec's query processing).
 
 Each pre-stage is off by default. ``expansion`` adds synonyms from a configured list (no LLM) or asks the
 LLM to rewrite the query; ``decomposition`` asks the LLM to split the question, searches each part and fuses
@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from kbench.registry import StrictModel, rename_keys
+from kbench.registry import StrictModel, in_unit, rename_keys
 
 
 class QueryLLM(StrictModel):
@@ -23,7 +23,7 @@ class QueryLLM(StrictModel):
 
 
 class ExpansionConfig(QueryLLM):
-    enabled: bool = False
+    enabled: bool = Field(False, description="search each question with its expansion appended")
     strategy: Literal["synonyms", "llm"] = Field("synonyms", description="synonyms: from the list below; llm: the "
                                                  "LLM rewrites the query")
     synonyms: dict[str, list[str]] = Field(default_factory=dict,
@@ -42,15 +42,16 @@ class ExpansionConfig(QueryLLM):
 
 
 class DecompositionConfig(QueryLLM):
-    enabled: bool = False
-    max_parts: int = Field(3, ge=1, description="sub-questions kept from the LLM's answer")
+    enabled: bool = Field(False, description="split each question into parts, search each, fuse by RRF")
+    max_parts: int = Field(3, ge=1, description="sub-questions kept from the LLM's answer",
+                           json_schema_extra=in_unit("parts"))
     include_original: bool = Field(True, description="search the question itself as one more part")
     rrf_k: int = Field(60, ge=1, description="RRF constant fusing the parts' rankings")
-    max_tokens: int = Field(96, ge=1)
+    max_tokens: int = Field(96, ge=1, description="tokens of the LLM's list of parts")
 
 
 class HydeConfig(QueryLLM):
-    enabled: bool = False
+    enabled: bool = Field(False, description="search an LLM's hypothetical answer instead of the question")
     max_tokens: int = Field(96, ge=1, description="tokens of the hypothetical answer")
 
 

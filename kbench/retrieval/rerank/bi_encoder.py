@@ -15,6 +15,7 @@ from kbench.embedding.config import EmbeddingConfig
 from kbench.embedding.models import resolve_model_path
 from kbench.embedding.stage import CachedEmbedder
 from kbench.records import Hit
+from kbench.registry import in_unit
 from kbench.retrieval.contracts import Reranker, SearchContext
 from kbench.retrieval.registry import RERANKERS
 from kbench.retrieval.rerank.common import CandidateParams, apply_scores, split_candidates
@@ -24,10 +25,11 @@ FAILED_SCORE = -2.0  # below any cosine: a candidate the strong model could not 
 
 class BiEncoderParams(CandidateParams):
     model: str = Field("all-mpnet-base-v2", description="catalogue name (kbench models list) or a local folder")
-    batch_size: int = Field(16, ge=1, description="texts per encode call")
-    max_seq_length: int | None = Field(None, ge=8, description="tokens; default: the model's own")
-    query_prefix: str = ""
-    document_prefix: str = ""
+    batch_size: int = Field(16, ge=1, description="texts per encode call", json_schema_extra=in_unit("texts"))
+    max_seq_length: int | None = Field(None, ge=8, description="tokens; default: the model's own",
+                                       json_schema_extra=in_unit("tokens"))
+    query_prefix: str = Field("", description="text put before every query for this model")
+    document_prefix: str = Field("", description="text put before every candidate for this model")
 
 
 @RERANKERS.register("bi_encoder", BiEncoderParams)

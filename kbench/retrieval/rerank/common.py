@@ -7,6 +7,7 @@ from typing import Sequence
 from pydantic import Field
 
 from kbench.records import Hit
+from kbench.registry import in_unit
 from kbench.retrieval.contracts import RerankParams
 
 
@@ -14,12 +15,12 @@ class CandidateParams(RerankParams):
     """How many first-stage results a reranker sees."""
 
     candidate_multiplier: int = Field(
-        5, ge=1, description="fetch top_k x this many first-stage results to rerank (reference 002 fetches 5x)"
-    )
+        5, ge=1, description="fetch top_k x this many first-stage results to rerank (the Archon replication guide "
+        "fetches 5x)", json_schema_extra=in_unit("x top_k"))
     max_candidates: int | None = Field(
         None, ge=1,
         description="rescore at most this many of the best candidates; the rest keep first-stage order below them",
-    )
+        json_schema_extra=in_unit("candidates"))
 
 
 def split_candidates(hits: list[Hit], max_candidates: int | None) -> tuple[list[Hit], list[Hit]]:

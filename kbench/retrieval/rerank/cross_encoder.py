@@ -1,4 +1,4 @@
-"""``cross_encoder``: score (query, chunk) pairs with a sentence-transformers CrossEncoder (reference 002).
+"""``cross_encoder``: score (query, chunk) pairs with a sentence-transformers CrossEncoder (the Archon replication guide).
 
 Production fetches ``match_count * 5`` candidates, scores every pair with
 ``cross-encoder/ms-marco-MiniLM-L-6-v2`` and keeps the best ``match_count``. Here the model is found
@@ -34,6 +34,7 @@ from kbench.embedding.sentence_transformers import model_revision, torch_threads
 from kbench.hashing import stable_hash
 from kbench.paths import exports_dir, models_dir
 from kbench.records import Hit
+from kbench.registry import in_unit
 from kbench.retrieval.contracts import Reranker, SearchContext
 from kbench.retrieval.registry import RERANKERS
 from kbench.retrieval.rerank.common import CandidateParams, apply_scores, split_candidates
@@ -45,14 +46,17 @@ TRAIN_HINT = ("train one offline with `kbench models train-reranker --dataset sc
 class CrossEncoderParams(CandidateParams):
     model: str = Field("cross-encoder/ms-marco-MiniLM-L-6-v2",
                        description="folder, name of a kbench-trained model, or a hub id already in the local HF cache")
-    batch_size: int = Field(32, ge=1, description="pairs per forward pass")
-    max_length: int | None = Field(None, ge=8, description="tokens per (query, chunk) pair; default: the model's own")
+    batch_size: int = Field(32, ge=1, description="pairs per forward pass", json_schema_extra=in_unit("pairs"))
+    max_length: int | None = Field(None, ge=8, description="tokens per (query, chunk) pair; default: the model's own",
+                                   json_schema_extra=in_unit("tokens"))
     backend: Literal["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"] = Field(
         "torch", description="torch, or the model exported to ONNX: onnx (fp32), onnx-int8 (dynamic), openvino, "
                              "openvino-int8 (static int8, calibrated on the corpus)")
     calibration_queries: int = Field(12, ge=1, description="openvino-int8: calibration batches (one pseudo-query "
-                                                          "and its candidates each)")
-    threads: int | None = Field(None, ge=1, description="intra-op threads; default: the runtime's")
+                                                          "and its candidates each)",
+                                                          json_schema_extra=in_unit("queries"))
+    threads: int | None = Field(None, ge=1, description="intra-op threads; default: the runtime's",
+                                json_schema_extra=in_unit("threads"))
     precision: Precision = Field("auto", description="openvino, openvino-int8: the float precision of what is not "
                                                      "int8; auto: OpenVINO's choice (bf16 on a CPU with bf16 "
                                                      "instructions, else f32); f32: scores that match torch's")
@@ -171,7 +175,7 @@ def onnx_pair_scorer(folder: Path, params: CrossEncoderParams,
 
 @RERANKERS.register("cross_encoder", CrossEncoderParams)
 class CrossEncoderReranker(Reranker):
-    """Rescore the top candidates with a cross-encoder (reference 002; 5x candidates)."""
+    """Rescore the top candidates with a cross-encoder (the Archon replication guide; 5x candidates)."""
 
     @staticmethod
     def preflight(params: CrossEncoderParams) -> None:

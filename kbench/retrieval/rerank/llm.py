@@ -1,6 +1,6 @@
-"""``llm``: reference 001's LLM reranker through any OpenAI-compatible chat endpoint.
+"""``llm``: the GWI spec's LLM reranker through any OpenAI-compatible chat endpoint.
 
-Reference 001 sends one prompt per query listing each candidate as ``[i] <first 200 chars>...`` (0-based
+The GWI spec sends one prompt per query listing each candidate as ``[i] <first 200 chars>...`` (0-based
 indices, although the instruction says "1 = most relevant") and asks for a JSON array of indices in order
 of relevance. Its ``applyRanking`` is left unspecified; here it is:
 - the longest bracketed list of integers in the answer is the ranking (an answer may echo ``[0]`` labels);
@@ -33,6 +33,7 @@ from kbench.llm import Endpoint, LLMClient
 from kbench.llm.progress import AnswerProgress
 from kbench.llm.usable import most_bad_allowed
 from kbench.records import Hit
+from kbench.registry import in_unit
 from kbench.retrieval.contracts import Reranker, SearchContext
 from kbench.retrieval.registry import RERANKERS
 from kbench.retrieval.rerank.common import CandidateParams, apply_scores, split_candidates
@@ -41,14 +42,15 @@ INDEX_LIST = re.compile(r"\[\s*\"?\d+\"?(?:\s*,\s*\"?\d+\"?)*\s*,?\s*\]")
 
 
 class LLMRerankParams(CandidateParams):
-    candidate_multiplier: int = Field(4, ge=1, description="top_k x this many candidates (reference 001 semantic: 20 -> 5)")
+    candidate_multiplier: int = Field(4, ge=1, description="top_k x this many candidates (the GWI spec's semantic "
+                                      "search: 20 -> 5)", json_schema_extra=in_unit("x top_k"))
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint; default OPENAI_BASE_URL")
     model: str | None = Field(None, description="chat model name at that endpoint")
     api_key_env: str = Field("OPENAI_API_KEY", description="name of the env var holding the key (never the key)")
-    snippet_chars: int = Field(200, ge=1, description="characters of each candidate shown (reference 001: 200)")
-    max_tokens: int = Field(256, ge=1)
+    snippet_chars: int = Field(200, ge=1, description="characters of each candidate shown (the GWI spec: 200)")
+    max_tokens: int = Field(256, ge=1, description="tokens of the model's answer (a list of indices)")
     temperature: float | None = Field(0.0, description="0 for repeatable rankings; None: the endpoint's default")
-    timeout_s: float = Field(60.0, gt=0)
+    timeout_s: float = Field(60.0, gt=0, description="seconds to wait for one answer")
 
 
 def rerank_prompt(query_text: str, snippets: list[str], snippet_chars: int = 200) -> str:
@@ -87,7 +89,7 @@ def endpoint(params: LLMRerankParams) -> Endpoint:
 
 @RERANKERS.register("llm", LLMRerankParams)
 class LLMReranker(Reranker):
-    """Ask a chat model to order the candidates (reference 001's prompt; JSON array of indices)."""
+    """Ask a chat model to order the candidates (the GWI spec's prompt; JSON array of indices)."""
 
     @staticmethod
     def preflight(params: LLMRerankParams) -> None:

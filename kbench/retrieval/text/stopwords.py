@@ -20,6 +20,8 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from kbench.errors import UserError
+
 ENGLISH_STOP_WORDS: tuple[str, ...] = (
     "i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "your", "yours", "yourself",
     "yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "it", "its", "itself",
@@ -49,7 +51,7 @@ MAX_FILE_BYTES = 1 << 20  # a stop list has tens to a few thousand words; a mega
 FILE_HINT = "give none, english, lucene, or a UTF-8 file of one word per line (at most 1 MiB)"
 
 
-class StopWordsError(ValueError):
+class StopWordsError(UserError, ValueError):
     """A stop word file kbench cannot use; the message names the file (and line) and the fix."""
 
 

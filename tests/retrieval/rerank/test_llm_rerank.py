@@ -1,4 +1,4 @@
-"""llm: reference 001's prompt on real chunks, answer parsing, the unconfigured path, and one real HTTP round trip."""
+"""llm: the GWI spec's prompt on real chunks, answer parsing, the unconfigured path, and one real HTTP round trip."""
 from __future__ import annotations
 
 import pytest

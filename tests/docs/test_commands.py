@@ -1,0 +1,102 @@
+"""Docs are tests: every shell block of README.md and docs/ runs, page by page, as a reader would run it.
+
+Each page runs in a scratch checkout of its own (the repository's folders linked, `../shared` beside it, a fresh
+default workspace `experiments/` whose `cache/` is the test session's shared cache, so a text embedded by any test is
+embedded once), in one bash session from its first block to its last, so a variable one block sets is there in the
+next and a server a block starts in the background is stopped when the page ends. A block whose page says
+`<!-- skip: reason -->` right before it is not run; tests/docs/blocks.py finds the blocks.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from kbench.paths import REPO_ROOT
+from tests.docs.blocks import SKIP, every_block, pages, shell_blocks
+
+LINKED = [".venv", "benchmarks", "configs", "datasets", "docs", "kbench", "notebooks", "tools", "Makefile",
+          "mkdocs.yml", "pyproject.toml", "requirements.lock"]
+WORKSPACES = ["experiments", "ci-workspace"]  # the default one, and the CI gate configs' own
+PAGE_TIMEOUT_S = 900
+RUNNABLE = [page for page in pages() if any(block.skip is None for block in shell_blocks(page))]
+
+
+def scratch_checkout(root: Path, cache: Path) -> Path:
+    """A checkout as a reader has it, writing nowhere but ``root`` (and the models folder, as kbench does)."""
+    checkout = root / "kbench-checkout"
+    checkout.mkdir()
+    for name in LINKED:
+        (checkout / name).symlink_to(REPO_ROOT / name)
+    (root / "shared").symlink_to((REPO_ROOT.parent / "shared").resolve(), target_is_directory=True)
+    for name in WORKSPACES:
+        (checkout / name).mkdir()
+        (checkout / name / "cache").symlink_to(cache, target_is_directory=True)
+    return checkout
+
+
+def reader_environment() -> dict[str, str]:
+    """The environment a reader's shell has after `source .venv/bin/activate`: this checkout's kbench first on PATH,
+    no workspace or tracking server chosen for them (the machine's data and models folders are kept)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("KBENCH_WORKSPACE", "KBENCH_TRACE", "MLFLOW_", "PYTEST", "COV_"))}
+    env.update(PATH=f"{REPO_ROOT / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(REPO_ROOT),
+               NO_MKDOCS_2_WARNING="1", PYTHONUNBUFFERED="1")
+    return env
+
+
+def page_script(page: Path) -> str:
+    """One bash script: the page's runnable blocks in order, each announced on stderr so a failure names it."""
+    parts = ["set -euo pipefail", "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT"]
+    for block in shell_blocks(page):
+        if block.skip is None:
+            parts += [f"echo {shlex.quote('### ' + block.where)} >&2", block.code]
+    return "\n".join(parts) + "\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", RUNNABLE, ids=[str(p.relative_to(REPO_ROOT)) for p in RUNNABLE])
+def test_every_command_on_the_page_runs(page, tmp_path, shared_cache_workspace):
+    cache = shared_cache_workspace / "cache"
+    cache.mkdir(exist_ok=True)
+    checkout = scratch_checkout(tmp_path, cache)
+    log = tmp_path / "page.log"
+    started = time.perf_counter()
+    with open(log, "w", encoding="utf-8") as out:
+        try:
+            done = subprocess.run(["bash", "-c", page_script(page)], cwd=checkout, env=reader_environment(),
+                                  stdout=out, stderr=subprocess.STDOUT, timeout=PAGE_TIMEOUT_S)
+            code = done.returncode
+        except subprocess.TimeoutExpired:
+            code = "timeout"
+    text = log.read_text(encoding="utf-8", errors="replace")
+    ran = [b for b in shell_blocks(page) if b.skip is None]
+    failed_at = ([line[4:] for line in text.splitlines() if line.startswith("### ")] or ["before the first block"])[-1]
+    print(f"{page.relative_to(REPO_ROOT)}: {len(ran)} blocks in {time.perf_counter() - started:.0f} s")
+    assert code == 0, f"{failed_at}: exit {code}\n{text[-4000:]}"
+    assert "Traceback (most recent call last)" not in text, text[-4000:]
+
+
+def test_every_skipped_block_says_why_and_most_blocks_run():
+    blocks = every_block()
+    skipped = [b for b in blocks if b.skip is not None]
+    assert all(len(b.skip) > 15 for b in skipped), [b.where for b in skipped if len(b.skip) <= 15]
+    assert len(blocks) - len(skipped) >= 2 * len(skipped), f"{len(skipped)} of {len(blocks)} blocks are skipped"
+    for page in pages():  # a skip comment not right before a block is a typo: that block would run anyway
+        lines = page.read_text(encoding="utf-8").splitlines()
+        assert sum(1 for line in lines if SKIP.match(line)) == sum(1 for b in shell_blocks(page) if b.skip), page
+
+
+def test_the_blocks_are_found_as_a_reader_sees_them(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# t\n\n```bash\nkbench list\n```\n\n<!-- skip: needs a live PostgreSQL server -->\n"
+                    "```sh\nkbench run configs/live.yaml\n```\n\n- item\n\n  ```console\n  $ kbench runs\n"
+                    "  run  started\n  ```\n\n```yaml\nname: x\n```\n", encoding="utf-8")
+    found = shell_blocks(page)
+    assert [(b.line, b.lang, b.code, b.skip) for b in found] == [
+        (3, "bash", "kbench list", None), (8, "sh", "kbench run configs/live.yaml", "needs a live PostgreSQL server"),
+        (14, "console", "kbench runs", None)]
