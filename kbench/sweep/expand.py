@@ -232,6 +232,23 @@ def labelled_grid_points(sweep: dict[str, list[Any]]) -> tuple[list[tuple[str, d
     return points, legend
 
 
+def grid_factors(sweep: dict[str, list[Any]]) -> tuple[dict[str, dict[str, str]], dict[str, list[str]]]:
+    """The grid as a factorial design: per point label, its level of each factor, and each factor's levels in
+    axis order (the first is the reference). A factor is named by its axis path's last name (the full path where
+    two axes end alike); a level by its label part (``400``, ``markdown``, ``#2``)."""
+    if not sweep:
+        return {}, {}
+    tails = [p.rsplit(".", 1)[-1] for p in sweep]
+    names = {p: (t if tails.count(t) == 1 else p) for p, t in zip(sweep, tails)}
+    parts = {p: [part[len(p.rsplit(".", 1)[-1]):].removeprefix("=") for part in axis_labels(p, sweep[p])]
+             for p in sweep}
+    factors = {names[p]: parts[p] for p in sweep}
+    combos = itertools.product(*(range(len(sweep[p])) for p in sweep))  # the order labelled_grid_points uses
+    levels = {label: {names[p]: parts[p][i] for p, i in zip(sweep, combo)}
+              for (label, _), combo in zip(labelled_grid_points(sweep)[0], combos)}
+    return levels, factors
+
+
 def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
     """Every config of a sweep, validated (all errors at once) before anything runs."""
     raw = copy.deepcopy(data)
