@@ -46,6 +46,7 @@ from kbench.config import MAX_NAME_CHARS
 from kbench.dotted import flatten_dotted, get_dotted
 from kbench.hashing import stable_hash
 from kbench.registry import Registry
+from kbench.sweep.search import SearchConfig, parse_search
 from kbench.tracking.mlflow_run import flatten
 
 # sections whose extra keys are the knobs of the strategy named by one field
@@ -53,7 +54,7 @@ STRATEGY_SECTIONS = {"chunking": "strategy", "retrieval.fusion": "strategy", "re
 BASELINE_LABEL = "baseline"  # the label of the baseline config a variants-only sweep adds
 MAX_VALUE_LABEL = 24  # characters of a value shown in a label; a longer one is named by its place on its axis
 # parts of the resolved config that do not change results (and so never make a knob)
-NOT_KNOBS = ("name", "description", "workspace", "tracking", "sweep", "variants")
+NOT_KNOBS = ("name", "description", "workspace", "tracking", "sweep", "variants", "search")
 
 
 @dataclass
@@ -83,6 +84,7 @@ class SweepPlan:
     warnings: list[str] = field(default_factory=list)  # what makes some configs lose by construction
     notes: list[str] = field(default_factory=list)  # what a reader should know, e.g. the baseline does not run
     legend: dict[str, str] = field(default_factory=dict)  # a shortened label part -> the value it stands for
+    search: SearchConfig = field(default_factory=SearchConfig)  # the search: block (grid, race, stagewise)
 
     def by_label(self) -> dict[str, SweepConfig]:
         return {c.label: c for c in self.configs}
@@ -254,6 +256,7 @@ def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
     raw = copy.deepcopy(data)
     sweep = raw.pop("sweep", None) or {}
     variants = raw.pop("variants", None) or []
+    search = parse_search(raw.pop("search", None), origin)
     if not sweep and not variants:
         raise ConfigError(f"{origin}: no 'sweep:' grid and no 'variants:' list; nothing to sweep "
                           "(add e.g. sweep: {{chunking.chunk_size: [300, 600]}}, or use `kbench run`)")
@@ -298,7 +301,7 @@ def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
         {"name": baseline.name, "baseline": baseline.run_key(), "configs": sorted(configs)},
         sort_keys=True).encode()).hexdigest()[:16]
     plan = SweepPlan(baseline.name, baseline, list(configs.values()), sweep_key, raw,
-                     {"sweep": sweep, "variants": variants}, legend=legend)
+                     {"sweep": sweep, "variants": variants}, legend=legend, search=search)
     plan.warnings = top_k_warnings(plan.configs)
     if plan.configs and all(c.knobs for c in plan.configs):
         plan.notes.append(f"the baseline (this config without its sweep blocks) is no point of the grid, so it does "
