@@ -10,6 +10,7 @@ from kbench.sweep.expand import load_sweep
 from kbench.sweep.confirm import confirm_sweep, record_confirmation
 from kbench.sweep.run import SweepError, run_sweep
 from kbench.sweep.search_run import run_search
+from kbench.sweep.tuning import tune_fusion
 from kbench.sweep.summary import plan_lines, summary_lines
 
 
@@ -62,6 +63,16 @@ def run(args) -> int:
             print(line)
         if plan.search.strategy != "grid":
             print(f"search: {plan.search.strategy} ({', '.join(f'{k}={v}' for k, v in plan.search.model_dump().items())})")
+        return 0
+    if plan.search.strategy == "tune":  # fusion knobs tuned on half the questions (docs/how-to/search.md)
+        try:
+            tuned = tune_fusion(plan.baseline, plan.search.tune_values(), seed=plan.search.seed,
+                                progress=not args.quiet)
+        except ValueError as e:
+            print(f"kbench: error: {e}", file=sys.stderr)
+            return 2
+        for line in tuned.lines():
+            print(line)
         return 0
     if plan.search.strategy != "grid":  # race or stage-wise, in this process (docs/how-to/search.md)
         if args.executor != "local" or args.confirm_half or args.confirm_on:

@@ -257,7 +257,10 @@ def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
     sweep = raw.pop("sweep", None) or {}
     variants = raw.pop("variants", None) or []
     search = parse_search(raw.pop("search", None), origin)
-    if not sweep and not variants:
+    if search.strategy == "tune" and (sweep or variants):
+        raise ConfigError(f"{origin}: search: {{strategy: tune}} tunes the fusion of this config alone; remove the "
+                          "sweep:/variants: blocks, or tune each config of interest in its own file")
+    if not sweep and not variants and search.strategy != "tune":
         raise ConfigError(f"{origin}: no 'sweep:' grid and no 'variants:' list; nothing to sweep "
                           "(add e.g. sweep: {{chunking.chunk_size: [300, 600]}}, or use `kbench run`)")
     if not isinstance(sweep, dict):

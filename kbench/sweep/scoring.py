@@ -75,6 +75,7 @@ class ConfigScorer:
     _legs: dict[str, dict] = field(default_factory=dict)
     _scored: set[str] = field(default_factory=set)
     _embedded_groups: set[str] = field(default_factory=set)
+    _encoders: dict[str, object] = field(default_factory=dict)  # embedding section -> one loaded encoder
 
     def __post_init__(self):
         datasets = {stable_hash(c.experiment.dataset.model_dump(mode="json")) for c in self.plan.configs}
@@ -104,8 +105,18 @@ class ConfigScorer:
             self.cost.groups_embedded += 1
             self.cost.configs_embedded += self.group_size(config.label)
             self._embedded_groups.add(key)
+            self._share_encoder(corpus, config)
             self._corpora[key] = corpus
         return self._corpora[key]
+
+    def _share_encoder(self, corpus: Corpus, config: SweepConfig) -> None:
+        """Corpora embedded by one model search with one loaded encoder (for their queries): a race holds every
+        group's corpus in its first round, and 16 copies of a 400 MB model would not fit."""
+        if corpus.embedder is None:
+            return
+        key = stable_hash(config.experiment.embedding.model_dump(mode="json"))
+        shared = self._encoders.setdefault(key, corpus.embedder.encoder)
+        corpus.embedder.encoder = shared
 
     def score(self, labels: list[str], question_ids: list[str]) -> dict[str, pd.DataFrame]:
         """Each config's per-query results on ``question_ids`` (rows in that order, indexed by query id)."""
@@ -150,3 +161,4 @@ class ConfigScorer:
 
     def close(self) -> None:
         self.release([])
+        self._encoders.clear()

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from kbench.config import Experiment
+from kbench.evaluation.significance import bootstrap_ci
 from kbench.compare import headline_metric
 from kbench.pipeline import evaluate_run, prepare_corpus, search_corpus
 from kbench.retrieval.stage import build_legs, leg_contexts
@@ -40,9 +41,23 @@ class Tuned:
     report_ids: list[str]
     trials: list[tuple[Any, float]] = field(default_factory=list)  # every candidate with its tuning mean
 
+    metric: str = ""
+
     @property
     def report_mean(self) -> float:
         return float(self.report_scores.mean()) if len(self.report_scores) else float("nan")
+
+    def lines(self) -> list[str]:
+        chosen = ", ".join(f"retrieval.fusion.{k}={v}" for k, v in self.best.items()) \
+            if isinstance(self.best, dict) else str(self.best)
+        low, high = bootstrap_ci(self.report_scores) if len(self.report_scores) else (np.nan, np.nan)
+        out = [f"tuned {chosen} on {len(self.tune_ids)} questions (a seeded half); {self.metric} there "
+               f"{self.tuning_mean:.4f} (flattered: chosen there)",
+               f"  on the other {len(self.report_ids)} questions, never seen by the tuning: {self.metric} "
+               f"{self.report_mean:.4f} [{low:.4f}, {high:.4f}] (the figure to report)",
+               "  every candidate on the tuning questions:"]
+        out += [f"    {c}: {m:.4f}" for c, m in self.trials]
+        return out
 
 
 def tune(candidates: list[Any], score: Callable[[Any, list[str]], np.ndarray], tune_ids: list[str],
@@ -109,5 +124,6 @@ def tune_fusion(experiment: Experiment, ranges: dict[str, list[Any]], *, seed: i
     finally:
         corpus.close()
     tuned.best = candidates[tuned.best]
+    tuned.metric = chosen_metric[0]
     tuned.trials = [(candidates[i], mean) for i, mean in tuned.trials]
     return tuned

@@ -138,3 +138,26 @@ def test_tune_fusion_on_a_real_config_reports_on_the_other_half_only(workspace):
     data["retrieval"]["fusion"].update(tuned.best)
     full = run_pipeline(load_experiment(data), progress=False).per_query.set_index("query_id")
     assert tuned.report_scores == pytest.approx(full.loc[tuned.report_ids, "chunk_ndcg_at_10"].to_numpy(), abs=1e-9)
+
+
+def test_kbench_sweep_tunes_a_fusion_range_and_reports_the_other_half(workspace, tmp_path, capsys):
+    import yaml
+
+    from kbench.cli import main
+
+    data = make_config(workspace, dataset={"name": "demo", "max_documents": 1, "max_queries": 12, "seed": 2},
+                       retrieval={"legs": ["vector", "bm25"], "fusion": {"strategy": "weighted"}, "top_k": 10,
+                                  "latency": "batch"})
+    data["search"] = {"strategy": "tune", "tune": {"weight": {"from": 0, "to": 1, "step": 0.25}}}
+    config = tmp_path / "tune.yaml"
+    config.write_text(yaml.safe_dump(data))
+    assert main(["sweep", str(config), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "on 6 questions (a seeded half)" in out and "on the other 6 questions, never seen by the tuning" in out
+    assert out.count("    {'weight': ") == 5  # 0, 0.25, 0.5, 0.75, 1
+    data["sweep"] = {"retrieval.top_k": [5, 10]}
+    config.write_text(yaml.safe_dump(data))
+    with pytest.raises(SystemExit) as stopped:
+        main(["sweep", str(config)])
+    assert stopped.value.code == 2
+    assert "tunes the fusion of this config alone" in capsys.readouterr().err
