@@ -9,6 +9,8 @@ from kbench.sweep.executors import make_executor
 from kbench.sweep.expand import load_sweep
 from kbench.sweep.confirm import confirm_sweep, record_confirmation
 from kbench.sweep.run import SweepError, run_sweep
+from kbench.sweep.search_run import run_search
+from kbench.sweep.tuning import tune_fusion
 from kbench.sweep.summary import plan_lines, summary_lines
 
 
@@ -59,6 +61,34 @@ def run(args) -> int:
               "between configs:\n")
         for line in plan_lines(plan):
             print(line)
+        if plan.search.strategy != "grid":
+            print(f"search: {plan.search.strategy} ({', '.join(f'{k}={v}' for k, v in plan.search.model_dump().items())})")
+        return 0
+    if plan.search.strategy == "tune":  # fusion knobs tuned on half the questions (docs/how-to/search.md)
+        try:
+            tuned = tune_fusion(plan.baseline, plan.search.tune_values(), seed=plan.search.seed,
+                                progress=not args.quiet)
+        except ValueError as e:
+            print(f"kbench: error: {e}", file=sys.stderr)
+            return 2
+        for line in tuned.lines():
+            print(line)
+        return 0
+    if plan.search.strategy != "grid":  # race or stage-wise, in this process (docs/how-to/search.md)
+        if args.executor != "local" or args.confirm_half or args.confirm_on:
+            print(f"kbench: error: search: {plan.search.strategy} runs in this process without a confirmation split; "
+                  "drop --executor dask / --confirm-*, or use search: {strategy: grid}", file=sys.stderr)
+            return 2
+        try:
+            outcome = run_search(plan, say=lambda line: print(line, flush=True), progress=not args.quiet)
+        except (SweepError, ValueError) as e:
+            print(f"kbench: error: {e}", file=sys.stderr)
+            return 2
+        print()
+        for line in outcome.lines():
+            print(line)
+        if outcome.run_id:
+            print(f"MLflow run {outcome.run_id} in {outcome.tracking_uri}")
         return 0
     if args.workers < 1:
         print("kbench: error: --workers must be at least 1", file=sys.stderr)

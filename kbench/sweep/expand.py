@@ -45,12 +45,14 @@ from kbench.config import (STRATEGY_SECTIONS, ConfigError, Experiment, apply_set
 from kbench.config import MAX_NAME_CHARS
 from kbench.dotted import flatten_dotted
 from kbench.hashing import stable_hash
+from kbench.registry import Registry
+from kbench.sweep.search import SearchConfig, parse_search
 from kbench.tracking.mlflow_run import flatten
 
 BASELINE_LABEL = "baseline"  # the label of the baseline config a variants-only sweep adds
 MAX_VALUE_LABEL = 24  # characters of a value shown in a label; a longer one is named by its place on its axis
 # parts of the resolved config that do not change results (and so never make a knob)
-NOT_KNOBS = ("name", "description", "workspace", "tracking", "sweep", "variants", "recommend")
+NOT_KNOBS = ("name", "description", "workspace", "tracking", "sweep", "variants", "recommend", "search")
 
 
 @dataclass
@@ -80,6 +82,7 @@ class SweepPlan:
     warnings: list[str] = field(default_factory=list)  # what makes some configs lose by construction
     notes: list[str] = field(default_factory=list)  # what a reader should know, e.g. the baseline does not run
     legend: dict[str, str] = field(default_factory=dict)  # a shortened label part -> the value it stands for
+    search: SearchConfig = field(default_factory=SearchConfig)  # the search: block (grid, race, stagewise)
 
     def by_label(self) -> dict[str, SweepConfig]:
         return {c.label: c for c in self.configs}
@@ -206,12 +209,33 @@ def labelled_grid_points(sweep: dict[str, list[Any]]) -> tuple[list[tuple[str, d
     return points, legend
 
 
+def grid_factors(sweep: dict[str, list[Any]]) -> tuple[dict[str, dict[str, str]], dict[str, list[str]]]:
+    """The grid as a factorial design: per point label, its level of each factor, and each factor's levels in
+    axis order (the first is the reference). A factor is named by its axis path's last name (the full path where
+    two axes end alike); a level by its label part (``400``, ``markdown``, ``#2``)."""
+    if not sweep:
+        return {}, {}
+    tails = [p.rsplit(".", 1)[-1] for p in sweep]
+    names = {p: (t if tails.count(t) == 1 else p) for p, t in zip(sweep, tails)}
+    parts = {p: [part[len(p.rsplit(".", 1)[-1]):].removeprefix("=") for part in axis_labels(p, sweep[p])]
+             for p in sweep}
+    factors = {names[p]: parts[p] for p in sweep}
+    combos = itertools.product(*(range(len(sweep[p])) for p in sweep))  # the order labelled_grid_points uses
+    levels = {label: {names[p]: parts[p][i] for p, i in zip(sweep, combo)}
+              for (label, _), combo in zip(labelled_grid_points(sweep)[0], combos)}
+    return levels, factors
+
+
 def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
     """Every config of a sweep, validated (all errors at once) before anything runs."""
     raw = copy.deepcopy(data)
     sweep = raw.pop("sweep", None) or {}
     variants = raw.pop("variants", None) or []
-    if not sweep and not variants:
+    search = parse_search(raw.pop("search", None), origin)
+    if search.strategy == "tune" and (sweep or variants):
+        raise ConfigError(f"{origin}: search: {{strategy: tune}} tunes the fusion of this config alone; remove the "
+                          "sweep:/variants: blocks, or tune each config of interest in its own file")
+    if not sweep and not variants and search.strategy != "tune":
         raise ConfigError(f"{origin}: no 'sweep:' grid and no 'variants:' list; nothing to sweep "
                           "(add e.g. sweep: {{chunking.chunk_size: [300, 600]}}, or use `kbench run`)")
     if not isinstance(sweep, dict):
@@ -255,7 +279,7 @@ def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
         {"name": baseline.name, "baseline": baseline.run_key(), "configs": sorted(configs)},
         sort_keys=True).encode()).hexdigest()[:16]
     plan = SweepPlan(baseline.name, baseline, list(configs.values()), sweep_key, raw,
-                     {"sweep": sweep, "variants": variants}, legend=legend)
+                     {"sweep": sweep, "variants": variants}, legend=legend, search=search)
     plan.warnings = top_k_warnings(plan.configs)
     if plan.configs and all(c.knobs for c in plan.configs):
         plan.notes.append(f"the baseline (this config without its sweep blocks) is no point of the grid, so it does "

@@ -36,6 +36,7 @@ from kbench.progress import duration
 from kbench.retrieval.stage import legs_need_query_vectors
 from kbench.store.stage import check_store
 from kbench.sweep.executors import ComputedRun, JobFailure, make_job
+from kbench.sweep.effects import effects_markdown, grid_effects, log_effects
 from kbench.sweep.expand import SweepConfig, SweepPlan
 from kbench.sweep.summary import knob_markdown, plan_knob_table, plan_lines
 from kbench.trace import traced
@@ -78,6 +79,8 @@ class SweepOutcome:
     warnings: list[str] = field(default_factory=list)  # the plan's: configs that lose by construction
     recommendation: Recommendation | None = None  # the config in the top tie on every metric, the cheapest
     recommended_config: Path | None = None  # its resolved config (winner.yaml, or recommended.yaml when it differs)
+    effects: list = field(default_factory=list)  # evaluation.effects.Effect: the grid's factor effects
+    effects_note: str = ""  # why there are none (no complete grid, one config), when there are none
 
     def count(self, status: str) -> int:
         return sum(1 for s in self.status.values() if s == status)
@@ -278,12 +281,19 @@ def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPla
     if any(s != "failed" for s in outcome.status.values()):
         try:
             _pick_winner(client, plan, outcome, workspace, report)
+            outcome.effects, outcome.effects_note = grid_effects(plan, outcome.comparison)
+            if outcome.effects:  # artifacts factor_effects.json/.md and metrics effect_* on the parent
+                log_effects(client, parent_id, outcome.effects, outcome.headline, workspace / "sweeps" / plan.sweep_key)
             if report and outcome.comparison is not None:
                 rows, legend = knob_markdown(plan)
                 outcome.report_dir = write_report(
                     outcome.comparison, workspace / "sweeps" / plan.sweep_key / "report", configs=rows,
                     configs_legend=legend,
                     recommendation=outcome.recommendation.lines() if outcome.recommendation else None)
+                if outcome.effects:
+                    report_md = outcome.report_dir / "report.md"
+                    report_md.write_text(report_md.read_text(encoding="utf-8") + "\n"
+                                         + effects_markdown(outcome.effects, outcome.headline), encoding="utf-8")
                 client.log_artifacts(parent_id, str(outcome.report_dir), "report")
         except Exception as e:  # the runs are logged; a ranking or report problem must not hide that
             outcome.report_error = f"{type(e).__name__}: {e}"

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kbench.compare import ranking_lines
+from kbench.evaluation.effects import effect_lines
 from kbench.sweep.expand import SweepPlan
 
 MISSING = "-"  # the config has no such knob (another strategy's)
@@ -173,6 +174,11 @@ def summary_lines(plan: SweepPlan, outcome) -> list[str]:
     lines.append("  also on the parent run: its metrics, artifact winner.yaml, the ranking as description")
     if outcome.report_error:
         lines.append(f"  (comparison incomplete: {outcome.report_error})")
+    if getattr(outcome, "effects", None):
+        lines += [""] + effect_lines(outcome.effects, outcome.headline)
+        lines.append("  (also on the parent run: metrics effect_*, artifacts factor_effects.md/.json)")
+    elif getattr(outcome, "effects_note", "") and (plan.raw_blocks.get("sweep") or {}):
+        lines.append(f"factor effects: none ({outcome.effects_note})")
     if outcome.recommendation is not None:
         lines += [""] + recommendation_lines(outcome.recommendation, plan, outcome.recommended_config)
     return lines
