@@ -112,32 +112,28 @@ def run_compare(args) -> int:
     if not 0 <= args.min_judged <= 1:
         print("kbench: error: --min-judged is a share between 0 and 1, e.g. 0.8", file=sys.stderr)
         return 2
-    try:
-        constraints = [parse_constraint(text) for text in args.constraints]
-        if constraints and not args.frontier:
-            raise FrontierError("--constraint needs --frontier METRIC (the metric to maximise)")
-        judged = None
-        if args.judged_qrels:  # re-scored from the saved rankings (kbench.judging.rescore)
-            judged = compare_judged(args.sweep or args.runs, JudgedQrels.read(args.judged_qrels, args.judged_use),
-                                    baseline=args.baseline, metrics=args.metrics, tracking_uri=args.tracking_uri,
-                                    test=args.test, correction=args.correction, alpha=args.alpha,
-                                    min_judged=args.min_judged)
-            comparison = judged.comparison
-        else:
-            comparison = compare_runs(args.sweep or args.runs, baseline=args.baseline, metrics=args.metrics,
-                                      tracking_uri=args.tracking_uri, test=args.test, correction=args.correction,
-                                      alpha=args.alpha)
-        frontier = None
-        if args.frontier:
-            points = run_points(comparison.runs, [args.frontier, args.cost, *(c.metric for c in constraints)])
-            frontier = pareto_frontier(points, args.frontier, args.cost)
-        sliced = {key: compare_by_slice(comparison.runs, key, baseline=comparison.baseline,
-                                        metrics=comparison.metrics, test=args.test, correction=args.correction,
-                                        alpha=args.alpha) for key in args.slices or []}
-        recommendation = recommend_comparison(comparison, recommend_config(args, comparison))
-    except (CompareError, FrontierError, ConfigError) as e:
-        print(f"kbench: error: {e}", file=sys.stderr)
-        return 2
+    constraints = [parse_constraint(text) for text in args.constraints]
+    if constraints and not args.frontier:
+        raise FrontierError("--constraint needs --frontier METRIC (the metric to maximise)")
+    judged = None
+    if args.judged_qrels:  # re-scored from the saved rankings (kbench.judging.rescore)
+        judged = compare_judged(args.sweep or args.runs, JudgedQrels.read(args.judged_qrels, args.judged_use),
+                                baseline=args.baseline, metrics=args.metrics, tracking_uri=args.tracking_uri,
+                                test=args.test, correction=args.correction, alpha=args.alpha,
+                                min_judged=args.min_judged)
+        comparison = judged.comparison
+    else:
+        comparison = compare_runs(args.sweep or args.runs, baseline=args.baseline, metrics=args.metrics,
+                                  tracking_uri=args.tracking_uri, test=args.test, correction=args.correction,
+                                  alpha=args.alpha)
+    frontier = None
+    if args.frontier:
+        points = run_points(comparison.runs, [args.frontier, args.cost, *(c.metric for c in constraints)])
+        frontier = pareto_frontier(points, args.frontier, args.cost)
+    sliced = {key: compare_by_slice(comparison.runs, key, baseline=comparison.baseline,
+                                    metrics=comparison.metrics, test=args.test, correction=args.correction,
+                                    alpha=args.alpha) for key in args.slices or []}
+    recommendation = recommend_comparison(comparison, recommend_config(args, comparison))
     thin = set(judged.thin) if judged is not None else set()
     if judged is not None:
         print_judged(judged)
