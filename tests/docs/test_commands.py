@@ -9,6 +9,7 @@ next and a server a block starts in the background is stopped when the page ends
 from __future__ import annotations
 
 import os
+import signal
 import shlex
 import subprocess
 import time
@@ -67,11 +68,15 @@ def test_every_command_on_the_page_runs(page, tmp_path, shared_cache_workspace):
     log = tmp_path / "page.log"
     started = time.perf_counter()
     with open(log, "w", encoding="utf-8") as out:
+        # its own session: a page that times out is killed with every process it started, not just its shell
+        # (an orphaned benchmark once kept both cores busy for the rest of the suite)
+        shell = subprocess.Popen(["bash", "-c", page_script(page)], cwd=checkout, env=reader_environment(),
+                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            done = subprocess.run(["bash", "-c", page_script(page)], cwd=checkout, env=reader_environment(),
-                                  stdout=out, stderr=subprocess.STDOUT, timeout=PAGE_TIMEOUT_S)
-            code = done.returncode
+            code = shell.wait(timeout=PAGE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
+            os.killpg(shell.pid, signal.SIGKILL)
+            shell.wait()
             code = "timeout"
     text = log.read_text(encoding="utf-8", errors="replace")
     ran = [b for b in shell_blocks(page) if b.skip is None]
