@@ -58,7 +58,7 @@ def test_a_qrels_score_is_a_whole_number_or_a_clear_error(score):
         except DatasetError as e:
             assert "qrels/test.tsv:3: " in str(e) and "\n" not in str(e), str(e)
             return
-    as_number = float(score)  # what was accepted is a plain whole number
+    as_number = float(score.strip())  # accepted: a whole number, with the whitespace a cell may carry (\x1f too)
     assert as_number.is_integer() and score.strip().lstrip("+-").replace(".", "", 1).isascii(), score
     if as_number > 0:
         assert dataset.qrels["q2"] == {"d3": int(as_number)}
