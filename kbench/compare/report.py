@@ -250,11 +250,12 @@ def _default_scatter(comparison: Comparison) -> str | None:
 
 def write_report(comparison: Comparison, out_dir: str | Path, scatter: str | None = None,
                  configs: list[dict[str, str]] | None = None, configs_legend: list[str] | None = None,
-                 recommendation: list[str] | None = None) -> Path:
+                 recommendation: list[str] | None = None, appendix: str | None = None) -> Path:
     """Write report.md, report.html (images inline), comparison.csv, ranking.csv and the plots into
     ``out_dir``; returns the folder. ``configs``: one row per config (``config`` and the knobs that differ
     between configs, e.g. a sweep's resolved knobs), shown after the ranking with ``configs_legend``.
-    ``recommendation``: the recommendation's lines (``evaluation.recommend``), shown first."""
+    ``recommendation``: the recommendation's lines (``evaluation.recommend``), shown first. ``appendix``: more
+    markdown for the end of report.md (a sweep's factor effects)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     comparison.table.to_csv(out / "comparison.csv", index=False)
@@ -293,7 +294,8 @@ def write_report(comparison: Comparison, out_dir: str | Path, scatter: str | Non
         md += [f"![per-query scores: baseline vs {alt}]({scatter_file})", ""]
     for metric in comparison.metrics:
         md += [f"## {metric}", "", md_table(metric_rows(comparison, metric)), ""]
-    (out / "report.md").write_text("\n".join(md), encoding="utf-8")
+    text = "\n".join(md)
+    (out / "report.md").write_text(text + "\n" + appendix if appendix else text, encoding="utf-8")
 
     esc = html.escape
     body = [f"<h1>{esc(title)}</h1>", *(f"<p>{esc(line).replace('**', '')}</p>" for line in header_lines(comparison))]

@@ -289,11 +289,8 @@ def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPla
                 outcome.report_dir = write_report(
                     outcome.comparison, workspace / "sweeps" / plan.sweep_key / "report", configs=rows,
                     configs_legend=legend,
-                    recommendation=outcome.recommendation.lines() if outcome.recommendation else None)
-                if outcome.effects:
-                    report_md = outcome.report_dir / "report.md"
-                    report_md.write_text(report_md.read_text(encoding="utf-8") + "\n"
-                                         + effects_markdown(outcome.effects, outcome.headline), encoding="utf-8")
+                    recommendation=outcome.recommendation.lines() if outcome.recommendation else None,
+                    appendix=effects_markdown(outcome.effects, outcome.headline) if outcome.effects else None)
                 client.log_artifacts(parent_id, str(outcome.report_dir), "report")
         except Exception as e:  # the runs are logged; a ranking or report problem must not hide that
             outcome.report_error = f"{type(e).__name__}: {e}"
