@@ -127,8 +127,8 @@ def main() -> None:
         for strategy, run in runs.items():
             c = run["cost"]
             rows.append([name, strategy, c.configs_scored, f"{c.groups_embedded} ({c.configs_embedded})", c.scorings,
-                         round(c.embed_seconds, 1), round(c.search_seconds, 1), round(c.compute_seconds, 1),
-                         round(c.compute_seconds / base, 3), run["recommended"],
+                         f"{c.embed_seconds:.1f}", f"{c.search_seconds:.1f}", f"{c.compute_seconds:.1f}",
+                         f"{c.compute_seconds / base:.3f}", run["recommended"],
                          "yes" if run["recommended"] in full["top_tie"] else "no"])
             results[f"{name}/{strategy}"] = {**c.as_dict(), "recommended": run["recommended"],
                                              "in_full_top_tie": run["recommended"] in full["top_tie"],
