@@ -167,10 +167,11 @@ def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool
 
 
 def search_corpus(corpus: Corpus, experiment: Experiment, *, progress: bool = False,
-                  name: str | None = None, legs: dict | None = None) -> SearchResult:
+                  name: str | None = None, legs: dict | None = None, rerankers: dict | None = None) -> SearchResult:
     """Every query of the corpus's dataset through the retrieval stage (query rewriting, legs, fusion, rerank,
     grouping); the corpus is read, never changed. ``legs``: legs built before on this corpus for this retrieval
-    section (``retrieval.stage.build_legs``), so a search of the same corpus in batches builds a BM25 index once."""
+    section (``retrieval.stage.build_legs``), so a search of the same corpus in batches builds a BM25 index once;
+    ``rerankers``: a dict kept between those searches, so each reranker's model is loaded once."""
     plan, timer, counts = None, StageTimer(), {}
     queries, documents = corpus.dataset.queries, corpus.dataset.documents
     if experiment.query.active:  # kbench.retrieval.query: expansion, decomposition, HyDE
@@ -181,7 +182,7 @@ def search_corpus(corpus: Corpus, experiment: Experiment, *, progress: bool = Fa
     with timer.stage("search"):
         if plan is None:
             output = search(queries, corpus.context, experiment.retrieval, experiment.rerank, legs=legs,
-                            progress=progress, documents=documents, indexes=corpus.indexes)
+                            progress=progress, documents=documents, indexes=corpus.indexes, rerankers=rerankers)
         else:
             output = search_planned(queries, plan, corpus.context, experiment.retrieval, experiment.rerank,
                                     rrf_k=experiment.query.decomposition.rrf_k, progress=progress,

@@ -27,11 +27,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from kbench.errors import ConfigError
+from kbench.hashing import stable_hash
 from kbench.indexes import CHUNK, Index
 from kbench.progress import track
 from kbench.records import Chunk, Document, Hit, Query
 from kbench.retrieval.config import RerankConfig, RetrievalConfig
-from kbench.retrieval.contracts import FusionParams, Leg, LegResult, SearchContext
+from kbench.retrieval.contracts import FusionParams, Leg, LegResult, Reranker, SearchContext
 from kbench.retrieval.filters import describe, drop_query_document, filter_mask
 from kbench.retrieval.grouping import group_by_page
 from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS
@@ -135,12 +136,25 @@ def unreturned_scores(legs: dict[str, Leg], query: Query, vector: np.ndarray | N
     return out
 
 
+def built_reranker(context: SearchContext, rerank: RerankConfig, cache: dict | None) -> Reranker:
+    """The rerank section's reranker on ``context``, from ``cache`` when one was built on the same units.
+    Keyed by the identity of the unit list: the cached reranker holds that list, so the id cannot be reused."""
+    key = (id(context.chunks), stable_hash(rerank.model_dump(mode="json")))
+    if cache is not None and key in cache:
+        return cache[key]
+    reranker = RERANKERS.get(rerank.strategy).impl(context, rerank.params)
+    if cache is not None:
+        cache[key] = reranker
+    return reranker
+
+
 def search(queries: list[Query], context: SearchContext, config: RetrievalConfig,
            rerank: RerankConfig | None = None, legs: dict[str, Leg] | None = None,
            progress: bool = False, documents: list[Document] | None = None,
-           indexes: Mapping[str, Index] | None = None) -> SearchOutput:
+           indexes: Mapping[str, Index] | None = None, rerankers: dict | None = None) -> SearchOutput:
     """Rank chunks for every query; ``documents`` (the dataset's) give filters their fields; ``indexes`` (by
-    name) the units of legs that do not search the run's chunks (``context``'s)."""
+    name) the units of legs that do not search the run's chunks (``context``'s). ``rerankers``: a dict the
+    caller keeps between searches of one corpus, so a search in batches loads its reranker's model once."""
     contexts = leg_contexts(context, config, indexes)
     unit_lists = {name: leg_context.chunks for name, leg_context in contexts.items()}
     context_chunks = context.chunks
@@ -165,7 +179,7 @@ def search(queries: list[Query], context: SearchContext, config: RetrievalConfig
     fuse, fusion_params = FUSIONS.get(config.fusion.strategy).impl, config.fusion.params
     reranker, keep = None, config.top_k
     if rerank is not None and rerank.enabled:
-        reranker = RERANKERS.get(rerank.strategy).impl(context, rerank.params)
+        reranker = built_reranker(context, rerank, rerankers)
         keep = max(config.candidates_per_leg or config.top_k,
                    config.top_k * rerank.params.candidate_multiplier)
     depth = leg_depth(config, fusion_params, keep)

@@ -18,8 +18,9 @@ import pandas as pd
 
 from kbench.compare import headline_metric
 from kbench.sweep.expand import SweepPlan
-from kbench.sweep.racing import Dropped, question_batches, race
+from kbench.sweep.racing import Dropped, RaceResult, question_batches, race
 from kbench.sweep.scoring import ConfigScorer, SearchStrategyError
+from kbench.sweep.search import SearchConfig
 from kbench.sweep.search_outcome import SearchOutcome, compare_frames, recommend
 
 
@@ -28,19 +29,28 @@ def first_batch(n_questions: int, configured: int | None) -> int:
     return min(n_questions, configured or max(10, n_questions // 8))
 
 
-def run_race(plan: SweepPlan, scorer: ConfigScorer, say: Callable[[str], None] = print) -> SearchOutcome:
-    settings = plan.search
-    ids = scorer.question_ids()
-    if len(ids) < 2:
-        raise SearchStrategyError(f"search: race needs at least 2 questions, the dataset has {len(ids)}")
+def race_configs(labels: list[str], scorer: ConfigScorer, ids: list[str], settings: SearchConfig, *, alpha: float,
+                 say: Callable[[str], None] = print, release: bool = True, intro: str = "race: ",
+                 known: dict[str, pd.DataFrame] | None = None) -> tuple[RaceResult, dict[str, pd.DataFrame], str]:
+    """Race ``labels`` on ``ids``, then score the configs left on the questions they have not seen. Returns the
+    race, the survivors' per-query results over every question (in ``ids``' order) and the headline metric.
+    ``release``: close a corpus once no config left in the race searches it (a stage of a stage-wise search
+    keeps its corpora: a later stage searches the winner's). ``known``: configs already scored on every question
+    (the winner of the stage before), whose results are read, not scored again."""
+    known = known or {}
+
+    def scored(alive: list[str], batch: list[str]) -> dict[str, pd.DataFrame]:
+        todo = [label for label in alive if label not in known]
+        got = scorer.score(todo, batch) if todo else {}
+        return {label: got[label] if label in got else known[label].loc[batch] for label in alive}
+
     batches = question_batches(ids, first=first_batch(len(ids), settings.first), growth=settings.growth,
                                seed=settings.seed)
-    labels = [c.label for c in plan.configs]
     frames: dict[str, list[pd.DataFrame]] = {label: [] for label in labels}
     headline: list[str] = []
 
     def score(alive: list[str], batch: list[str]) -> dict[str, np.ndarray]:
-        got = scorer.score(alive, batch)
+        got = scored(alive, batch)
         if not headline:
             found = headline_metric(next(iter(got.values())).columns)
             if found is None:
@@ -51,20 +61,35 @@ def run_race(plan: SweepPlan, scorer: ConfigScorer, say: Callable[[str], None] =
         return {label: frame[headline[0]].to_numpy(dtype=float) for label, frame in got.items()}
 
     def on_round(n: int, alive: list[str], leaving: list[Dropped]) -> None:
-        scorer.release(alive)
+        if release:
+            scorer.release(alive)
         seen = sum(len(b) for b in batches[:n])
         say(f"  round {n}/{len(batches)}: {seen} questions, {len(leaving)} dropped, {len(alive)} left")
 
-    say(f"race {plan.name}: {len(labels)} configs, {len(ids)} questions in {len(batches)} batches "
-        f"({', '.join(str(len(b)) for b in batches)}), alpha {settings.alpha}")
-    result = race(labels, batches, score, alpha=settings.alpha, test=settings.test, on_round=on_round)
+    say(f"{intro}{len(labels)} configs, {len(ids)} questions in {len(batches)} batches "
+        f"({', '.join(str(len(b)) for b in batches)}), alpha {alpha:.3g}")
+    result = race(labels, batches, score, alpha=alpha, test=settings.test, on_round=on_round)
     rest = [q for b in batches[result.rounds:] for q in b]
     if rest:  # the configs left are scored on every question, so the ranking is over all of them
         say(f"  scoring the {len(result.survivors)} configs left on the other {len(rest)} questions")
-        for label, frame in scorer.score(result.survivors, rest).items():
+        got = scored(result.survivors, rest)
+        if not headline:  # one config raced: no round ran
+            headline.append(headline_metric(next(iter(got.values())).columns) or "")
+        for label, frame in got.items():
             frames[label].append(frame)
     full = {label: pd.concat(frames[label]).loc[ids] for label in result.survivors}
-    comparison = compare_frames(full, headline[0], plan)
-    recommended, tied = recommend(comparison, full, headline[0])
-    return SearchOutcome("race", headline[0], len(ids), len(labels), scorer.cost, full, comparison, recommended,
+    return result, full, headline[0]
+
+
+def run_race(plan: SweepPlan, scorer: ConfigScorer, say: Callable[[str], None] = print) -> SearchOutcome:
+    settings = plan.search
+    ids = scorer.question_ids()
+    if len(ids) < 2:
+        raise SearchStrategyError(f"search: race needs at least 2 questions, the dataset has {len(ids)}")
+    labels = [c.label for c in plan.configs]
+    result, full, headline = race_configs(labels, scorer, ids, settings, alpha=settings.alpha, say=say,
+                                          intro=f"race {plan.name}: ")
+    comparison = compare_frames(full, headline, plan)
+    recommended, tied = recommend(comparison, full, headline)
+    return SearchOutcome("race", headline, len(ids), len(labels), scorer.cost, full, comparison, recommended,
                          tied, race=result)

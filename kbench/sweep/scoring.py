@@ -8,7 +8,8 @@
 Configs with equal dataset, chunking, enrichment and embedding (the executors' ``warm_key``), indexes and
 store search one corpus (``corpus_key``): it is prepared (chunked, embedded, indexed) the first time one of them is scored and kept until none of
 them is still searched, so a group whose configs all leave a race before its turn never embeds. A config's
-legs (its BM25 index, ...) are built once and reused for every batch of questions. Racing and stage-wise search
+legs (its BM25 index, ...) are built once and reused for every batch of questions, and a reranker's model is
+loaded once per corpus and rerank section. Racing and stage-wise search
 (``race_run``, ``stagewise``) score through this class, and ``benchmarks/search_economy.py`` measures the full
 grid through it too, so the three are counted the same way.
 """
@@ -74,6 +75,7 @@ class ConfigScorer:
     cost: SearchCost = field(default_factory=SearchCost)
     _corpora: dict[str, Corpus] = field(default_factory=dict)
     _legs: dict[str, dict] = field(default_factory=dict)
+    _rerankers: dict[str, dict] = field(default_factory=dict)  # corpus key -> rerankers built on it (loaded once)
     _scored: set[str] = field(default_factory=set)
     _embedded_groups: set[str] = field(default_factory=set)
     _encoders: dict[str, object] = field(default_factory=dict)  # embedding section -> one loaded encoder
@@ -135,7 +137,8 @@ class ConfigScorer:
                     self._legs[label] = build_legs(leg_contexts(corpus.context, config.experiment.retrieval,
                                                                 corpus.indexes), config.experiment.retrieval)
                 legs = self._legs[label]
-            found = search_corpus(replace(corpus, dataset=batch), config.experiment, legs=legs)
+            found = search_corpus(replace(corpus, dataset=batch), config.experiment, legs=legs,
+                                  rerankers=self._rerankers.setdefault(self.group[label], {}))
             per_query, _ = evaluate_run(batch, found.units, found.run, config.experiment.evaluation, found.latency_ms,
                                         budget_model=config.experiment.embedding.model,
                                         cache_root=corpus.workspace / "cache", llm_usage=corpus.llm_usage,
@@ -157,6 +160,7 @@ class ConfigScorer:
         needed = {self.group[label] for label in alive}
         for key in [k for k in self._corpora if k not in needed]:
             self._corpora.pop(key).close()
+            self._rerankers.pop(key, None)
         for label in [k for k in self._legs if k not in alive]:
             del self._legs[label]
 

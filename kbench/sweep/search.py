@@ -9,6 +9,7 @@
       test: t                 # race: the paired test (t or wilcoxon)
       order: [chunking, embedding, retrieval, rerank]   # stagewise: the stages in the order they are fixed
       check: false            # stagewise: afterwards run every config one axis away from the result
+      race: false             # stagewise: race the configs of each stage (alpha split over the stages raced)
       tune: {weight: {from: 0, to: 1, step: 0.1}}   # tune: fusion knobs chosen on half the questions
 
 The block changes which configs run, never a config's results, so it is not part of any run key.
@@ -35,6 +36,9 @@ class SearchConfig(StrictModel):
     order: list[str] = Field(default_factory=lambda: ["chunking", "embedding", "retrieval", "rerank"],
                              description="stagewise: stages in the order their axes are fixed")
     check: bool = Field(False, description="stagewise: run every config one axis away from the result")
+    race: bool = Field(False, description="stagewise: race each stage's configs instead of scoring each on every "
+                                          "question (alpha, first, growth, seed, test as a race's; alpha split "
+                                          "evenly over the stages with more than one config)")
     tune: dict[str, list[Any] | dict[str, float]] = Field(
         default_factory=dict, description="tune: retrieval.fusion knobs -> values, or {from, to, step}")
 
@@ -45,6 +49,9 @@ class SearchConfig(StrictModel):
             raise ValueError(f"order: unknown stages {unknown}; allowed: {', '.join(STAGES)}")
         if len(set(self.order)) != len(self.order):
             raise ValueError(f"order: a stage appears twice in {self.order}")
+        if self.race and self.strategy != "stagewise":
+            raise ValueError("race: true races within each stage of strategy: stagewise; to race the whole grid "
+                             "set strategy: race")
         if self.strategy == "tune" and not self.tune:
             raise ValueError("tune: name the fusion knobs to tune, e.g. {weight: {from: 0, to: 1, step: 0.1}}")
         for knob, values in self.tune.items():

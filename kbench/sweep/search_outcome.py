@@ -48,6 +48,7 @@ class SearchOutcome:
     race: RaceResult | None = None
     notes: list[str] = field(default_factory=list)  # what the strategy assumes, what it checked
     steps: list[str] = field(default_factory=list)  # stagewise: what each stage fixed
+    stage_races: dict[str, RaceResult] = field(default_factory=dict)  # stagewise with race: true, per stage
     run_id: str | None = None
     tracking_uri: str | None = None
     winner_config: Path | None = None
@@ -60,13 +61,11 @@ class SearchOutcome:
                f"{self.n_configs * self.n_questions} a grid makes; embedding {c.embed_seconds:.1f}s, "
                f"search {c.search_seconds:.1f}s"]
         if self.race is not None:
-            r = self.race
-            out.append(f"  {r.rounds} rounds of {r.planned_rounds} planned; {r.correction}")
-            if r.dropped:
-                out.append(f"  dropped ({len(r.dropped)}), significantly worse than the best so far:")
-                out += [f"    round {d.round}: {d.label} ({d.questions} questions, {d.mean:.4f}, {d.diff:+.4f} vs "
-                        f"{d.best}, p = {d.p_value:.3g})" for d in r.dropped]
-        out += [f"  {s}" for s in self.steps]
+            out += race_lines(self.race, "  ")
+        for stage, step in zip(self.stage_steps(), self.steps):
+            out.append(f"  {step}")
+            if stage in self.stage_races:
+                out += race_lines(self.stage_races[stage], "    ")
         out += [f"  note: {n}" for n in self.notes]
         if self.comparison is not None:
             out += [""] + ranking_lines(self.comparison)
@@ -77,14 +76,34 @@ class SearchOutcome:
             out.append(f"  resolved config: {self.winner_config} (run it: kbench run {self.winner_config})")
         return out
 
+    def stage_steps(self) -> list[str]:
+        """The stage each of ``steps`` fixed (a step reads ``"<stage>: ..."``)."""
+        return [step.split(":", 1)[0] for step in self.steps]
+
+    def dropped(self) -> list[dict]:
+        """Every config a race dropped, with the stage it was raced in (``None``: a race of the whole grid)."""
+        races = ([(None, self.race)] if self.race else []) + list(self.stage_races.items())
+        return [{**d.__dict__, "stage": stage} for stage, r in races for d in r.dropped]
+
     def summary(self) -> dict:
         return {"strategy": self.strategy, "headline": self.headline, "questions": self.n_questions,
                 "configs": self.n_configs, "cost": self.cost.as_dict(), "recommended": self.recommended,
                 "tied": self.tied, "notes": self.notes, "steps": self.steps,
-                "dropped": [d.__dict__ for d in self.race.dropped] if self.race else [],
+                "dropped": self.dropped(),
                 "threshold": self.race.threshold if self.race else None,
+                "stage_thresholds": {stage: r.threshold for stage, r in self.stage_races.items()},
                 "ranking": self.comparison.ranking()[["rank", "config", "mean", "vs_best", "p_vs_best_adjusted"]]
                 .to_dict("records") if self.comparison is not None else []}
+
+
+def race_lines(r: RaceResult, indent: str) -> list[str]:
+    """A race's rounds, its correction and what it dropped, as the console and search.md show them."""
+    out = [f"{indent}{r.rounds} rounds of {r.planned_rounds} planned; {r.correction}"]
+    if r.dropped:
+        out.append(f"{indent}dropped ({len(r.dropped)}), significantly worse than the best so far:")
+        out += [f"{indent}  round {d.round}: {d.label} ({d.questions} questions, {d.mean:.4f}, {d.diff:+.4f} vs "
+                f"{d.best}, p = {d.p_value:.3g})" for d in r.dropped]
+    return out
 
 
 def recommend(comparison: Comparison | None, frames: dict[str, pd.DataFrame], headline: str) -> tuple[str, list[str]]:

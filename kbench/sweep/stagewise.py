@@ -6,6 +6,11 @@ current values (earlier stages: their winners; later stages: the baseline's valu
 when the baseline's is not on it); the best on the headline (``search_outcome.recommend``) is fixed and the
 next stage goes on. So a grid of a x b x c values costs a + b + c configs, not a x b x c.
 
+With ``race: true`` each stage's configs are raced (``race_run.race_configs``) instead of each being scored on
+every question: a config significantly worse than the stage's best leaves early, and the stage's winner is
+chosen among the configs left, scored on every question. ``alpha`` is split evenly over the stages that race
+(those with more than one config), so the chance that any stage drops its best config is at most ``alpha``.
+
 What this assumes: the stages do not interact. A chunk size that is best without a reranker may not be best
 with one; stage-wise search never sees that pair. ``check: true`` tests the assumption where it matters: every
 config one axis away from the result is scored too, and the outcome says whether any of them is
@@ -17,11 +22,14 @@ saw, compared as a grid's are.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any, Callable
 
 from kbench.compare import headline_metric
 from kbench.dotted import get_dotted
 from kbench.sweep.expand import SweepPlan, labelled_grid_points
+from kbench.sweep.race_run import race_configs
+from kbench.sweep.racing import RaceResult
 from kbench.sweep.scoring import ConfigScorer, SearchStrategyError
 from kbench.sweep.search import stage_of
 from kbench.sweep.search_outcome import SearchOutcome, compare_frames, recommend
@@ -60,6 +68,8 @@ def points_by_index(sweep: dict[str, list[Any]]) -> dict[tuple[int, ...], str]:
 
 def _value(value: Any) -> str:
     if isinstance(value, dict):
+        if value.get("enabled") is False:
+            return "off"
         return str(value.get("strategy", value.get("method", "{...}")))
     if isinstance(value, list):
         return "[" + ",".join(str(v) for v in value) + "]"
@@ -91,26 +101,49 @@ def run_stagewise(plan: SweepPlan, scorer: ConfigScorer, say: Callable[[str], No
                 raise SearchStrategyError("search: stagewise needs a ranking metric (nDCG@k) in the results")
         return labels
 
+    def race_stage(stage: str, combos: list[tuple[int, ...]]) -> list[str]:
+        """The stage's configs raced; the survivors' results over every question join ``frames``."""
+        nonlocal headline
+        labels = list(dict.fromkeys(config_of[points[c]] for c in combos))
+        result, full, found = race_configs(labels, scorer, ids, plan.search, alpha=stage_alpha, say=say,
+                                           release=False, intro=f"  {stage} race: ",
+                                           known={k: v for k, v in frames.items() if k in labels})
+        headline = headline or found
+        frames.update(full)
+        races[stage] = result
+        return result.survivors
+
     current = start_point(sweep, plan.baseline.resolved())
     steps = []
-    say(f"stagewise {plan.name}: {len(plan.configs)} configs, stages {' -> '.join(s for s, _ in steps_of)}")
+    races: dict[str, RaceResult] = {}
+    sizes = {stage: math.prod(len(sweep[p]) for p in axes) for stage, axes in steps_of}
+    stage_alpha = plan.search.alpha / max(1, sum(1 for n in sizes.values() if n > 1))
+    say(f"stagewise {plan.name}: {len(plan.configs)} configs, stages {' -> '.join(s for s, _ in steps_of)}"
+        + (f", each raced at alpha {stage_alpha:.3g}" if plan.search.race else ""))
     for stage, axes in steps_of:
         combos = []
         for values in itertools.product(*(range(len(sweep[p])) for p in axes)):
             point = dict(current)
             point.update(zip(axes, values))
             combos.append(tuple(point[p] for p in paths))
-        labels = score(combos)
+        labels = race_stage(stage, combos) if plan.search.race and sizes[stage] > 1 else score(combos)
         subset = {label: frames[label] for label in labels}
         winner, tied = recommend(compare_frames(subset, headline, plan), subset, headline)
         chosen = next(c for c in combos if config_of[points[c]] == winner)
         current = dict(zip(paths, chosen))
         fixed = ", ".join(f"{p.rsplit('.', 1)[-1]}={_value(sweep[p][current[p]])}" for p in axes)
-        steps.append(f"{stage}: {fixed} fixed (best of {len(labels)} configs: {winner}"
+        raced = races.get(stage)
+        among = (f"{len(labels) + len(raced.dropped)} configs raced, {len(raced.dropped)} dropped; best of the "
+                 f"{len(labels)} left" if raced else f"best of {len(labels)} configs")
+        steps.append(f"{stage}: {fixed} fixed ({among}: {winner}"
                      + (f"; tied with it: {', '.join(tied)}" if tied else "") + ")")
         say(f"  {steps[-1]}")
     final = config_of[points[tuple(current[p] for p in paths)]]
     notes = [ASSUMPTION]
+    if races:
+        notes.append(f"each of the {len(races)} stages raced at alpha {plan.search.alpha} / {len(races)} = "
+                     f"{stage_alpha:.3g} (Bonferroni over its rounds x comparisons), so the chance that any stage "
+                     f"dropped its best config is at most {plan.search.alpha}")
     if plan.search.check:
         neighbours = []
         for path in paths:
@@ -133,4 +166,4 @@ def run_stagewise(plan: SweepPlan, scorer: ConfigScorer, say: Callable[[str], No
     if recommended != final:
         notes.append(f"the stage-wise path ended at {final}; of every config it scored, {recommended} is best")
     return SearchOutcome("stagewise", headline, len(ids), len(plan.configs), scorer.cost, dict(frames), comparison,
-                         recommended, tied, notes=notes, steps=steps)
+                         recommended, tied, notes=notes, steps=steps, stage_races=races)

@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from mlflow.tracking import MlflowClient
@@ -84,6 +85,77 @@ def test_stagewise_scores_a_plus_b_configs_and_states_its_assumption(workspace, 
     assert 4 <= scored <= 6
 
 
+def test_stagewise_race_races_each_stage_with_alpha_split_and_scores_less(workspace, tmp_path):
+    """race: true races each stage's configs at alpha / stages raced; what a stage drops is never scored on every
+    question, and the winner of a stage is read, not scored again, in the next stage's race."""
+    plain = run_search(expand_sweep(data(workspace, {"strategy": "stagewise", "order": ["chunking", "retrieval"]})),
+                       say=lambda line: None, log=False)
+    lines: list[str] = []
+    plan = expand_sweep(data(workspace, {"strategy": "stagewise", "order": ["chunking", "retrieval"], "race": True,
+                                         "first": 10, "alpha": 0.2}))
+    raced = run_search(plan, say=lines.append, log=False)
+    out = "\n".join(lines)
+    assert "each raced at alpha 0.1" in out and "chunking race: 3 configs" in out and "retrieval race: 2 configs" in out
+    assert set(raced.stage_races) == {"chunking", "retrieval"}
+    n = raced.n_questions
+    for stage, result in raced.stage_races.items():
+        assert result.threshold == pytest.approx(0.1 / (result.planned_rounds * (len(result.survivors)
+                                                                                + len(result.dropped) - 1)))
+        for d in result.dropped:
+            assert d.p_value < result.threshold and d.diff < 0 and d.questions < n
+            assert d.label not in raced.frames  # dropped: never scored on every question
+    assert {d["stage"] for d in raced.summary()["dropped"]} <= {"chunking", "retrieval"}
+    assert raced.summary()["dropped"]  # on this sample chunk_size 200 leaves the chunking race
+    # the stage winner carried into the retrieval race is not scored twice: at most the non-raced scorings
+    assert raced.cost.scorings < plain.cost.scorings
+    assert all(len(frame) == n for frame in raced.frames.values())
+    assert raced.recommended in raced.frames
+    assert any("at most 0.2" in note for note in raced.notes)
+    text = "\n".join(raced.lines())
+    assert "chunking: chunk_size=" in text and "3 configs raced, " in text and "round 1: chunk_size=200" in text
+
+
+def test_a_reranker_is_loaded_once_per_corpus_and_section_across_batches(workspace, tmp_path, monkeypatch):
+    """Scored in batches (as a race scores), a rerank config loads its cross-encoder once, and its results equal
+    one scoring on every question. The model: MiniLM with a seeded one-logit head (its scores mean nothing for
+    relevance; reuse is what is checked)."""
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    from kbench.embedding.models import resolve_model_path
+    from kbench.retrieval.rerank.cross_encoder import CrossEncoderReranker
+
+    torch.manual_seed(0)
+    folder = tmp_path / "seeded-minilm-ce"
+    CrossEncoder(str(resolve_model_path("all-MiniLM-L6-v2")), num_labels=1, max_length=128, device="cpu").save(
+        str(folder))
+    d = make_config(workspace, dataset=DEMO, retrieval={"legs": ["bm25"], "top_k": 5},
+                    rerank={"enabled": True, "strategy": "cross_encoder", "model": str(folder), "max_length": 128})
+    d.update(name="t", sweep={"retrieval.leg_params.bm25.k1": [0.3, 1.2]})
+    plan = expand_sweep(d)
+    built = []
+    original = CrossEncoderReranker.__init__
+    monkeypatch.setattr(CrossEncoderReranker, "__init__",
+                        lambda self, context, params: (built.append(1), original(self, context, params))[1])
+    labels = [c.label for c in plan.configs]
+    scorer = ConfigScorer(plan)
+    try:
+        ids = scorer.question_ids()
+        halves = [scorer.score(labels, ids[:15]), scorer.score(labels, ids[15:])]
+    finally:
+        scorer.close()
+    assert len(built) == 1  # one corpus, one rerank section: one load for 2 configs x 2 batches
+    whole_scorer = ConfigScorer(plan)
+    try:
+        whole = whole_scorer.score(labels, ids)
+    finally:
+        whole_scorer.close()
+    for label in labels:
+        batched = pd.concat([halves[0][label], halves[1][label]])
+        assert batched["chunk_ndcg_at_10"].to_numpy() == pytest.approx(whole[label]["chunk_ndcg_at_10"].to_numpy(),
+                                                                        abs=1e-9)
+
+
 def test_stagewise_axes_and_start():
     sweep = {"chunking.chunk_size": [200, 600], "retrieval.top_k": [5, 10], "rerank.enabled": [False, True]}
     assert stage_axes(sweep, ["retrieval", "chunking", "rerank"]) == [
@@ -99,5 +171,7 @@ def test_a_bad_search_block_fails_before_anything_runs(tmp_path):
         expand_sweep(data(tmp_path, {"strategy": "race", "alpha": 1.5}))
     with pytest.raises(ConfigError, match="search.strategy"):
         expand_sweep(data(tmp_path, {"strategy": "bandit"}))
+    with pytest.raises(ConfigError, match="strategy: stagewise"):
+        expand_sweep(data(tmp_path, {"strategy": "race", "race": True}))
     with pytest.raises(ConfigError, match="unknown stages"):
         expand_sweep(data(tmp_path, {"strategy": "stagewise", "order": ["chunks"]}))
