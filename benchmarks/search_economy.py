@@ -23,9 +23,11 @@ Per strategy: configs scored, corpora embedded (and the configs they serve), con
 embedding seconds, search seconds (reranking included), their sum and its ratio to the full grid's, the
 recommended config and whether it is in the full grid's top tie (the best and every config not significantly
 worse). The done-when of issue 34: the race's pick in the full grid's top tie at <= 35% of its compute;
-stage-wise's agreement said.
+stage-wise's agreement said. A race saves in proportion to the compute the grid spends on configs that are
+clearly worse: a costly reranker that hurts leaves in the first rounds, one that helps stays to the end.
 
     .venv/bin/python benchmarks/search_economy.py [--grid embedding|rerank] [--documents 1000] [--datasets demo scifact]
+        [--reranker NAME] [--strategies race stagewise stagewise+race]
     .venv/bin/python benchmarks/search_economy.py --tiny     # a check that it runs (demo, 20 questions)
 """
 from __future__ import annotations
@@ -138,6 +140,8 @@ def main() -> None:
                              "modes x 2 RRF k x rerank off / top 10, 20, 30")
     parser.add_argument("--reranker", default="scifact-minilm-ce",
                         help="--grid rerank: a trained cross-encoder (kbench models train-reranker --out NAME)")
+    parser.add_argument("--strategies", nargs="+", default=["race", "stagewise", "stagewise+race"],
+                        choices=["race", "stagewise", "stagewise+race"], help="searches beside the full grid")
     parser.add_argument("--tiny", action="store_true", help="demo set, 20 questions: only checks that it runs")
     args = parser.parse_args()
     grid = EMBEDDING_GRID if args.grid == "embedding" else rerank_grid(args.reranker)
@@ -158,7 +162,7 @@ def main() -> None:
             full = full_grid(dataset, folder, grid)
         runs = {"full": {"cost": full["cost"], "recommended": full["recommended"], "notes": [], "steps": [],
                          "dropped": 0}}
-        for strategy, search in strategies.items():
+        for strategy, search in [(k, v) for k, v in strategies.items() if k in args.strategies]:
             progress(f"{name}: {strategy} (load average {os.getloadavg()[0]:.2f})")
             with fresh_workspace(f"kbench-search-{strategy.replace('+', '-')}-") as folder:
                 runs[strategy] = searched(dataset, folder, search, grid)
