@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -102,10 +103,15 @@ def test_the_request_log_has_one_line_per_request():
                 {"model": "m", "messages": [{"role": "user", "content": "a secret prompt"}]}).encode())
             with pytest.raises(urllib.error.HTTPError):
                 urllib.request.urlopen(request, timeout=30)
+        # each line is written as its request ends, after the response is sent: under load the second request's
+        # handler thread can log before the first one's does, so wait for both and compare them unordered
+        deadline = time.monotonic() + 10
+        while len(lines) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
     finally:
         running.close()
-    assert [line.split(" in ")[0] for line in lines] == ["kbench serve: POST /v1/chat/completions 500",
-                                                          "kbench serve: POST /v1/chat/completions 404"]
+    assert sorted(line.split(" in ")[0] for line in lines) == ["kbench serve: POST /v1/chat/completions 404",
+                                                               "kbench serve: POST /v1/chat/completions 500"]
     assert all(line.endswith("s (model m)") for line in lines)
     assert not any("sk-not-logged" in line or "secret prompt" in line for line in lines)
 
