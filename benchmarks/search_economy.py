@@ -27,7 +27,7 @@ stage-wise's agreement said. A race saves in proportion to the compute the grid 
 clearly worse: a costly reranker that hurts leaves in the first rounds, one that helps stays to the end.
 
     .venv/bin/python benchmarks/search_economy.py [--grid embedding|rerank] [--documents 1000] [--datasets demo scifact]
-        [--reranker NAME] [--strategies race stagewise stagewise+race]
+        [--reranker NAME] [--strategies race stagewise stagewise+race] [--queries N]
     .venv/bin/python benchmarks/search_economy.py --tiny     # a check that it runs (demo, 20 questions)
 """
 from __future__ import annotations
@@ -142,12 +142,16 @@ def main() -> None:
                         help="--grid rerank: a trained cross-encoder (kbench models train-reranker --out NAME)")
     parser.add_argument("--strategies", nargs="+", default=["race", "stagewise", "stagewise+race"],
                         choices=["race", "stagewise", "stagewise+race"], help="searches beside the full grid")
+    parser.add_argument("--queries", type=int, default=None, help="a seeded sample of this many questions "
+                                                                    "(default: all)")
     parser.add_argument("--tiny", action="store_true", help="demo set, 20 questions: only checks that it runs")
     args = parser.parse_args()
     grid = EMBEDDING_GRID if args.grid == "embedding" else rerank_grid(args.reranker)
     order = ["chunking", "embedding", "retrieval", "rerank"]
     datasets = {"demo": {"name": "demo"},
                 "scifact": {"name": "scifact", "split": "test", "max_documents": args.documents}}
+    if args.queries:  # a seeded sample of the questions, on both sets
+        datasets = {name: {**d, "max_queries": args.queries, "seed": 0} for name, d in datasets.items()}
     if args.tiny:
         datasets = {"demo": {"name": "demo", "max_queries": 20, "max_documents": 1, "seed": 1}}
     strategies = {"race": {"strategy": "race", "alpha": 0.05},
