@@ -49,13 +49,16 @@ def race_configs(labels: list[str], scorer: ConfigScorer, ids: list[str], settin
     frames: dict[str, list[pd.DataFrame]] = {label: [] for label in labels}
     headline: list[str] = []
 
-    def score(alive: list[str], batch: list[str]) -> dict[str, np.ndarray]:
-        got = scored(alive, batch)
+    def note_headline(got: dict[str, pd.DataFrame]) -> None:
         if not headline:
             found = headline_metric(next(iter(got.values())).columns)
             if found is None:
                 raise SearchStrategyError("search: race needs a ranking metric (nDCG@k) in the per-query results")
             headline.append(found)
+
+    def score(alive: list[str], batch: list[str]) -> dict[str, np.ndarray]:
+        got = scored(alive, batch)
+        note_headline(got)
         for label, frame in got.items():
             frames[label].append(frame)
         return {label: frame[headline[0]].to_numpy(dtype=float) for label, frame in got.items()}
@@ -73,8 +76,7 @@ def race_configs(labels: list[str], scorer: ConfigScorer, ids: list[str], settin
     if rest:  # the configs left are scored on every question, so the ranking is over all of them
         say(f"  scoring the {len(result.survivors)} configs left on the other {len(rest)} questions")
         got = scored(result.survivors, rest)
-        if not headline:  # one config raced: no round ran
-            headline.append(headline_metric(next(iter(got.values())).columns) or "")
+        note_headline(got)  # one config raced: no round ran, so no headline yet
         for label, frame in got.items():
             frames[label].append(frame)
     full = {label: pd.concat(frames[label]).loc[ids] for label in result.survivors}
