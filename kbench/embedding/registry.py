@@ -43,4 +43,8 @@ class ReportingEncoder(Protocol):
     def encode_report(self, texts: list[str]) -> EmbeddingBatchResult: ...
 
 
-EMBEDDING_PROVIDERS: Registry[type[Encoder]] = Registry("embedding.provider")
+EMBEDDING_PROVIDERS: Registry[type[Encoder]] = Registry("embedding.provider", {
+    "openai": "kbench.embedding.openai_compat",
+    "sentence_transformers": "kbench.embedding.sentence_transformers",
+    "static": "kbench.embedding.static",
+})

@@ -34,4 +34,9 @@ class UnitKind(ABC):
         default nowhere."""
 
 
-UNIT_KINDS: Registry[type[UnitKind]] = Registry("retrieval.leg_params.<leg>.unit")
+UNIT_KINDS: Registry[type[UnitKind]] = Registry("retrieval.leg_params.<leg>.unit", {
+    "chunking": "kbench.indexes.kinds.chunking",
+    "code_example": "kbench.indexes.kinds.code_example",
+    "document": "kbench.indexes.kinds.chunking",
+    "heading": "kbench.indexes.kinds.heading",
+})

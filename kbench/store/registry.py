@@ -17,7 +17,13 @@ from kbench.store.outcome import StoredCorpus, StoreOutcome
 # workspace: Path); written out here, not typed, because store/config.py imports this registry to check names
 PrepareStore = Callable[..., StoreOutcome]
 
-STORE_BACKENDS: Registry[PrepareStore] = Registry("store.backend")
+# A new backend: its module in backends/ and its line here (kbench/registry.py: imported on first use).
+STORE_BACKENDS: Registry[PrepareStore] = Registry("store.backend", {
+    "duckdb": "kbench.store.backends.duckdb",
+    "faiss": "kbench.store.backends.faiss",
+    "live": "kbench.store.backends.live",
+    "pgvector": "kbench.store.backends.pgvector",
+})
 
 # Backends that hold the corpus themselves (a live production store): ``load(config, dataset, workspace,
 # vector_search)`` gives the run its documents, chunks and stored vectors, so the pipeline neither chunks nor
@@ -25,4 +31,4 @@ STORE_BACKENDS: Registry[PrepareStore] = Registry("store.backend")
 # Each also registers in STORE_BACKENDS, whose name check the config uses.
 LoadStoredCorpus = Callable[..., StoredCorpus]  # (config: StoreConfig, dataset: DatasetConfig, workspace, bool)
 
-STORED_CORPORA: Registry[LoadStoredCorpus] = Registry("store.backend")
+STORED_CORPORA: Registry[LoadStoredCorpus] = Registry("store.backend", {"live": "kbench.store.backends.live"})
