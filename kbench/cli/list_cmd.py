@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import get_args
 
 from kbench import cli
 from kbench.chunking.registry import CHUNKERS
@@ -16,7 +17,7 @@ from kbench.embedding.models import CATALOGUE
 from kbench.evaluation.measures import IR_MEASURES
 from kbench.evaluation.metrics import METRICS
 from kbench.indexes.registry import UNIT_KINDS
-from kbench.retrieval.fusion.normalization import NORMALIZATIONS
+from kbench.retrieval.fusion import normalization
 from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS
 from kbench.studies import notebook_names
 
@@ -29,7 +30,7 @@ def _first_line(obj) -> str:
 
 def _names(topic: str) -> list[str]:
     return {"chunkers": CHUNKERS.names(), "legs": LEGS.names(), "fusions": FUSIONS.names(),
-            "normalizations": list(NORMALIZATIONS), "rerankers": RERANKERS.names(), "models": list(CATALOGUE),
+            "normalizations": list(get_args(normalization.Normalization)), "rerankers": RERANKERS.names(), "models": list(CATALOGUE),
             "metrics": list(METRICS), "datasets": [e.name for e in DATASETS.values()], "notebooks": notebook_names(),
             "units": ["chunk", *(n for n in UNIT_KINDS.names() if n != "chunking"), "<chunker>"]}[topic]
 
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     elif topic == "normalizations":
         print(f"{WHERE[topic]}: one per leg, or one for both ({{vector: none, bm25: min-max}})\n")
         print(format_table(["normalization", "what"], [[n, _first_line(sys.modules[fn.__module__])]
-                                                       for n, fn in NORMALIZATIONS.items()]))
+                                                       for n, fn in normalization.NORMALIZATIONS.items()]))
     elif topic == "metrics":
         measure = {column: name for name, column in IR_MEASURES.items()}
         rows = [[name, f"doc_{name}_at_<k>, chunk_{name}_at_<k>", measure.get(name, ""), _first_line(fn)]

@@ -11,12 +11,14 @@ encoder is built, never when a provider registers.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import numpy as np
-
-from kbench.llm import EmbeddingBatchResult, UsageMeter
 from kbench.registry import Registry
+
+if TYPE_CHECKING:  # annotations only: the config layer names this registry
+    import numpy as np
+
+    from kbench.llm import EmbeddingBatchResult, UsageMeter
 
 
 class Encoder(Protocol):

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from kbench.indexes.index import BuildLog, Index, IndexSections, IndexSpec, Units
-from kbench.records import Dataset
 from kbench.registry import Registry
+
+if TYPE_CHECKING:  # annotations only: `kbench list` reads UNIT_KINDS without the index records' config sections
+    from kbench.indexes.index import BuildLog, Index, IndexSections, IndexSpec, Units
+    from kbench.records import Dataset
 
 
 class UnitKind(ABC):
