@@ -4,9 +4,9 @@ A provider is a class built from the embedding section, ``Encoder(config, export
 vectors; ``exports`` is the folder where it may write models it derives (ONNX exports), the run's
 (kbench/paths.py ``exports_dir``). A backend that calibrates on the corpus (openvino-int8) also has
 ``needs_calibration`` and ``calibrate(texts) -> key``, which the embedding stage calls with the first texts it embeds.
-Its module registers it here; the package ``__init__`` imports every provider module, so adding one is a
-new module and one import line. Model libraries (sentence_transformers, openai) are imported when an
-encoder is built, never when a provider registers.
+Its module registers it here and ``EMBEDDING_PROVIDERS`` below names that module, imported when the provider is
+first used, so adding one is a new module and its line there. Model libraries (sentence_transformers, openai) are
+imported when an encoder is built, never when a provider registers.
 """
 from __future__ import annotations
 

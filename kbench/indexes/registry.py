@@ -1,8 +1,8 @@
 """Unit kinds by name: what a leg's ``unit`` may name besides ``chunk`` and a chunking.
 
 A unit kind makes the units of an index from the dataset's documents. It subclasses ``UnitKind`` in its own
-module under ``kbench/indexes/kinds/`` and registers there; ``kinds/__init__.py`` imports it. That is the whole
-of adding one: a leg then searches it with ``retrieval.leg_params.<leg>.unit: <name>``, its units are embedded
+module under ``kbench/indexes/kinds/`` and registers there, and ``UNIT_KINDS`` below names that module, imported when
+the kind is first used. That is the whole of adding one: a leg then searches it with ``retrieval.leg_params.<leg>.unit: <name>``, its units are embedded
 through the embedding cache when a leg on them reads vectors, and fusion across units, offsets and span metrics
 work on them as on any unit (their ``start``/``end`` must index into their document's text).
 """
