@@ -12,8 +12,9 @@
 the package would have. ``from kbench import compare`` runs only the package's ``__init__``: ``compare.compare_runs``
 imports its module when first used, and ``compare.frontier`` (a submodule the package does not list) likewise. So
 a command that refuses its input before it compares anything has loaded neither pandas nor scipy
-(docs/concepts/architecture.md, "Start-up"). This is the one place kbench imports its own modules by name; the
-modules themselves import at their top.
+(docs/concepts/architecture.md, "Start-up"). kbench imports its own modules by name in three places only: here, the
+CLI's command table (kbench/cli/__init__.py) and a registry's declared strategies (kbench/registry.py); every module
+itself imports at its top.
 """
 from __future__ import annotations
 
