@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbench.chunking import chunk_dataset
+from kbench import chunking
 from kbench.chunking.config import ChunkingConfig
 from kbench.indexes.index import BuildLog, IndexSections, IndexSpec, Units
 from kbench.indexes.registry import UNIT_KINDS, UnitKind
@@ -24,7 +24,8 @@ class ChunkingUnits(UnitKind):
               cache_root: Path) -> Units:
         counts: dict[str, int] = {}
         with log.timer.stage("units"):
-            units = chunk_dataset(dataset, spec.chunking or DOCUMENT_CHUNKING, cache_dir=cache_root, counts=counts)
+            units = chunking.chunk_dataset(dataset, spec.chunking or DOCUMENT_CHUNKING, cache_dir=cache_root,
+                                           counts=counts)
         log.counts.update({f"units_{spec.name}_{k}": v for k, v in counts.items()})
         return Units(units)
 
