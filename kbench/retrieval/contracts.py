@@ -43,6 +43,7 @@ class SearchContext:
     chunk_vectors: np.ndarray | None = None  # (n_chunks, dim), L2-normalized, row i = chunks[i]
     vector_index: VectorSearch | None = None  # FAISS over chunk_vectors, or pgvector's SQL search
     embed_queries: Callable[[list[str]], np.ndarray] | None = None
+    time_queries: Callable[[list[str]], float | None] | None = None  # s/question, never from the cache (batch)
     workspace: Path = Path("experiments")
     store: StoreHandle | None = None  # the production-shaped store (duckdb, pgvector); None for in-memory faiss
     llm_policy: LLMPolicy = field(default_factory=LLMPolicy)  # retries/concurrency of LLM stages (config llm.policy)
