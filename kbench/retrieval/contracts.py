@@ -43,12 +43,12 @@ class SearchContext:
     chunk_vectors: np.ndarray | None = None  # (n_chunks, dim), L2-normalized, row i = chunks[i]
     vector_index: VectorSearch | None = None  # FAISS over chunk_vectors, or pgvector's SQL search
     embed_queries: Callable[[list[str]], np.ndarray] | None = None
-    time_queries: Callable[[list[str]], float | None] | None = None  # s/question, never from the cache (batch)
     workspace: Path = Path("experiments")
     store: StoreHandle | None = None  # the production-shaped store (duckdb, pgvector); None for in-memory faiss
     llm_policy: LLMPolicy = field(default_factory=LLMPolicy)  # retries/concurrency of LLM stages (config llm.policy)
     llm_meter: UsageMeter = field(default_factory=UsageMeter)  # the run's LLM token/request counts
     doc_types: dict[str, str] = field(default_factory=dict)  # doc_id -> Document.doc_type (per-type analyzers)
+    time_queries: Callable[[list[str]], float | None] | None = None  # s/question, never cached (latency: batch)
 
     def on(self, index: Index) -> "SearchContext":
         """This context over ``index``: its units, vectors, vector index and store."""
