@@ -29,10 +29,12 @@ race, a stage-wise search) ends with the same recommendation from the same numbe
 5. **Recommended**: of the best and the configs shown within its margin, the cheapest by ``recommend.cost``
    (default ``cost_index_bytes``: the bytes of the run's chunk vectors, the same on every machine); equal
    costs, or none logged, go to the better headline mean, never to a latency.
-6. **Decided**: the recommended config is shown within the margin of every other config left (the same test
-   with it as the candidate, Holm over the others). Otherwise the recommendation is *provisional*, and the
-   line says which configs it cannot be told apart from, the headline's minimum detectable difference and how
-   many questions would decide at the margin. "Not significantly worse" is never read as "as good".
+6. **Decided**: the recommended config is shown within the margin of every other config left on the headline
+   (the same test with it as the candidate, Holm over the others; the guards have done their part in step 4:
+   a config ahead on a guard but behind on the headline is a trade-off the headline settles). Otherwise the
+   recommendation is *provisional*, and the line says which configs it cannot be told apart from, the
+   headline's minimum detectable difference and how many questions would decide at the margin. "Not
+   significantly worse" is never read as "as good".
 """
 from __future__ import annotations
 
@@ -177,7 +179,7 @@ class Recommendation:
     means: dict[str, dict[str, float]]  # metric -> label -> mean
     order: list[str]  # the configs within the budgets, headline mean best first
     versus_best: dict[str, Versus]  # each config but the best against the best (step 4)
-    versus_pick: dict[str, Versus]  # the recommended config against each other config (step 6)
+    versus_pick: dict[str, Versus]  # the recommended config against each other config, on the headline (step 6)
     cost: str
     costs: dict[str, float]  # label -> cost (NaN: not logged)
     latency: dict[str, float]  # label -> p95 latency of the budget's stage, ms (NaN: not measured)
@@ -196,7 +198,8 @@ class Recommendation:
 
     @property
     def decided(self) -> bool:
-        """The recommended config is shown within the margin of every other config (vacuously with one)."""
+        """The recommended config is shown within the margin of every other config on the headline (vacuously
+        with one)."""
         return self.config is not None and all(v.shown for v in self.versus_pick.values())
 
     @property
@@ -267,7 +270,7 @@ class Recommendation:
                    f"{_number(self.costs[self.config])}")
         if self.decided:
             return (f"recommendation: {self.config} ({why}; shown within the {self.margin} margin of every other "
-                    f"config on {names}, {self.n_questions} questions)")
+                    f"config on {self.headline}, {self.n_questions} questions)")
         undecided = self.undecided
         mde = max(minimum_detectable_difference(self.versus_pick[c].tests[self.headline].sd, self.n_questions,
                                                 self.alpha) for c in undecided)
@@ -423,6 +426,6 @@ def recommend(records: list[ConfigRecord], headline: str, config: RecommendConfi
     rank = {label: i for i, label in enumerate(order)}
     found.config = min(found.within_margin, key=lambda c: (_price(costs[c]), rank[c]))  # then the better mean
     pick = by_label[found.config]
-    found.versus_pick = family([by_label[c] for c in order if c != found.config], pick, metrics, margin, alpha,
+    found.versus_pick = family([by_label[c] for c in order if c != found.config], pick, [headline], margin, alpha,
                                as_reference=True)
     return found

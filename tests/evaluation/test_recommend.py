@@ -143,6 +143,14 @@ def test_every_guard_must_pass_one_p_value_per_config_and_holm_over_the_configs(
         list(holm([found.versus_best[c].p_value for c in labels])))
 
 
+def test_decided_is_on_the_headline_a_config_ahead_on_a_guard_is_a_trade_off_it_settles():
+    recall = np.clip(BASE, 0, 1)
+    records = [record("best", BASE + 0.3, 100, chunk_recall_at_10=recall),
+               record("recall-strong", BASE, 100, chunk_recall_at_10=recall + 0.2)]
+    found = recommend(records, HEADLINE, RecommendConfig(guards=["recall_at_10"]))
+    assert found.config == "best" and found.decided and list(found.versus_pick["recall-strong"].tests) == [HEADLINE]
+
+
 def test_guards_take_the_headline_level_and_unmeasured_ones_are_said():
     assert resolve_metrics(HEADLINE, ["doc_ndcg_at_10", "chunk_ndcg_at_10", "recall_at_10"]) == [
         HEADLINE, "doc_ndcg_at_10", "chunk_recall_at_10"]
