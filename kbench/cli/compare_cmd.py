@@ -9,7 +9,7 @@ from pathlib import Path
 from kbench.cli.tables import format_table
 from kbench.compare import CompareError, compare_runs, summary_lines, write_report
 from kbench.compare.compare import Comparison
-from kbench.compare.recommendation import recommend_comparison, sweep_recommend_config
+from kbench.compare.recommendation import recommend_comparison, sweep_recommend_config, with_flags
 from kbench.compare.sets import SetsError, compare_sets
 from kbench.compare.frontier import FrontierError, best_under, pareto_frontier, parse_constraint, plot_frontier, run_points
 from kbench.compare.report import TEST_NAMES, format_p
@@ -190,18 +190,9 @@ def recommend_config(args, comparison: Comparison) -> RecommendConfig:
     if comparison.parent_run_id:
         config = sweep_recommend_config(tracking_client(comparison.tracking_uri)
                                         .get_run(comparison.parent_run_id).data.tags)
-    given = {"margin": args.margin, "guards": args.guards or None, "cost": args.recommend_cost,
-             "latency_budget_ms": args.latency_budget_ms}
-    given = {k: v for k, v in given.items() if v is not None}
-    if "margin" in given and not given["margin"].strip().endswith("%"):
-        try:
-            given["margin"] = float(given["margin"])
-        except ValueError:
-            pass  # the section's check names both forms
-    try:
-        return RecommendConfig(**{**(config or RecommendConfig()).model_dump(), **given})
-    except ValueError as e:
-        raise ConfigError(f"--margin / --guard / --recommend-cost / --latency-budget-ms: {e}") from None
+    return with_flags(config or RecommendConfig(), "--margin / --guard / --recommend-cost / --latency-budget-ms",
+                      margin=args.margin, guards=args.guards or None, cost=args.recommend_cost,
+                      latency_budget_ms=args.latency_budget_ms)
 
 
 def run_compare_sets(args) -> int:

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 
+from pydantic import ValidationError
+
 from kbench.compare.compare import Comparison, RunScores, headline_metric
+from kbench.errors import ConfigError, format_error
 from kbench.evaluation.directions import lower_is_better
 from kbench.evaluation.recommend import ConfigRecord, Recommendation, RecommendConfig, recommend
 from kbench.tracking import tags as tag
@@ -51,3 +54,19 @@ def sweep_recommend_config(parent_tags: dict[str, str]) -> RecommendConfig | Non
         return RecommendConfig(**json.loads(text))
     except (ValueError, TypeError):
         return None
+
+
+def with_flags(config: RecommendConfig, flags: str, **given) -> RecommendConfig:
+    """``config`` with the values a command line gave (None: not given); a margin without ``%`` read as a number.
+    A bad value is one ConfigError line naming ``flags`` and what is wrong."""
+    given = {k: v for k, v in given.items() if v is not None}
+    if isinstance(given.get("margin"), str) and not given["margin"].strip().endswith("%"):
+        try:
+            given["margin"] = float(given["margin"])
+        except ValueError:
+            pass  # the section's check names both forms
+    try:
+        return RecommendConfig(**{**config.model_dump(), **given})
+    except ValidationError as e:
+        problems = "; ".join(format_error(err, "recommend", RecommendConfig) for err in e.errors())
+        raise ConfigError(f"{flags}: {problems}") from None
