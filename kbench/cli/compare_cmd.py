@@ -31,7 +31,8 @@ def add_parser(sub) -> None:
     p.add_argument("--sweep", metavar="PARENT_RUN_ID", help="compare every finished config of this sweep")
     p.add_argument("--sets", nargs=2, metavar=("SWEEP_A", "SWEEP_B"),
                    help="two sweeps of the same configs on two evaluation sets (parent run ids): Kendall's tau of "
-                        "their rankings with a bootstrap interval, winner agreement, the pairs that flip")
+                        "their rankings with a bootstrap interval, whether their best configs agree, the pairs "
+                        "that flip")
     p.add_argument("--baseline", help="label or run id of the baseline (default: the sweep's baseline config, "
                                       "else the first run)")
     p.add_argument("--metric", dest="metrics", action="append", metavar="NAME",
