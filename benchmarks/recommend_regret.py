@@ -21,9 +21,10 @@ questions only:
   and its regret counts all the same).
 
 Regret of a draw: the whole set's headline mean of the whole set's best config minus the whole set's headline
-mean of the config recommended on the draw. Per set, n and rule: mean regret, the share of draws with regret
-above the margin, the share that cannot decide, and the share with regret above the margin among the draws the
-rule decided (n/a when it decided none).
+mean of the config recommended on the draw (a provisional or fallback pick counts). Per set, n and rule: mean
+regret, the share of draws with regret above the margin, the share that cannot decide, the share of all draws
+that decided and have regret above the margin (a claim the whole set refutes), the share with regret above the
+margin among the draws the rule decided (n/a when it decided none) and the config picked most often.
 
     .venv/bin/python benchmarks/recommend_regret.py [--datasets demo,scifact,chroma_chunking] [--draws 200]
         [--sizes 15,30,60,120] [--workspace experiments] [--json out.json] [--grid-cache DIR]
@@ -37,6 +38,7 @@ import os
 import re
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -189,9 +191,12 @@ def summarize(outcomes: list[dict]) -> dict:
     regret = np.array([o["regret"] for o in outcomes])
     decided = np.array([o["decided"] for o in outcomes])
     over = regret > MARGIN + 1e-12
+    picks = Counter(o["config"] for o in outcomes).most_common(1)[0]
     return {"draws": len(outcomes), "mean_regret": float(regret.mean()), "over_margin": float(over.mean()),
             "cannot_decide": float(1 - decided.mean()), "decided": int(decided.sum()),
-            "over_margin_when_decided": float(over[decided].mean()) if decided.any() else None}
+            "decided_and_over_margin": float((over & decided).mean()),
+            "over_margin_when_decided": float(over[decided].mean()) if decided.any() else None,
+            "most_picked": picks[0], "most_picked_share": picks[1] / len(outcomes)}
 
 
 def main() -> int:
@@ -235,7 +240,7 @@ def main() -> int:
         for n in sizes:
             if n > len(dataset.queries):
                 figures[name]["sizes"][n] = None
-                rows.append([name, str(n), "-", "both", "n/a", "n/a", "n/a", "n/a"])
+                rows.append([name, str(n), "-", "both", "n/a", "n/a", "n/a", "n/a", "n/a", "-"])
                 continue
             outcomes = draw_outcomes(records, headline, n, args.draws, args.seed)
             figures[name]["sizes"][n] = {rule: summarize(o) for rule, o in outcomes.items()}
@@ -244,10 +249,11 @@ def main() -> int:
                 when = "n/a" if s["over_margin_when_decided"] is None else \
                     f"{s['over_margin_when_decided']:.3f} ({s['decided']})"
                 rows.append([name, str(n), str(s["draws"]), rule, f"{s['mean_regret']:.4f}", f"{s['over_margin']:.3f}",
-                             f"{s['cannot_decide']:.3f}", when])
+                             f"{s['cannot_decide']:.3f}", f"{s['decided_and_over_margin']:.3f}", when,
+                             f"{s['most_picked']} ({s['most_picked_share']:.2f})"])
             print(f"  n={n}: done ({time.perf_counter() - started:.0f}s)", file=sys.stderr, flush=True)
     headers = ["set", "n", "draws", "rule", "mean regret", "regret > 0.01", "cannot decide",
-               "regret > 0.01 when decided (decided draws)"]
+               "decided and regret > 0.01", "regret > 0.01 when decided (decided draws)", "most picked"]
     print("| " + " | ".join(headers) + " |")
     print("|" + "---|" * len(headers))
     for row in rows:

@@ -290,8 +290,9 @@ class Recommendation:
         level = self.alpha / max(len(family), 1)
         needed = [questions_to_decide(t.sd, t.margin, level, POWER) for c in labels for t in family[c].tests.values()]
         if any(n is None for n in needed):
-            return "no number of questions decides at a zero margin"
-        return f"deciding at the {self.margin} margin takes about {max(needed):,} questions"
+            return "no number of questions shows configs equal at a zero margin"
+        return (f"if they are truly equal, about {max(needed):,} questions would show it at the {self.margin} "
+                "margin")
 
     def as_dict(self) -> dict:
         return {"config": self.config, "decided": self.decided, "best": self.best, "headline": self.headline,

@@ -67,8 +67,8 @@ def test_a_cheap_config_merely_tied_is_not_chosen_and_the_best_is_provisional():
     line = found.lines()[0]
     assert line.startswith(f"recommendation: provisional: best (the best on {HEADLINE}, ")
     assert line.endswith(f"; the set cannot decide: it is not shown within the 0.01 margin of cheap-tied (the minimum "
-                         f"detectable difference on {HEADLINE} is {mde:.4f} at {n} questions; deciding at the 0.01 "
-                         f"margin takes about {needed:,} questions)")
+                         f"detectable difference on {HEADLINE} is {mde:.4f} at {n} questions; if they are truly "
+                         f"equal, about {needed:,} questions would show it at the 0.01 margin)")
     assert "tied" not in line.replace("cheap-tied", "") and "equivalent" not in line
     # the cheaper config the set cannot judge is said too, with what deciding would take
     assert found.cheaper_unresolved == ["cheap-tied"]
