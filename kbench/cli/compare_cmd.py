@@ -28,7 +28,8 @@ def add_parser(sub) -> None:
     p.add_argument("--sweep", metavar="PARENT_RUN_ID", help="compare every finished config of this sweep")
     p.add_argument("--sets", nargs=2, metavar=("SWEEP_A", "SWEEP_B"),
                    help="two sweeps of the same configs on two evaluation sets (parent run ids): Kendall's tau of "
-                        "their rankings with a bootstrap interval, winner agreement, the pairs that flip")
+                        "their rankings with a bootstrap interval, whether their best configs agree, the pairs "
+                        "that flip")
     p.add_argument("--baseline", help="label or run id of the baseline (default: the sweep's baseline config, "
                                       "else the first run)")
     p.add_argument("--metric", dest="metrics", action="append", metavar="NAME",
@@ -56,13 +57,19 @@ def add_parser(sub) -> None:
     p.add_argument("--min-judged", type=float, default=MIN_JUDGED, metavar="F",
                    help="with --judged-qrels: mark (†) runs whose judged_at_k with the judged qrels is below F "
                         f"(default {MIN_JUDGED}): their metrics rest on a thin pool")
+    p.add_argument("--margin", metavar="M",
+                   help="how much worse than the best a cheaper config may be and still be recommended: 0.01 "
+                        "(absolute) or 2%% (of the best's mean); default: the sweep's recommend.margin, 0.01")
     p.add_argument("--guard", dest="guards", action="append", metavar="METRIC",
-                   help="a metric the recommendation must also be in the top tie on, beside the headline; "
+                   help="a quality metric a cheaper config must also be within the margin on, beside the headline; "
                         "repeatable; replaces the sweep's recommend.guards (default: doc_ndcg_at_10, "
-                        "chunk_ndcg_at_10, recall_at_10, latency_ms_total_p95)")
+                        "chunk_ndcg_at_10, recall_at_10)")
     p.add_argument("--recommend-cost", metavar="METRIC",
-                   help="the run metric that picks the cheapest config inside the tie (default: the sweep's "
-                        "recommend.cost, cost_index_bytes)")
+                   help="the run metric that picks the cheapest of the configs within the margin (default: the "
+                        "sweep's recommend.cost, cost_index_bytes)")
+    p.add_argument("--latency-budget-ms", type=float, metavar="MS",
+                   help="exclude configs whose p95 latency (of recommend.latency_stage, total by default) is above "
+                        "MS from the recommendation (default: the sweep's recommend.latency_budget_ms, none)")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or experiments/mlflow.db)")
     p.add_argument("--out", help="write report.md, report.html and plots here (default: a folder under the workspace)")
@@ -176,17 +183,16 @@ def run_compare(args) -> int:
 
 
 def recommend_config(args, comparison: Comparison) -> RecommendConfig:
-    """--guard / --recommend-cost, else what the sweep ended with (its parent's tag), else the defaults."""
+    """--margin / --guard / --recommend-cost / --latency-budget-ms, else what the sweep ended with (its parent's
+    tag), else the defaults."""
     config = None
     if comparison.parent_run_id:
         config = compare.recommendation.sweep_recommend_config(tracking.read.tracking_client(comparison.tracking_uri)
                                                                .get_run(comparison.parent_run_id).data.tags)
-    config = config or RecommendConfig()
-    try:
-        return RecommendConfig(guards=args.guards if args.guards else config.guards,
-                               cost=args.recommend_cost or config.cost)
-    except ValueError as e:
-        raise ConfigError(f"--guard / --recommend-cost: {e}") from None
+    return compare.recommendation.with_flags(config or RecommendConfig(),
+                                             "--margin / --guard / --recommend-cost / --latency-budget-ms",
+                                             margin=args.margin, guards=args.guards or None, cost=args.recommend_cost,
+                                             latency_budget_ms=args.latency_budget_ms)
 
 
 def run_compare_sets(args) -> int:

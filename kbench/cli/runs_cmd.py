@@ -108,8 +108,8 @@ def _note(run) -> str:
     if run.info.status == "FAILED" and tags.get(tag.ERROR):
         return "error: " + _short(tags[tag.ERROR], 60)
     if tags.get(tag.SWEEP_ROLE) == "parent":
-        winner = tags.get(tag.SWEEP_WINNER)
-        return f"sweep of {tags.get(tag.SWEEP_CONFIGS, '?')} configs" + (f", winner {winner}" if winner else "")
+        winner = tags.get(tag.SWEEP_WINNER)  # the recommended config
+        return f"sweep of {tags.get(tag.SWEEP_CONFIGS, '?')} configs" + (f", recommended {winner}" if winner else "")
     if tags.get(tag.SWEEP_ROLE) == "child":
         reused = tags.get(tag.SWEEP_REUSED_FROM)
         return f"sweep {tags.get('mlflow.parentRunId', '?')[:12]}" + (f", reuses {reused[:12]}" if reused else "")
@@ -188,8 +188,10 @@ def show_run(args) -> int:
         print(f"  dataset {tags.get(tag.DATASET, '?')}: " + ", ".join(
             f"{counts[k]} {k}" for k in ("queries", "documents", "chunks") if k in counts))
     if tags.get(tag.SWEEP_ROLE) == "parent":
-        print(f"  sweep of {tags.get(tag.SWEEP_CONFIGS, '?')} configs; winner {tags.get(tag.SWEEP_WINNER, '?')} "
-              f"(run {tags.get(tag.SWEEP_WINNER_RUN, '?')}) on {tags.get(tag.SWEEP_HEADLINE, '?')}; "
+        decided = {"true": "", "false": ", provisional: the questions cannot decide"}.get(
+            tags.get(tag.SWEEP_DECIDED, ""), "")
+        print(f"  sweep of {tags.get(tag.SWEEP_CONFIGS, '?')} configs; recommended {tags.get(tag.SWEEP_WINNER, '?')} "
+              f"(run {tags.get(tag.SWEEP_WINNER_RUN, '?')}{decided}) on {tags.get(tag.SWEEP_HEADLINE, '?')}; "
               "its metrics below, its config in artifact winner.yaml")
         print(f"  every config: kbench compare --sweep {info.run_id} --tracking-uri {uri}")
     elif tags.get(tag.SWEEP_ROLE) == "child":

@@ -52,6 +52,7 @@ class SearchContext:
     llm_policy: LLMPolicy = field(default_factory=LLMPolicy)  # retries/concurrency of LLM stages (config llm.policy)
     llm_meter: UsageMeter = field(default_factory=UsageMeter)  # the run's LLM token/request counts
     doc_types: dict[str, str] = field(default_factory=dict)  # doc_id -> Document.doc_type (per-type analyzers)
+    time_queries: Callable[[list[str]], float | None] | None = None  # s/question, never cached (latency: batch)
 
     def on(self, index: Index) -> "SearchContext":
         """This context over ``index``: its units, vectors, vector index and store."""
