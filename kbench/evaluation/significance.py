@@ -13,7 +13,11 @@ from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
-from scipy import optimize, stats
+
+from kbench.lazy import lazy_module
+
+# a second to import, and a config reaches this module (through recommend.py) long before any test runs
+optimize, stats = lazy_module("scipy.optimize"), lazy_module("scipy.stats")
 
 # a p-value computed with floating point sums must not flip on the last bit: two sums that differ by less
 # than this (relative) are treated as equal, as scipy's permutation_test does
