@@ -29,7 +29,7 @@ from kbench.embedding.config import EmbeddingConfig
 from kbench.enrichment.config import CODE_EXAMPLE_UNIT, CodeExamplesConfig, EnrichmentConfig
 from kbench.errors import ConfigError, deprecated, format_error, note, shorten
 from kbench.evaluation.config import EvaluationConfig, OverlapRule
-from kbench.evaluation.recommend import RecommendConfig
+from kbench.evaluation.config import RecommendConfig
 from kbench.hashing import folder_content_hash, stable_hash
 from kbench.llm import LLMConfig
 from kbench.registry import StrictModel

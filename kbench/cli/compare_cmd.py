@@ -13,7 +13,7 @@ from kbench import compare, judging, sweep, tracking
 from kbench.cli import add_command
 from kbench.cli.tables import format_table
 from kbench.errors import ConfigError
-from kbench.evaluation.recommend import RecommendConfig
+from kbench.evaluation.config import RecommendConfig
 from kbench.judging import MIN_JUDGED
 from kbench.paths import workspace_dir
 from kbench.tracking import tags as tag
