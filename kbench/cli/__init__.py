@@ -11,6 +11,7 @@ from kbench.cli import notebooks_cmd
 from kbench.cli import runs_cmd, ui_cmd
 from kbench.cli import serve_cmd
 from kbench.cli import judge_cmd
+from kbench.cli import label_cmd
 from kbench.cli import list_cmd
 from kbench.cli import store_cmd
 from kbench.cli.console import quiet_libraries, show_notes_plainly
@@ -18,7 +19,7 @@ from kbench.cli.errors import report_errors
 
 # Each module has add_parser(subparsers); a parser's ``func(args) -> int`` does the work.
 COMMAND_MODULES = [run_cmd, datasets_cmd, models_cmd, chunk_cmd, cache_cmd, sweep_cmd, compare_cmd, gate_cmd,
-                   notebooks_cmd, runs_cmd, serve_cmd, judge_cmd, store_cmd, ui_cmd, list_cmd]
+                   notebooks_cmd, runs_cmd, serve_cmd, judge_cmd, label_cmd, store_cmd, ui_cmd, list_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:
