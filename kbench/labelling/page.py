@@ -32,6 +32,7 @@ from kbench.labelling.labels import LabelsFile
 
 LEASE_S = 600.0  # a tab that shows a pair this long without grading it lets it go
 MAX_FORM_BYTES = 4096
+SHOWN_CONTEXT = 280  # characters of the document shown on each side of the passage (the pool keeps more)
 TOKEN_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 
 
@@ -82,7 +83,7 @@ body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1d233
 header{background:#1d2330;color:#fff;padding:.6em 1.2em;display:flex;justify-content:space-between;flex-wrap:wrap}
 header b{font-weight:600}main{max-width:60em;margin:1em auto;padding:0 1em}
 .question{font-size:1.25em;font-weight:600;background:#fff;border-left:5px solid #3b6fd8;padding:.7em 1em;margin:0 0 1em}
-.doc{background:#fff;padding:1em;border:1px solid #d8dce3;max-height:26em;overflow:auto;white-space:pre-wrap}
+.doc{background:#fff;padding:1em;border:1px solid #d8dce3;max-height:55vh;overflow:auto;position:relative;white-space:pre-wrap}
 .doc h2{font-size:1em;margin:0 0 .5em;color:#555}.context{color:#6b7280}
 mark{background:#fff1a8;color:#1d2330;padding:.1em 0;outline:2px solid #e8c400}
 form{margin:1em 0;display:flex;gap:.5em;flex-wrap:wrap}
@@ -94,6 +95,8 @@ button.skip{flex:0 0 auto;color:#555}.note{background:#fff4e5;border:1px solid #
 """
 
 SCRIPT = """
+var passage = document.getElementById('passage'), box = document.getElementById('document');
+if (passage && box) box.scrollTop = Math.max(0, passage.offsetTop - 48);  // the page stays put
 document.addEventListener('keydown', function (e) {
   if (e.ctrlKey || e.metaKey || e.altKey) return;
   var key = e.key === 'S' ? 's' : e.key;
@@ -115,8 +118,9 @@ def render_pair(labels: LabelsFile, pair: int, tab: str, note: str = "") -> str:
         for g, meaning in pool.grades.items())
     title = f"<h2>{html.escape(p.title)} <span class=meta>({html.escape(p.doc_id)})</span></h2>" if p.title else \
         f"<h2>{html.escape(p.doc_id)}</h2>"
-    before = ("…" if p.before and p.start > len(p.before) else "") + html.escape(p.before)
-    after = html.escape(p.after) + ("…" if p.after else "")
+    shown_before, shown_after = p.before[-SHOWN_CONTEXT:], p.after[:SHOWN_CONTEXT]
+    before = ("…" if len(shown_before) < p.start else "") + html.escape(shown_before)
+    after = html.escape(shown_after) + ("…" if shown_after else "")
     note_html = f'<p class="note" role="status">{html.escape(note)}</p>' if note else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>kbench label: {left} left</title>
@@ -124,16 +128,17 @@ def render_pair(labels: LabelsFile, pair: int, tab: str, note: str = "") -> str:
 <body><header><span><b>kbench label</b> · {html.escape(pool.dataset)} · {html.escape(labels.annotator)}</span>
 <span id="left"><b>{left}</b> left of {len(pool.pairs)} · {labels.count} graded</span></header>
 <main>{note_html}
-<p class="meta">Pair {position + 1} of the order ({why}).</p>
 <p class="question" id="question">{html.escape(pool.questions[p.query_id])}</p>
-<p>How well does the <mark>marked passage</mark> answer this question?</p>
+<p>How well does the <mark>marked passage</mark> below answer this question? Judge the marked passage only; the grey
+text around it is its document, for context.</p>
 <form method="post" action="/grade" id="grades">
 <input type="hidden" name="tab" value="{tab}"><input type="hidden" name="pair" value="{pair}">
 {buttons}<button type="submit" class="skip" name="grade" value="skip" data-key="s"><kbd>s</kbd>skip</button>
 </form>
 <div class="doc" id="document">{title}<span class="context">{before}</span><mark id="passage">{html.escape(p.text)}</mark><span class="context">{after}</span></div>
-<p class="meta">Keys: {' '.join(map(str, pool.grades))} grade, s skip (or click). Every grade is saved at once to
-{html.escape(str(labels.path))}; close the page whenever you like, the next start goes on from here.</p>
+<p class="meta">Keys: {' '.join(map(str, pool.grades))} grade, s skip (or click). Pair {position + 1} of the order:
+{why}. Every grade is saved at once to {html.escape(str(labels.path))}; close the page whenever you like, the next
+start goes on from here.</p>
 </main><script>{SCRIPT}</script></body></html>"""
 
 
