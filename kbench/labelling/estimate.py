@@ -31,6 +31,7 @@ from kbench.evaluation.recommend import ConfigRecord, Recommendation, RecommendC
 from kbench.judging.agreement import cohen_kappa, confusion
 from kbench.labelling.order import LabelPlan, labelled_prefixes
 
+MIN_QUESTIONS = 10  # random-share questions before any interval: below it the normal approximation is not to be trusted
 RELEVANT_FROM = 2  # a graded (0-3) grade at or above this is "relevant" beside a binary one (as kbench judge)
 
 
@@ -180,9 +181,10 @@ def agreement(human_grades: np.ndarray, model_grades: np.ndarray, binary_human: 
 
 
 def estimate_labels(arrays: PoolArrays, plan: LabelPlan, human_grades, *, alpha: float = 0.05,
-                    recommend_config: RecommendConfig | None = None, binary_human: bool = False) -> LabelEstimate:
+                    recommend_config: RecommendConfig | None = None, binary_human: bool = False,
+                    min_questions: int = MIN_QUESTIONS) -> LabelEstimate:
     """Everything the labels say so far (see the module's docstring). ``human_grades``: one per pair, NaN where no
-    person graded it."""
+    person graded it; no interval below ``min_questions`` fully labelled random-share questions."""
     human = np.asarray(human_grades, dtype=float)
     model = np.asarray(arrays.model_grades, dtype=float)
     graded = ~np.isnan(human)
@@ -191,9 +193,9 @@ def estimate_labels(arrays: PoolArrays, plan: LabelPlan, human_grades, *, alpha:
                           int(active.sum()), len(plan.active), int(graded.sum()), alpha,
                           agreement=agreement(human, model, binary_human))
     m = int(labelled.sum())
-    if m < 2:
-        found.notes.append(f"no interval yet: PPI needs at least 2 random-share questions fully labelled, {m} are "
-                           "(label on: the page serves them first)")
+    if m < min_questions:
+        found.notes.append(f"no interval yet: {m} random-share questions are fully labelled, {min_questions} are needed "
+                           "before a normal interval can be trusted (label on: the page serves them in turn)")
         return found
     if labelled.all():
         found.notes.append("every question is fully labelled: the human-only numbers are the whole set's")
