@@ -11,8 +11,8 @@ in its top 5, 5% elsewhere).
 Per seed (``--seeds``), the same judge's grades and the page's order for each mode (``kbench.labelling.order``):
 
 - **random**: ``random_share`` 1, whole random questions only (PPI on the labelled questions, the judge on the rest);
-- **active**: ``random_share`` ``--share`` (0.5): the random share alternating with the active order, whose human
-  grades replace the judge's in the predictor.
+- **active-S**: ``random_share`` S for each S of ``--shares`` (0.8, 0.5): the random share alternating with the
+  active order, whose human grades replace the judge's in the predictor.
 
 Labels are given in order; every ``--every`` labels the estimate (``labelling.estimate_labels``) is checked:
 decided when the PPI++ interval of the difference of the two configs excludes 0 (significantly different, 95%) or
@@ -20,7 +20,7 @@ the recommendation's non-inferiority test shows the pick within ``--margin`` of 
 needed: the first count at which it decides (the whole pool if never). Counts, not seconds: the load of the
 machine does not change them.
 
-    .venv/bin/python benchmarks/active_labels.py [--seeds 10] [--every 20] [--share 0.5] [--margin 0.01]
+    .venv/bin/python benchmarks/active_labels.py [--seeds 10] [--every 20] [--shares 0.8,0.5] [--margin 0.01]
         [--judges flip,lean] [--json out.json] [--workspace experiments]
 """
 from __future__ import annotations
@@ -112,7 +112,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--every", type=int, default=20)
-    parser.add_argument("--share", type=float, default=0.5)
+    parser.add_argument("--shares", default="0.8,0.5", help="random shares of the active orders compared")
     parser.add_argument("--margin", type=float, default=0.01)
     parser.add_argument("--judges", default="flip,lean")
     parser.add_argument("--workspace", default="experiments")
@@ -143,24 +143,25 @@ def main() -> int:
         for seed in range(args.seeds):
             model = judge(kind, human, ranks, np.random.default_rng(seed))
             arrays = PoolArrays(question_of, ranks, model, top, K, n)
-            for mode, share in (("random", 1.0), ("active", args.share)):
+            for mode, share in (("random", 1.0), *((f"active-{x}", float(x)) for x in args.shares.split(","))):
                 needed, how = labels_to_decide(arrays, human, share, seed, args.every, config)
                 rows.append({"judge": kind, "seed": seed, "mode": mode, "labels": needed, "decided": how})
     print(f"\n| judge | order | labels to decide: median | mean | min-max | decided (different / within margin / "
           f"never) |\n|---|---|---|---|---|---|")
     for kind in args.judges.split(","):
-        for mode in ("random", "active"):
+        for mode in ("random", *(f"active-{x}" for x in args.shares.split(","))):
             found = [r for r in rows if r["judge"] == kind and r["mode"] == mode]
             counts = np.array([r["labels"] for r in found])
             how = [r["decided"] for r in found]
             print(f"| {kind} | {mode} | {np.median(counts):.0f} | {counts.mean():.0f} | {counts.min()}-{counts.max()} | "
                   f"{how.count('different')} / {how.count('within the margin')} / {how.count('never')} |")
     for kind in args.judges.split(","):
-        ratio = [a["labels"] / r["labels"] for a, r in zip(
-            [x for x in rows if x["judge"] == kind and x["mode"] == "active"],
-            [x for x in rows if x["judge"] == kind and x["mode"] == "random"])]
-        print(f"{kind}: active / random labels, per seed: median {np.median(ratio):.2f} (mean {np.mean(ratio):.2f}) "
-              f"over {len(ratio)} seeds")
+        for x in args.shares.split(","):
+            ratio = [a["labels"] / r["labels"] for a, r in zip(
+                [y for y in rows if y["judge"] == kind and y["mode"] == f"active-{x}"],
+                [y for y in rows if y["judge"] == kind and y["mode"] == "random"])]
+            print(f"{kind}: active-{x} / random labels, per seed: median {np.median(ratio):.2f} (mean "
+                  f"{np.mean(ratio):.2f}) over {len(ratio)} seeds")
     load = os.getloadavg()
     print(f"\n{time.perf_counter() - started:.0f} s; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (labels are "
           "counted, not timed: the load does not change them)")
