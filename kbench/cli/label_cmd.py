@@ -9,6 +9,19 @@ import signal
 import sys
 from pathlib import Path
 
+from kbench.cli.outputs import output_problem
+from kbench.compare.recommendation import with_flags
+from kbench.evaluation.recommend import RecommendConfig
+from kbench.labelling.estimate import estimate_labels
+from kbench.labelling.label_studio import import_annotations, write_tasks
+from kbench.labelling.labels import LabelsFile
+from kbench.labelling.page import estimate_lines, start_page
+from kbench.labelling.pool import LabelError, LabelPool, build_pool
+from kbench.paths import workspace_dir
+from kbench.tracking import tags as tag
+from kbench.tracking.mlflow_labels import log_human_labels
+from kbench.tracking.read import RunReadError, find_run, tracking_client
+
 SUFFIX = ".pool.json"
 
 
@@ -66,7 +79,6 @@ def _problem(args) -> str | None:
 
 
 def default_labels(args) -> Path:
-    from kbench.paths import workspace_dir
 
     if args.pool:
         return Path(args.pool[: -len(SUFFIX)])
@@ -80,11 +92,6 @@ def run_label(args) -> int:
     if problem := _problem(args):
         print(f"kbench: error: {problem}", file=sys.stderr)
         return 2
-    from kbench.cli.outputs import output_problem
-    from kbench.compare.recommendation import with_flags
-    from kbench.evaluation.recommend import RecommendConfig
-    from kbench.labelling.labels import LabelsFile
-    from kbench.labelling.pool import LabelPool, build_pool
 
     labels_path = Path(args.labels).expanduser() if args.labels else default_labels(args)
     if not args.labels:
@@ -104,7 +111,6 @@ def run_label(args) -> int:
                           recommend_config=config)
     labels = LabelsFile.open(labels_path, pool, args.annotator)
     if args.export_label_studio:
-        from kbench.labelling.label_studio import write_tasks
 
         tasks_file, config_file, count = write_tasks(labels, Path(args.export_label_studio), args.limit)
         print(f"wrote {count} Label Studio tasks ({tasks_file}) and the labelling config ({config_file}): create a "
@@ -112,7 +118,6 @@ def run_label(args) -> int:
               f"kbench label --pool {labels_path}{SUFFIX} --import-label-studio EXPORT.json")
         return 0
     if args.import_label_studio:
-        from kbench.labelling.label_studio import import_annotations
 
         print(import_annotations(labels, Path(args.import_label_studio)).summary())
         print(f"labels: {labels_path} ({labels.count} grades)")
@@ -123,9 +128,6 @@ def run_label(args) -> int:
 
 
 def _check_sweep(run_id: str, tracking_uri: str | None) -> None:
-    from kbench.labelling.pool import LabelError
-    from kbench.tracking import tags as tag
-    from kbench.tracking.read import RunReadError, find_run, tracking_client
 
     try:
         run = find_run(tracking_client(tracking_uri), run_id)
@@ -136,14 +138,12 @@ def _check_sweep(run_id: str, tracking_uri: str | None) -> None:
 
 
 def report(labels, config, args) -> int:
-    from kbench.labelling.estimate import estimate_labels
 
     pool = labels.pool
     found = estimate_labels(pool.arrays(), pool.plan, labels.grades(), recommend_config=config,
                             binary_human=pool.scale == "binary")
     print("\n".join(found.lines()))
     if not args.no_mlflow and labels.count:
-        from kbench.tracking.mlflow_labels import log_human_labels
 
         kappa = found.agreement.kappa if found.agreement is not None else None
         print(log_human_labels(labels.path, args.tracking_uri, kappa=kappa).summary())
@@ -151,8 +151,6 @@ def report(labels, config, args) -> int:
 
 
 def serve(labels, port: int) -> int:
-    from kbench.labelling.page import estimate_lines, start_page
-    from kbench.labelling.pool import LabelError
 
     try:
         running = start_page(labels, port, background=False,

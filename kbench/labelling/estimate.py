@@ -97,13 +97,20 @@ class LabelEstimate:
         return self.configs[0]
 
     def lines(self) -> list[str]:
-        pct = f"{1 - self.alpha:.0%}"
         out = [f"labels: {self.human_grades} human grades; random share: {self.labelled_questions} of "
                f"{self.n_questions} questions fully labelled (PPI's labelled set); active order: the first "
                f"{self.active_pairs} of {self.active_total} decisive pairs labelled (they replace the model's grades)"]
         out += [f"  {note}" for note in self.notes]
-        if not self.per_config:
-            return out
+        if self.per_config:
+            out += self._interval_lines()
+        out += self._agreement_lines()
+        if self.recommendation is not None:
+            out += self.recommendation.lines()
+        return out
+
+    def _interval_lines(self) -> list[str]:
+        pct = f"{1 - self.alpha:.0%}"
+        out = []
         out.append(f"{self.headline}, {pct} intervals: PPI++ (humans + model) | humans alone ({self.labelled_questions} "
                    f"questions) | model alone ({self.n_questions} questions, carries none of its error)")
         rows = [(label, found) for label, found in self.per_config.items()]
@@ -112,6 +119,10 @@ class LabelEstimate:
             out.append(f"  {name}: {_interval(found.ppi, self.alpha)} lambda {found.ppi.lam:.2f} | "
                        f"{_interval(found.human, self.alpha)} | {_interval(found.model, self.alpha)}")
             out += [f"    {line}" for line in self._model_warning(name, found)]
+        return out
+
+    def _agreement_lines(self) -> list[str]:
+        out = []
         if self.agreement is not None:
             a = self.agreement
             out.append(f"model agreement with the humans: Cohen's kappa {a.kappa:.3f} on {a.pairs} pairs graded by "
@@ -121,10 +132,8 @@ class LabelEstimate:
                 out.append(f"  human {label}: " + "  ".join(f"{n:>7d}" for n in row))
             if a.no_better_than_chance:
                 out.append(f"  the model agrees with the humans no better than chance (kappa {a.kappa:.3f}): its "
-                           "labels carry no information about theirs; PPI++ gives them no weight (lambda near 0) and "
-                           "the intervals rest on the human labels alone")
-        if self.recommendation is not None:
-            out += self.recommendation.lines()
+                           "labels carry no information about theirs; PPI++ then weighs them little (lambda says how much) "
+                           "and the intervals rest on the human labels")
         return out
 
     def _model_warning(self, name: str, found: Intervals) -> list[str]:

@@ -32,7 +32,7 @@ from kbench.judging.judge import Pair, dataset_label, load_logged_run, pool_runs
 from kbench.judging.prompt import GRADES
 from kbench.labelling.estimate import PoolArrays
 from kbench.labelling.order import LabelPlan, label_plan
-from kbench.tracking.read import RunReadError
+from kbench.tracking.read import RunReadError, tracking_client
 
 POOL_KIND = "kbench-label-pool"
 CONTEXT_CHARS = 600  # of the document shown before and after the passage
@@ -198,8 +198,6 @@ def build_pool(run_ids: list[str], *, k: int = 10, judged: Path | None = None, s
                random_share: float = 0.5, scale: str = "graded", tracking_uri: str | None = None,
                recommend_config: RecommendConfig | None = None) -> LabelPool:
     chosen, runs, lines, parent = contenders(run_ids, tracking_uri, recommend_config)
-    from kbench.tracking.read import tracking_client
-
     client = tracking_client(tracking_uri)
     logged = [load_logged_run(client, runs[label]) for label in chosen]
     dataset = logged[0].dataset
