@@ -10,7 +10,7 @@ NODEPS := $(MPNET) $(CHAT)
 # JupyterLab refuses to start as root unless told.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: run test install lab lock bench docs clean-workspace
+.PHONY: run test install lab lock bench docs clean-workspace browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -35,8 +35,13 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/kbench run configs/quickstart.yaml
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+# The labelling page's test drives a real headless Chromium over the DevTools protocol (tests/labelling/browser.py):
+# Debian's chromium, installed when missing (CI runs as root with Debian's registry); no driver is needed.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q chromium; }
 
 # Every benchmark, each timing its candidates side by side in one process; JSON under experiments/bench/.
 # Default sizes (README "Benchmarks") keep the whole run under 30 minutes on 2 idle cores; the cross-encoder

@@ -52,6 +52,8 @@ COMMANDS: dict[str, Command] = {
                                   "/v1/chat/completions (no key, no network)"),
     "judge": Command("judge_cmd", "grade the unlabeled pooled top-k of runs with an LLM (0-3), write qrels; "
                                   "--calibrate measures the judge on labeled pairs"),
+    "label": Command("label_cmd", "label (question, passage) pairs on a local page, in the order that decides the "
+                                  "top configs soonest; PPI++ intervals from human + judge grades"),
     "store": Command("store_cmd", "live production stores: kbench store snapshot"),
     "ui": Command("ui_cmd", "start MLflow's UI on 127.0.0.1 for the workspace's runs (Ctrl-C stops it)"),
     "list": Command("list_cmd", "what each registry holds: chunkers, legs, fusions, ... with every knob"),

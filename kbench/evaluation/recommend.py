@@ -35,6 +35,11 @@ race, a stage-wise search) ends with the same recommendation from the same numbe
    recommendation is *provisional*, and the line says which configs it cannot be told apart from, the
    headline's minimum detectable difference and how many questions would decide at the margin. "Not
    significantly worse" is never read as "as good".
+
+The means and the tests come from an ``Estimator``: by default ``PairedT`` (each record's per-query scores are
+the truth; the paired t-test above). ``kbench.labelling`` passes a PPI estimator instead
+(``kbench.evaluation.ppi.PPIEstimator``: human labels on a random share of the questions, a model's labels on
+all of them), so the same rule decides on intervals that carry the model's error.
 """
 from __future__ import annotations
 
@@ -61,6 +66,25 @@ class ConfigRecord:
     label: str
     per_query: Mapping[str, np.ndarray]
     values: Mapping[str, float] = field(default_factory=dict)
+
+
+class PairedT:
+    """The default estimator: a record's per-query scores are the truth; means are plain means and a config is
+    tested against a reference by the paired t-test (``significance.non_inferiority``)."""
+
+    questions_word = "questions"
+
+    def mean(self, record: ConfigRecord, metric: str) -> float:
+        return float(np.mean(record.per_query[metric]))
+
+    def versus(self, candidate: ConfigRecord, reference: ConfigRecord, metric: str, margin: float,
+               alpha: float) -> NonInferiority:
+        """The test of mean(candidate - reference) against -margin."""
+        return non_inferiority(reference.per_query[metric], candidate.per_query[metric], margin, alpha)
+
+    def questions(self, record: ConfigRecord, metric: str) -> int:
+        """How many questions the tests rest on."""
+        return len(np.asarray(record.per_query[metric]))
 
 
 @dataclass
@@ -99,6 +123,7 @@ class Recommendation:
     excluded: dict[str, str] = field(default_factory=dict)  # label -> why (over a budget)
     left_out: dict[str, str] = field(default_factory=dict)  # a guard or the cost -> why it was left out
     budgets: list[str] = field(default_factory=list)  # the budgets applied, as text
+    questions_word: str = "questions"  # what n_questions counts ("human-labelled questions" under PPI)
 
     @property
     def within_margin(self) -> list[str]:
@@ -181,13 +206,13 @@ class Recommendation:
                    f"{_number(self.costs[self.config])}")
         if self.decided:
             return (f"recommendation: {self.config} ({why}; shown within the {self.margin} margin of every other "
-                    f"config on {self.headline}, {self.n_questions} questions)")
+                    f"config on {self.headline}, {self.n_questions} {self.questions_word})")
         undecided = self.undecided
         mde = max(minimum_detectable_difference(self.versus_pick[c].tests[self.headline].sd, self.n_questions,
                                                 self.alpha) for c in undecided)
         return (f"recommendation: provisional: {self.config} ({why}); the set cannot decide: it is not shown within "
                 f"the {self.margin} margin of {_names(undecided)} (the minimum detectable difference on "
-                f"{self.headline} is {mde:.4f} at {self.n_questions} questions; "
+                f"{self.headline} is {mde:.4f} at {self.n_questions} {self.questions_word}; "
                 f"{self._questions_text(undecided, self.versus_pick)})")
 
     def _versus_text(self, labels: list[str], family: dict[str, Versus]) -> str:
@@ -202,7 +227,7 @@ class Recommendation:
         needed = [questions_to_decide(t.sd, t.margin, level, POWER) for c in labels for t in family[c].tests.values()]
         if any(n is None for n in needed):
             return "no number of questions shows configs equal at a zero margin"
-        return (f"if they are truly equal, about {max(needed):,} questions would show it at the {self.margin} "
+        return (f"if they are truly equal, about {max(needed):,} {self.questions_word} would show it at the {self.margin} "
                 "margin")
 
     def as_dict(self) -> dict:
@@ -254,24 +279,24 @@ def p95_latency(record: ConfigRecord, stage: str) -> float:
 
 
 def versus(candidate: ConfigRecord, reference: ConfigRecord, metrics: list[str], margin: tuple[float, bool],
-           alpha: float) -> Versus:
+           alpha: float, estimator: PairedT | None = None) -> Versus:
     """``candidate`` tested against ``reference`` on every metric (the margin relative to the reference's mean
     when it is a share); its p-value is the largest of the metrics'."""
+    estimator = estimator or PairedT()
     value, relative = margin
     tests = {}
     for metric in metrics:
-        ref = np.asarray(reference.per_query[metric], dtype=float)
-        amount = value * abs(float(ref.mean())) if relative else value
-        tests[metric] = non_inferiority(ref, candidate.per_query[metric], amount, alpha)
+        amount = value * abs(estimator.mean(reference, metric)) if relative else value
+        tests[metric] = estimator.versus(candidate, reference, metric, amount, alpha)
     p = max(t.p_value for t in tests.values())
     return Versus(candidate.label, reference.label, tests, p, math.nan, False)
 
 
 def family(candidates: list[ConfigRecord], reference: ConfigRecord, metrics: list[str], margin: tuple[float, bool],
-           alpha: float, *, as_reference: bool = False) -> dict[str, Versus]:
+           alpha: float, *, as_reference: bool = False, estimator: PairedT | None = None) -> dict[str, Versus]:
     """Each candidate against ``reference`` (or, ``as_reference``, the reference against each), Holm over them."""
-    found = [versus(reference, c, metrics, margin, alpha) if as_reference else versus(c, reference, metrics, margin,
-                                                                                       alpha) for c in candidates]
+    found = [versus(reference, c, metrics, margin, alpha, estimator) if as_reference
+             else versus(c, reference, metrics, margin, alpha, estimator) for c in candidates]
     adjusted = adjust_p_values(np.array([v.p_value for v in found]), "holm") if found else []
     out = {}
     for c, v, q in zip(candidates, found, adjusted):
@@ -281,12 +306,14 @@ def family(candidates: list[ConfigRecord], reference: ConfigRecord, metrics: lis
 
 
 def recommend(records: list[ConfigRecord], headline: str, config: RecommendConfig | None = None, *,
-              alpha: float = 0.05) -> Recommendation:
+              alpha: float = 0.05, estimator: PairedT | None = None) -> Recommendation:
     """The recommendation over ``records`` (two or more configs, each with the same questions in the same
     order; ``config``: margin, guards, cost and budgets, default ``RecommendConfig()``; ``alpha``: of every
     test, as the comparison that ranked them). Returns a plain record: ``.config`` (the label, or None when a
-    budget excludes every config), ``.decided``, ``.undecided``, ``.reason`` (one sentence), ``.lines()``."""
+    budget excludes every config), ``.decided``, ``.undecided``, ``.reason`` (one sentence), ``.lines()``.
+    ``estimator``: where the means and tests come from (default ``PairedT``; a PPI estimator under human labels)."""
     config = config or RecommendConfig()
+    estimator = estimator or PairedT()
     if len(records) < 2:
         raise ValueError(f"a recommendation compares at least 2 configs, got {len(records)}")
     if headline not in records[0].per_query:
@@ -302,7 +329,7 @@ def recommend(records: list[ConfigRecord], headline: str, config: RecommendConfi
                                 else f"not measured by {', '.join(missing[:3])}")
             continue
         metrics.append(metric)
-    n = len(np.asarray(records[0].per_query[headline]))
+    n = estimator.questions(records[0], headline)
     costs = {r.label: float(r.values.get(config.cost, math.nan)) for r in records}
     latency = {r.label: p95_latency(r, config.latency_stage) for r in records}
     if all(math.isnan(c) for c in costs.values()):
@@ -325,19 +352,20 @@ def recommend(records: list[ConfigRecord], headline: str, config: RecommendConfi
             elif cost > config.cost_budget:
                 excluded[label] = f"{config.cost} {_number(cost)} over the {_number(config.cost_budget)} budget"
     kept = [r for r in records if r.label not in excluded]
-    means = {m: {r.label: float(np.mean(r.per_query[m])) for r in records} for m in metrics}
+    means = {m: {r.label: estimator.mean(r, m) for r in records} for m in metrics}
     order = sorted((r.label for r in kept), key=lambda label: -means[headline][label])  # stable on equal means
     found = Recommendation(None, order[0] if order else None, headline, metrics, config.margin_text(), means, order,
-                           {}, {}, config.cost, costs, latency, n, alpha, excluded, left_out, budgets)
+                           {}, {}, config.cost, costs, latency, n, alpha, excluded, left_out, budgets,
+                           estimator.questions_word)
     if not kept:
         return found
     by_label = {r.label: r for r in kept}
     margin = parse_margin(config.margin)
     best = by_label[order[0]]
-    found.versus_best = family([by_label[c] for c in order[1:]], best, metrics, margin, alpha)
+    found.versus_best = family([by_label[c] for c in order[1:]], best, metrics, margin, alpha, estimator=estimator)
     rank = {label: i for i, label in enumerate(order)}
     found.config = min(found.within_margin, key=lambda c: (_price(costs[c]), rank[c]))  # then the better mean
     pick = by_label[found.config]
     found.versus_pick = family([by_label[c] for c in order if c != found.config], pick, [headline], margin, alpha,
-                               as_reference=True)
+                               as_reference=True, estimator=estimator)
     return found
