@@ -30,8 +30,8 @@ def add_parser(sub) -> None:
                    "default: the dataset's own labels (a generated set's)")
     p.add_argument("--k", type=int, default=10, help="pool depth: the top k of each contender (default 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random share and the order's ties (default 0)")
-    p.add_argument("--random-share", type=float, default=0.5, metavar="F",
-                   help="share of the labels that go to whole random questions, PPI's labelled set (default 0.5; 1: "
+    p.add_argument("--random-share", type=float, default=0.8, metavar="F",
+                   help="share of the labels that go to whole random questions, PPI's labelled set (default 0.8; 1: "
                         "random questions only)")
     p.add_argument("--scale", choices=["graded", "binary"], default="graded",
                    help="graded: 0-3, the judge's scale (default); binary: 0 not relevant, 1 relevant")

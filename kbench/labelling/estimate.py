@@ -29,9 +29,8 @@ from kbench.evaluation.pooled import pooled_ndcg
 from kbench.evaluation.ppi import PPIEstimate, PPIEstimator, classical_mean, human_column, ppi_difference, ppi_mean
 from kbench.evaluation.recommend import ConfigRecord, Recommendation, RecommendConfig, recommend
 from kbench.judging.agreement import cohen_kappa, confusion
-from kbench.labelling.order import LabelPlan, labelled_prefixes
+from kbench.labelling.order import MIN_QUESTIONS, LabelPlan, labelled_prefixes
 
-MIN_QUESTIONS = 10  # random-share questions before any interval: below it the normal approximation is not to be trusted
 RELEVANT_FROM = 2  # a graded (0-3) grade at or above this is "relevant" beside a binary one (as kbench judge)
 
 

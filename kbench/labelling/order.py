@@ -1,7 +1,7 @@
 """Which pair a person labels next: a seeded random share of whole questions, and an active order of the pairs
 whose grade could most change which contender is best.
 
-    plan = label_plan(question_of, ranks, model_grades, n_questions, k, seed=0, random_share=0.5)
+    plan = label_plan(question_of, ranks, model_grades, n_questions, k, seed=0, random_share=0.8)
     plan.order          # [(pair, "random" | "active"), ...]: every pair once, in the order the page serves them
     plan.permutation    # the random share: question indices in a seeded random order (whole pools each)
     plan.active         # the active order: pair indices, most decisive first
@@ -18,7 +18,9 @@ The order is a fixed function of the pool, the model's grades and the seed: it n
   question's ideal DCG under the model's grades (a pair counts for more in a question with few relevant ones),
   times the model's uncertainty about the pair (``UNCERTAINTY``). Ties go by a seeded shuffle. Pairs with
   priority 0 are left to the random share.
-- **Schedule**: steps alternate one random-share question with ``block`` active positions (``block`` = the mean
+- **Schedule**: the first ``MIN_QUESTIONS`` random-share questions come first, alone: no interval is given
+  before them, so an active label served earlier could only delay the first decision (benchmarks/active_labels.py
+  measured exactly that). Then steps alternate one random-share question with ``block`` active positions (``block`` = the mean
   pool size x (1 - share) / share, so about ``random_share`` of the labels go to the random share). A pair
   already labelled when a stream reaches it is passed (a person never labels a pair twice).
 
@@ -38,6 +40,7 @@ import numpy as np
 from kbench.evaluation.pooled import pool_layout
 
 RANDOM, ACTIVE = "random", "active"
+MIN_QUESTIONS = 10  # random-share questions before any interval: below it the normal approximation is not to be trusted
 # How unsure the model is of a grade, 0-1: a pair it did not grade is a coin toss; a middle grade (1 or 2: "related"
 # or "relevant") sits at the relevance boundary; 0 and 3 are the grades a judge is most often right about. Only the
 # order depends on these numbers; the interval's validity does not.
@@ -91,7 +94,7 @@ class LabelPlan:
 
 
 def label_plan(question_of, ranks, model_grades, n_questions: int, k: int, *, seed: int = 0,
-               random_share: float = 0.5) -> LabelPlan:
+               random_share: float = 0.8) -> LabelPlan:
     """The order a person labels the pool in (see the module's docstring). ``random_share`` in (0, 1]: 1 is the
     random share alone (question after question)."""
     if not 0 < random_share <= 1 or math.isnan(random_share):
@@ -110,11 +113,13 @@ def label_plan(question_of, ranks, model_grades, n_questions: int, k: int, *, se
     for p in range(len(question_of)):
         by_question[question_of[p]].append(p)
     order, seen, cursor = [], set(), 0
-    for q in permutation:
+    for step, q in enumerate(permutation):
         for p in by_question[q]:
             if p not in seen:
                 seen.add(p)
                 order.append((p, RANDOM))
+        if step + 1 < MIN_QUESTIONS:
+            continue
         for p in active[cursor:cursor + block]:
             if p not in seen:
                 seen.add(p)

@@ -1,6 +1,6 @@
 """The pool a labelling session works on, built from logged runs (or a sweep), kept as one JSON file.
 
-    pool = build_pool(["<sweep parent id>"], k=10, judged=None, seed=0, random_share=0.5)
+    pool = build_pool(["<sweep parent id>"], k=10, judged=None, seed=0, random_share=0.8)
     pool.write(path); LabelPool.read(path)
 
 - **Contenders**: the runs' logged per-query scores go through the recommendation (``evaluation.recommend``, the
@@ -195,7 +195,7 @@ def set_label(dataset, pair: Pair) -> int | None:
 
 
 def build_pool(run_ids: list[str], *, k: int = 10, judged: Path | None = None, seed: int = 0,
-               random_share: float = 0.5, scale: str = "graded", tracking_uri: str | None = None,
+               random_share: float = 0.8, scale: str = "graded", tracking_uri: str | None = None,
                recommend_config: RecommendConfig | None = None) -> LabelPool:
     chosen, runs, lines, parent = contenders(run_ids, tracking_uri, recommend_config)
     client = tracking_client(tracking_uri)
