@@ -36,8 +36,9 @@ from kbench.tracking.read import RunReadError, tracking_client
 
 POOL_KIND = "kbench-label-pool"
 CONTEXT_CHARS = 600  # of the document shown before and after the passage
-# grade -> what it means (the judge's 0-3 scale, so human and judge grade alike)
-SCALES = {"graded": {g: GRADES[g] for g in range(4)},
+# grade -> what it means: the judge's 0-3 scale, so human and judge grade alike, in the page's word (the prompt's
+# "query" is a question as a person reads it)
+SCALES = {"graded": {g: GRADES[g].replace("the query", "the question") for g in range(4)},
           "binary": {0: "does not help answer the question", 1: "helps answer the question"}}
 
 
