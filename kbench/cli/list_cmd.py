@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from typing import get_args
 
 from kbench import cli
 from kbench.chunking.registry import CHUNKERS
 from kbench.cli import add_command
-from kbench.cli.datasets_cmd import list_datasets
-from kbench.cli.models_cmd import list_models
-from kbench.cli.notebooks_cmd import list_notebooks
 from kbench.cli.tables import format_table
 from kbench.datasets.registry import DATASETS
 from kbench.embedding.models import CATALOGUE
@@ -104,10 +102,8 @@ def run(args: argparse.Namespace) -> int:
         print("Every metric at every evaluation.k; document level for every dataset, chunk and span level for span "
               "datasets. evaluation.metrics takes ir_measures names instead (nDCG@10, R@100, P(rel=2)@5).\n")
         print(format_table(["metric", "run columns", "ir_measures", "definition"], rows))
-    elif topic == "models":
-        return list_models(args)
-    elif topic == "datasets":
-        return list_datasets(args)
-    elif topic == "notebooks":
-        return list_notebooks(args)
+    elif topic in ("models", "datasets", "notebooks"):
+        # each lives with its own command, imported only when asked for: the plain list stays fast
+        command = importlib.import_module(f"kbench.cli.{topic}_cmd")
+        return getattr(command, f"list_{topic}")(args)
     return 0
