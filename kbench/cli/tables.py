@@ -131,8 +131,8 @@ def faster_backend_hint(embedding, stage_seconds: dict[str, float]) -> str | Non
     faster = fast_backend(embedding.model, embedding.provider)
     if faster == "torch":
         return None
-    return (f"embedding took {seconds:.0f}s on torch; --set embedding.backend=fast runs {faster} with nDCG@10 "
-            f"within 0.005 of torch (docs/how-to/fast-embedding.md)")
+    return (f"embedding took {seconds:.0f}s on torch; --set embedding.backend=fast runs {faster} on this CPU with "
+            f"nDCG@10 within 0.005 of torch (docs/how-to/fast-embedding.md)")
 
 
 def backend_line(embedding) -> str | None:

@@ -5,8 +5,8 @@ the instructions its kernels need. Three kinds of CPU decide, by the flags Linux
 
 - ``bf16``: bf16 instructions (``avx512_bf16``; every CPU with AMX, ``amx_bf16``, has them). OpenVINO computes
   in bf16 there by default, 3.5x torch on MiniLM with AMX and within 0.002 nDCG@10 of it.
-- ``avx2``: AVX2 without bf16 (an AMD EPYC before Zen 4, Intel before Cooper Lake). OpenVINO computes in f32
-  there (1.08x torch measured), and its static int8 falls back to a slow oneDNN gemm without AVX-512
+- ``avx2``: AVX2 without bf16 (an AMD EPYC before Zen 4, a Xeon from Skylake to Ice Lake). OpenVINO computes
+  in f32 there (1.08x torch measured), and its static int8 falls back to a slow oneDNN gemm on AVX2 alone
   (``benchmarks/encoding.py --cpu avx2``), while ONNX Runtime's dynamic int8 has a fast AVX2 kernel.
   With or without VNNI: the int8 recipe ``fast`` runs there computes the same integers on both (onnx_export.py).
 - ``other``: flags unknown (no /proc/cpuinfo: macOS, Windows) or neither (ARM, an x86 without AVX2): the choice
