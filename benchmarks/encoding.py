@@ -8,17 +8,26 @@ chunked recursive 1000/200, and every backend of the model (torch, onnx, onnx-in
 encodes the same chunks in turn (``--rounds`` interleaved rounds, best kept): chunks/s, the ratio to torch, the
 one-off preparation (export, int8 calibration build), and doc nDCG@10 of exact cosine search with that
 backend's vectors for every question, beside its paired difference to torch with a 95% bootstrap interval
-(questions resampled). "fast" marks the fastest backend whose interval stays above -0.005, what ``embedding.
-backend: fast`` should run for the model. The timed chunks are the set's documents (the folder, less the
-~200 heading lines the questions were taken from).
+(questions resampled); the last line names the fastest backend whose interval stays above -0.005. The timed
+chunks are the set's documents (the folder, less the ~200 heading lines the questions were taken from).
 
     .venv/bin/python benchmarks/encoding.py --corpus ../shared/datasets/fastapi_docs [--questions 200]
         [--max-documents N] [--limit N] [--backends torch,openvino-int8] [--scifact 0]
 
 ``--max-documents`` keeps the questions' documents and a seeded sample of the rest (a quick check);
 ``--scifact N`` adds the same columns on N SciFact test claims (their abstracts and others, up to 2,000).
+``--set DIR`` alone takes a labelled set as it is (the demo set, chunked as configs/quickstart.yaml does):
 
-Without ``--corpus``: the SciFact measurements below.
+    .venv/bin/python benchmarks/encoding.py --set datasets/demo --chunker fixed --chunk-size 600 --chunk-overlap 100
+
+Every table is printed under the CPU's model, its deciding flags (kbench/embedding/cpu.py), what ``embedding.backend:
+fast`` runs on it (marked "(fast)" in the table) and the load average; each row has the highest 1-minute load
+average seen right after its timed rounds. ``--cpu avx2`` emulates an AVX2-only CPU (an EPYC before Zen 4) on
+this one: the process starts again with torch's MKL, ATen and oneDNN and OpenVINO's oneDNN capped at AVX2
+(AVX2_ENV), OpenVINO computes in f32 and ``fast`` resolves for that CPU. OpenVINO's MLAS f32 kernels and all of
+ONNX Runtime keep this CPU's instructions (EMULATION_NOTE; docs/how-to/fast-embedding.md).
+
+Without ``--corpus`` or ``--set``: the SciFact measurements below.
 
 For each model: passages/s of torch, onnx, onnx-int8 and openvino on the same SciFact abstracts (rounds
 interleaved, best round kept); kbench's indexing path (``CachedEmbedder.embed``, cold cache) against a bare
