@@ -8,17 +8,26 @@ chunked recursive 1000/200, and every backend of the model (torch, onnx, onnx-in
 encodes the same chunks in turn (``--rounds`` interleaved rounds, best kept): chunks/s, the ratio to torch, the
 one-off preparation (export, int8 calibration build), and doc nDCG@10 of exact cosine search with that
 backend's vectors for every question, beside its paired difference to torch with a 95% bootstrap interval
-(questions resampled). "fast" marks the fastest backend whose interval stays above -0.005, what ``embedding.
-backend: fast`` should run for the model. The timed chunks are the set's documents (the folder, less the
-~200 heading lines the questions were taken from).
+(questions resampled); the last line names the fastest backend whose interval stays above -0.005. The timed
+chunks are the set's documents (the folder, less the ~200 heading lines the questions were taken from).
 
     .venv/bin/python benchmarks/encoding.py --corpus ../shared/datasets/fastapi_docs [--questions 200]
         [--max-documents N] [--limit N] [--backends torch,openvino-int8] [--scifact 0]
 
 ``--max-documents`` keeps the questions' documents and a seeded sample of the rest (a quick check);
 ``--scifact N`` adds the same columns on N SciFact test claims (their abstracts and others, up to 2,000).
+``--set DIR`` alone takes a labelled set as it is (the demo set, chunked as configs/quickstart.yaml does):
 
-Without ``--corpus``: the SciFact measurements below.
+    .venv/bin/python benchmarks/encoding.py --set datasets/demo --chunker fixed --chunk-size 600 --chunk-overlap 100
+
+Every table is printed under the CPU's model, its deciding flags (kbench/embedding/cpu.py), what ``embedding.backend:
+fast`` runs on it (marked "(fast)" in the table) and the load average; each row has the highest 1-minute load
+average seen right after its timed rounds. ``--cpu avx2`` emulates an AVX2-only CPU (an EPYC before Zen 4) on
+this one: the process starts again with torch's MKL, ATen and oneDNN and OpenVINO's oneDNN capped at AVX2
+(AVX2_ENV), OpenVINO computes in f32 and ``fast`` resolves for that CPU. OpenVINO's MLAS f32 kernels and all of
+ONNX Runtime keep this CPU's instructions (EMULATION_NOTE; docs/how-to/fast-embedding.md).
+
+Without ``--corpus`` or ``--set``: the SciFact measurements below.
 
 For each model: passages/s of torch, onnx, onnx-int8 and openvino on the same SciFact abstracts (rounds
 interleaved, best round kept); kbench's indexing path (``CachedEmbedder.embed``, cold cache) against a bare
@@ -38,6 +47,7 @@ import argparse
 import os
 import random
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -50,6 +60,7 @@ from kbench.cache import EmbeddingCache
 from kbench.chunking import chunk_corpus
 from kbench.config import ChunkingConfig
 from kbench.embedding.config import EmbeddingConfig
+from kbench.embedding.cpu import CPUINFO, CpuFeatures, cpu_features
 from kbench.embedding.models import CATALOGUE, fast_backend, resolve_model_path
 from kbench.embedding.onnx_runtime import computes_in
 from kbench.embedding.stage import CachedEmbedder, l2_normalize, load_encoder
@@ -58,6 +69,74 @@ from kbench.evaluation.significance import bootstrap_ci
 from kbench.paths import exports_dir, workspace_dir
 
 TRANSFORMER_BACKENDS = ["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"]
+
+# --cpu avx2: an AVX2-only CPU (an EPYC before Zen 4: no AVX-512, VNNI, bf16 or AMX), emulated on this one. The
+# libraries read these variables when they load, so the process runs again with them set (emulate):
+# torch's MKL GEMMs, ATen kernels and oneDNN, and OpenVINO's oneDNN kernels, then use AVX2 code at most.
+AVX2_ENV = {"ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
+EMULATED_CPUS = {"avx2": CpuFeatures.of("avx2")}
+EMULATION_NOTE = (
+    "emulated AVX2-only CPU: torch (MKL, ATen, oneDNN) and OpenVINO's oneDNN kernels capped at AVX2 "
+    f"({', '.join(f'{k}={v}' for k, v in AVX2_ENV.items())}), OpenVINO at precision f32 (what it computes in "
+    "without bf16), `fast` resolved for a CPU with the flag avx2 only. Not capped: OpenVINO's MLAS f32 "
+    "FullyConnected and MVN kernels, and all of ONNX Runtime (MLAS picks its kernels from CPUID, no switch): "
+    "their times are this CPU's widest kernels, an upper bound for an AVX2 CPU. onnx-int8's 7-bit weights give the "
+    "same integers on an AVX2 CPU as here, so its nDCG is the AVX2 one; its speed there must be measured there")
+
+
+def emulate(cpu: str) -> None:
+    """Run this benchmark again with the libraries capped to ``cpu``'s instructions (before any is imported)."""
+    if cpu == "native" or all(os.environ.get(k) == v for k, v in AVX2_ENV.items()):
+        return
+    print(f"--cpu {cpu}: running again with {' '.join(f'{k}={v}' for k, v in AVX2_ENV.items())}", flush=True)
+    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **AVX2_ENV})
+
+
+def cpu_model() -> str:
+    try:
+        for line in CPUINFO.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def load_average() -> str:
+    """``uptime``'s three load averages (1, 5, 15 minutes)."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def cpu_lines(args, model: str) -> list[str]:
+    """What every table is measured on: this CPU's deciding flags, the emulation, what `fast` runs, the load."""
+    lines = [f"CPU: {cpu_model()}, {os.cpu_count()} cores, flags {cpu_features().describe()}"]
+    if args.cpu != "native":
+        lines.append(EMULATION_NOTE)
+    cpu = EMULATED_CPUS.get(args.cpu)
+    kind = (cpu or cpu_features()).kind
+    lines.append(f"embedding.backend: fast runs {fast_backend(model, cpu=cpu)} for {model} on this "
+                 f"{'emulated ' if cpu else ''}CPU ({kind}); load average {load_average()}")
+    return lines
+
+
+def backend_config(args, model: str, backend: str, **knobs) -> EmbeddingConfig:
+    """``backend`` as the (emulated) CPU runs it: OpenVINO at f32 on an emulated CPU without bf16."""
+    if args.cpu != "native" and backend.startswith("openvino"):
+        knobs["precision"] = "f32"
+    return EmbeddingConfig(model=model, backend=backend, **knobs)
+
+
+def timed_with_load(rounds: int, candidates: dict) -> tuple[dict[str, float], dict[str, float]]:
+    """``interleaved_best``, and the highest 1-minute load average seen right after each candidate ran."""
+    loads: dict[str, float] = {}
+
+    def with_load(name, fn):
+        def run():
+            fn()
+            loads[name] = max(loads.get(name, 0.0), os.getloadavg()[0])
+        return run
+
+    return interleaved_best(rounds, {n: with_load(n, fn) for n, fn in candidates.items()}), loads
 
 
 def sample(dataset, n_queries: int, n_docs: int, seed: int = 0):
@@ -112,11 +191,12 @@ def accuracy_row(values: list[float], torch_values: list[float]) -> dict:
 
 def bench_corpus(args) -> None:
     """Indexing speed of every backend on a folder's chunks and its heading questions' nDCG@10 (module doc)."""
-    folder = Path(args.corpus)
+    folder = Path(args.corpus or args.set)
     set_dir = Path(args.set) if args.set else heading_set(folder, args.questions, args.seed)
     dataset = load_dataset(DatasetConfig(path=str(set_dir), max_documents=args.max_documents))
     queries = [q for q in dataset.queries if dataset.qrels.get(q.query_id)]
-    chunks = chunk_corpus(dataset.documents, ChunkingConfig(strategy="recursive", chunk_size=1000, chunk_overlap=200))
+    chunking = ChunkingConfig(strategy=args.chunker, chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap)
+    chunks = chunk_corpus(dataset.documents, chunking)
     if args.limit:
         chunks = chunks[: args.limit]
         kept = {c.doc_id for c in chunks}
@@ -125,9 +205,9 @@ def bench_corpus(args) -> None:
     model = args.models.split(",")[0]
     backends = [b for b in (args.backends.split(",") if args.backends else TRANSFORMER_BACKENDS)
                 if b in CATALOGUE[model].backends]
-    print(f"== {model} on {folder}: {len(dataset.documents)} documents, {len(chunks)} chunks (recursive 1000/200, "
-          f"{sum(map(len, texts)) / max(len(texts), 1):.0f} characters on average), {len(queries)} heading "
-          f"questions from {set_dir}; backends {', '.join(backends)} ==", flush=True)
+    print(f"== {model} on {folder}: {len(dataset.documents)} documents, {len(chunks)} chunks ({args.chunker} "
+          f"{args.chunk_size}/{args.chunk_overlap}, {sum(map(len, texts)) / max(len(texts), 1):.0f} characters on "
+          f"average), {len(queries)} questions from {set_dir}; backends {', '.join(backends)} ==", flush=True)
     (workspace_dir() / "bench").mkdir(parents=True, exist_ok=True)
     # every export built fresh (its time is the prepare column), in the workspace, removed at the end
     scratch = Path(tempfile.mkdtemp(prefix="encoding-exports-", dir=workspace_dir() / "bench"))
@@ -141,7 +221,7 @@ def bench_backends(args, folder, set_dir, model, backends, chunks, texts, querie
     encoders, prepare_s = {}, {}
     for b in backends:
         t = time.perf_counter()
-        encoders[b] = load_encoder(EmbeddingConfig(model=model, backend=b), exports=exports)
+        encoders[b] = load_encoder(backend_config(args, model, b), exports=exports)
         if getattr(encoders[b], "needs_calibration", False):
             encoders[b].calibrate(texts)  # on the corpus, as a run does
         encoders[b].encode(texts[:1])  # builds what is built on first use (the int8 model); warms up
@@ -151,7 +231,9 @@ def bench_backends(args, folder, set_dir, model, backends, chunks, texts, querie
     def encode(b):
         vectors.setdefault(b, encoders[b].encode(texts))
 
-    times = interleaved_best(args.rounds, {b: (lambda b=b: encode(b)) for b in backends})
+    print("\n".join(cpu_lines(args, model)) + " (before the timed rounds)", flush=True)
+    loads_before = load_average()
+    times, loads = timed_with_load(args.rounds, {b: (lambda b=b: encode(b)) for b in backends})
     unit_docs = [c.doc_id for c in chunks]
     per_query = {}
     for b in backends:
@@ -162,7 +244,8 @@ def bench_backends(args, folder, set_dir, model, backends, chunks, texts, querie
         runs_in = computes_in(b, encoders[b].onnx.precision if encoders[b].onnx is not None else "f32")
         rows.append({"backend": b, "computes_in": runs_in, "chunks": len(texts), "seconds": times[b],
                      "chunks_per_s": len(texts) / times[b], "vs_torch": times.get("torch", np.nan) / times[b],
-                     "prepare_s": prepare_s[b], **accuracy_row(per_query[b], per_query.get("torch", per_query[b]))})
+                     "prepare_s": prepare_s[b], "load_1min": loads[b],
+                     **accuracy_row(per_query[b], per_query.get("torch", per_query[b]))})
     if args.scifact:
         scifact = load_dataset(DatasetConfig(name="scifact"))
         sq, sdocs = sample(scifact, args.scifact, 2000)
@@ -175,23 +258,29 @@ def bench_backends(args, folder, set_dir, model, backends, chunks, texts, querie
             row.update({f"scifact_{k}": v for k, v in accuracy_row(sci[row["backend"]], sci.get("torch", sci[row["backend"]])).items()})
     ok = [r for r in rows if r["backend"] != "torch" and r["ci_low"] > -0.005
           and (not args.scifact or r["scifact_ci_low"] > -0.005)]
-    fast = max(ok, key=lambda r: r["chunks_per_s"])["backend"] if ok else "torch"
+    best = max(ok, key=lambda r: r["chunks_per_s"])["backend"] if ok else "torch"
+    fast = fast_backend(model, cpu=EMULATED_CPUS.get(args.cpu))
 
     def interval(r, prefix=""):
         return (f"{r[prefix + 'ndcg_at_10']:.4f} ({r[prefix + 'ndcg_diff']:+.4f} [{r[prefix + 'ci_low']:+.4f}, "
                 f"{r[prefix + 'ci_high']:+.4f}])")
 
-    headers = ["backend", "computes in", "chunks/s", "vs torch", "prepare s", "nDCG@10 heading (vs torch [95%])"]
+    headers = ["backend", "computes in", "chunks/s", "vs torch", "load", "prepare s", "nDCG@10 (vs torch [95%])"]
     headers += ["nDCG@10 SciFact (vs torch [95%])"] if args.scifact else []
     table = [[r["backend"] + (" (fast)" if r["backend"] == fast else ""), r["computes_in"], f"{r['chunks_per_s']:.1f}",
-              f"{r['vs_torch']:.2f}x", f"{r['prepare_s']:.0f}", interval(r)]
+              f"{r['vs_torch']:.2f}x", f"{r['load_1min']:.2f}", f"{r['prepare_s']:.0f}", interval(r)]
              + ([interval(r, "scifact_")] if args.scifact else []) for r in rows]
     print(format_table(headers, table))
-    print(f"\nfastest backend within 0.005 nDCG@10 of torch (lower 95% bound above -0.005): {fast}; "
-          f"embedding.backend: fast runs {fast_backend(model)} for {model}; load average {os.getloadavg()[0]:.2f}")
+    print(f"\n(fast): what embedding.backend: fast runs on this {'emulated ' if args.cpu != 'native' else ''}CPU. "
+          f"load: the highest 1-minute load average right after the backend's timed rounds; ratios need a quiet "
+          f"machine. Fastest backend measured within 0.005 nDCG@10 of torch (lower 95% bound above -0.005): {best}; "
+          f"load average now {load_average()}")
     write_json("encoding-corpus", {"corpus": str(folder), "set": str(set_dir), "model": model,
                                    "questions": len(queries), "chunks": len(texts), "rounds": args.rounds,
-                                   "fast": fast, "results": rows})
+                                   "cpu": {"model": cpu_model(), "flags": sorted(cpu_features().flags),
+                                           "emulated": args.cpu},
+                                   "load_before": loads_before, "load_after": load_average(),
+                                   "fast": fast, "best_within_0.005": best, "results": rows})
 
 
 def calibrated_encoder(config: EmbeddingConfig, texts: list[str]):
@@ -204,22 +293,24 @@ def calibrated_encoder(config: EmbeddingConfig, texts: list[str]):
     return encoder
 
 
-def bench_transformer(model: str, texts, query_texts, queries, docs, qrels, rounds: int, backends, results):
+def bench_transformer(args, model: str, texts, query_texts, queries, docs, qrels, rounds: int, backends, results):
     print(f"\n== {model}: {len(texts)} abstracts, {rounds} interleaved rounds ==", flush=True)
-    encoders = {b: calibrated_encoder(EmbeddingConfig(model=model, backend=b), texts) for b in backends}
-    times = interleaved_best(rounds, {b: (lambda e=e: e.encode(texts)) for b, e in encoders.items()})
+    print("\n".join(cpu_lines(args, model)), flush=True)
+    encoders = {b: calibrated_encoder(backend_config(args, model, b), texts) for b in backends}
+    times, loads = timed_with_load(rounds, {b: (lambda e=e: e.encode(texts)) for b, e in encoders.items()})
     base = times["torch"]
     for b in backends:
         # OpenVINO picks bf16 on a CPU with bf16 instructions (embedding.precision: auto): the row says so
         runs_in = computes_in(b, encoders[b].onnx.precision if encoders[b].onnx is not None else "f32")
         results.append({"model": model, "backend": b, "computes_in": runs_in, "dimension": encoders[b].dimension,
-                        "passages_per_s": len(texts) / times[b], "speedup_vs_torch": base / times[b]})
-        print(f"{b:10s} {len(texts) / times[b]:8.1f} passages/s  {base / times[b]:.2f}x torch ({runs_in})",
-              flush=True)
+                        "passages_per_s": len(texts) / times[b], "speedup_vs_torch": base / times[b],
+                        "load_1min": loads[b], "cpu_flags": cpu_features().describe(), "emulated": args.cpu})
+        print(f"{b:10s} {len(texts) / times[b]:8.1f} passages/s  {base / times[b]:.2f}x torch ({runs_in}; load "
+              f"{loads[b]:.2f})", flush=True)
     mine = [r for r in results if r["model"] == model]
     for row, b in zip(mine, backends):
         row["query_p50_ms"] = p50_ms(lambda t, e=encoders[b]: e.encode([t], for_queries=True), query_texts)
-        all_threads = calibrated_encoder(EmbeddingConfig(model=model, backend=b, query_threads=None), texts)
+        all_threads = calibrated_encoder(backend_config(args, model, b, query_threads=None), texts)
         row["query_p50_ms_all_threads"] = p50_ms(lambda t, e=all_threads: e.encode([t], for_queries=True),
                                                  query_texts)
         print(f"{b:10s} query p50 {row['query_p50_ms']:.1f} ms (query_threads 1), "
@@ -228,11 +319,12 @@ def bench_transformer(model: str, texts, query_texts, queries, docs, qrels, roun
         row["ndcg_at_10_sample"] = ndcg10(encoders[b], queries, docs, qrels) if queries else None
         if row["ndcg_at_10_sample"] is not None:
             print(f"{b:10s} nDCG@10 (sample) {row['ndcg_at_10_sample']:.4f}", flush=True)
-    print(format_table(["backend", "computes in", "passages/s", "vs torch", "query p50 ms",
+    print(format_table(["backend", "computes in", "passages/s", "vs torch", "load", "query p50 ms",
                         "query p50 ms, all threads", "nDCG@10 (sample)"],
                        [[r["backend"], r["computes_in"], f"{r['passages_per_s']:.1f}", f"{r['speedup_vs_torch']:.2f}x",
-                         f"{r['query_p50_ms']:.1f}", f"{r['query_p50_ms_all_threads']:.1f}",
+                         f"{r['load_1min']:.2f}", f"{r['query_p50_ms']:.1f}", f"{r['query_p50_ms_all_threads']:.1f}",
                          "-" if r["ndcg_at_10_sample"] is None else f"{r['ndcg_at_10_sample']:.4f}"] for r in mine]))
+    print(f"load average now {load_average()}")
 
 
 def bench_overhead(model: str, texts, rounds: int) -> dict:
@@ -252,7 +344,8 @@ def bench_overhead(model: str, texts, rounds: int) -> dict:
         "kbench CachedEmbedder.embed (torch)": through_kbench,
     })
     bare_t, ours = times["bare SentenceTransformer.encode"], times["kbench CachedEmbedder.embed (torch)"]
-    print(f"pipeline overhead: kbench {ours:.2f}s vs bare {bare_t:.2f}s = {100 * (ours / bare_t - 1):+.1f}%")
+    print(f"pipeline overhead: kbench {ours:.2f}s vs bare {bare_t:.2f}s = {100 * (ours / bare_t - 1):+.1f}% "
+          f"(load average {load_average()})")
     return {"bare_s": bare_t, "kbench_s": ours, "overhead_pct": 100 * (ours / bare_t - 1)}
 
 
@@ -277,7 +370,8 @@ def bench_changes(model: str, texts, rounds: int) -> dict:
     })
     ref = times["onnx, length-sorted batches"]
     rows = [[name, f"{t:.2f}", f"{times['onnx, batches in arrival order'] / t:.2f}x"] for name, t in times.items()]
-    print("\nwhat each change buys (same texts, shuffled):")
+    print(f"\nwhat each change buys (same texts, shuffled; CPU flags {cpu_features().describe()}, load average "
+          f"{load_average()}):")
     print(format_table(["variant", "seconds", "vs arrival-order batches"], rows))
     return {"seconds": times, "length_sorting_speedup": times["onnx, batches in arrival order"] / ref,
             "two_threads_vs_one": times["onnx, 1 thread"] / ref, "int8_vs_fp32": ref / times["onnx-int8"]}
@@ -325,9 +419,15 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="--corpus: the first N chunks only")
     parser.add_argument("--backends", default=None, help="--corpus: a comma-separated subset (default: all)")
     parser.add_argument("--scifact", type=int, default=0, help="--corpus: also nDCG@10 on N SciFact test claims")
+    parser.add_argument("--chunker", default="recursive", help="--corpus/--set: the chunking strategy")
+    parser.add_argument("--chunk-size", type=int, default=1000)
+    parser.add_argument("--chunk-overlap", type=int, default=200)
+    parser.add_argument("--cpu", choices=["native", *EMULATED_CPUS], default="native",
+                        help="avx2: emulate an AVX2-only CPU on this one (see EMULATION_NOTE: what it does not cap)")
     args = parser.parse_args()
+    emulate(args.cpu)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    if args.corpus:
+    if args.corpus or args.set:
         bench_corpus(args)
         return
 
@@ -348,7 +448,8 @@ def main() -> None:
         texts = [d.text for d in pool[:n]]
         queries, docs = sample(dataset, args.ndcg_queries, args.mpnet_ndcg_docs if mpnet else args.ndcg_docs)
         backends = [b for b in TRANSFORMER_BACKENDS if b in CATALOGUE[model].backends]  # mpnet: no int8
-        bench_transformer(model, texts, query_texts, queries, docs, dataset.qrels, args.rounds, backends, results)
+        bench_transformer(args, model, texts, query_texts, queries, docs, dataset.qrels, args.rounds, backends,
+                          results)
         payload.setdefault("pipeline_overhead", {})[model] = bench_overhead(model, texts, args.rounds)
         if not mpnet:
             payload["changes"] = bench_changes(model, texts, args.rounds)

@@ -5,6 +5,7 @@ import math
 import re
 
 from kbench.cli.ui_cmd import browse_hint
+from kbench.embedding.cpu import cpu_features
 from kbench.embedding.models import fast_backend
 
 SLOW_EMBED_S = 30  # a torch embedding stage this long gets the hint below: a faster backend would pay off
@@ -130,8 +131,20 @@ def faster_backend_hint(embedding, stage_seconds: dict[str, float]) -> str | Non
     faster = fast_backend(embedding.model, embedding.provider)
     if faster == "torch":
         return None
-    return (f"embedding took {seconds:.0f}s on torch; --set embedding.backend=fast runs {faster} with nDCG@10 "
-            f"within 0.005 of torch (docs/how-to/fast-embedding.md)")
+    return (f"embedding took {seconds:.0f}s on torch; --set embedding.backend=fast runs {faster} on this CPU with "
+            f"nDCG@10 within 0.005 of torch (docs/how-to/fast-embedding.md)")
+
+
+def backend_line(embedding) -> str | None:
+    """Which backend a local transformer ran on and whether it is the one ``fast`` picks for this CPU (a saved
+    config names the backend, never ``fast``); None on torch (``faster_backend_hint``) and for static and API
+    models."""
+    if embedding.provider != "sentence_transformers" or embedding.backend == "torch":
+        return None
+    fast, cpu = fast_backend(embedding.model, embedding.provider), cpu_features()
+    which = ("what embedding.backend: fast runs on this CPU" if embedding.backend == fast
+             else f"embedding.backend: fast would run {fast} on this CPU")
+    return f"embedding backend: {embedding.backend}, {which} ({cpu.kind}: {cpu.describe()})"
 
 
 def print_metrics(result) -> None:
@@ -148,9 +161,10 @@ def print_metrics(result) -> None:
     print()
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in result.stage_seconds.items())
     print(f"stage wall time: {stages}")
-    hint = faster_backend_hint(result.experiment.embedding, result.stage_seconds)
-    if hint:
-        print(hint)
+    for line in (backend_line(result.experiment.embedding),
+                 faster_backend_hint(result.experiment.embedding, result.stage_seconds)):
+        if line:
+            print(line)
     for line in llm_usage_lines(result.metrics):
         print(line)
     lat = {k: v for k, v in result.metrics.items() if k.startswith("latency_ms_total")}

@@ -18,6 +18,17 @@ from kbench.paths import exports_dir
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # MatMul only, per channel: quantizing the embedding Gather too costs far more accuracy than it saves time
 INT8_OPS = ["MatMul"]
+# A bi-encoder's int8 weights (backend onnx-int8) are kept within [-64, 64] (reduce_range), so every x86 CPU computes
+# the same integers. ONNX Runtime's int8 kernel for a CPU without VNNI (AVX2, and AVX-512 before Cascade Lake) adds
+# each pair of uint8 x int8 products in 16 bits and saturates (vpmaddubsw; the quantizer's own advice for such
+# CPUs is reduce_range). With 8-bit weights a pair reaches 2 x 255 x 127 = 64,770 and is cut to 32,767: on an
+# AVX2-only EPYC MiniLM's doc nDCG@10 on the demo set fell 0.0142 below torch's where a VNNI CPU, which adds in
+# 32 bits, lost 0.0015 on the same batches. With 7-bit weights a pair stays within 2 x 255 x 64 = 32,640.
+# The cross-encoder's onnx-int8 (scorer-int8.onnx) keeps 8-bit weights, as measured in benchmarks/rerank.py.
+SEVEN_BIT_HEADS = ("base",)
+# 2: 7-bit weights (SEVEN_BIT_HEADS). In the file's name and the bi-encoder's vector cache key, so vectors of the
+# 8-bit file (model-int8.onnx) are never served to a run of the 7-bit one.
+INT8_VERSION = 2
 # 2: attention exported in its eager form (MatMul, Softmax) instead of torch's fused SDPA call, which OpenVINO
 # and ONNX Runtime fuse again into their own attention kernels (OpenVINO 1.2x faster on MiniLM here).
 # Bump it whenever the export changes: old files are then never loaded, and vector caches are keyed by it.
@@ -92,11 +103,14 @@ def exported_model(folder: Path, model_key: str, revision: str, int8: bool, head
     fp32 = _atomic_build(where / f"{stem}.onnx", lambda tmp: _export_fp32(folder, tmp, head))
     if not int8:
         return fp32
+    if head in SEVEN_BIT_HEADS:
+        return quantized_int8(fp32, where / f"{stem}-int8-v{INT8_VERSION}.onnx", seven_bit_weights=True)
     return quantized_int8(fp32, where / f"{stem}-int8.onnx")
 
 
-def quantized_int8(fp32: Path, target: Path) -> Path:
-    """Dynamic int8 quantization of ``fp32`` (weights int8 per channel, activations quantized at run time)."""
+def quantized_int8(fp32: Path, target: Path, seven_bit_weights: bool = False) -> Path:
+    """Dynamic int8 quantization of ``fp32`` (weights int8 per channel, activations quantized at run time);
+    ``seven_bit_weights``: within [-64, 64], the same integers on every CPU (SEVEN_BIT_HEADS)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     def build(tmp: Path) -> None:
@@ -105,7 +119,7 @@ def quantized_int8(fp32: Path, target: Path) -> Path:
         root.setLevel(logging.ERROR)  # quantize_dynamic logs a pre-processing hint on the root logger
         try:
             quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
-                             op_types_to_quantize=INT8_OPS)
+                             reduce_range=seven_bit_weights, op_types_to_quantize=INT8_OPS)
         finally:
             root.setLevel(level)
 

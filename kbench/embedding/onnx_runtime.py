@@ -6,8 +6,8 @@ module if it has one) follows the sentence-transformers folder's own config, so 
 Batch encoding and query encoding may use different thread counts (a one-query call on many threads
 spends more time waking them than computing).
 
-OpenVINO computes in bf16, not f32, by default on a CPU with bf16 instructions (this machine's EPYC has
-avx512_bf16): 1.9x faster than f32 here, with cross-encoder scores 0.02 from torch's at most. ``precision``
+OpenVINO computes in bf16, not f32, by default on a CPU with bf16 instructions (avx512_bf16; this machine's Xeon
+has them, and AMX): 1.9x faster than f32 here, with cross-encoder scores 0.02 from torch's at most. ``precision``
 asks for one (``auto`` keeps the runtime's choice); ``runner.precision`` says which one runs.
 """
 from __future__ import annotations

@@ -9,7 +9,7 @@ import numpy as np
 
 from kbench.cache import EmbeddingCache
 from kbench.embedding.config import EmbeddingConfig
-from kbench.embedding.onnx_export import EXPORT_VERSION
+from kbench.embedding.onnx_export import EXPORT_VERSION, INT8_VERSION
 from kbench.embedding.onnx_runtime import computes_in, openvino_computes_in
 from kbench.embedding.registry import EMBEDDING_PROVIDERS, Encoder, ReportingEncoder
 from kbench.hashing import sha256_text
@@ -66,6 +66,8 @@ def _result_changing_knobs(config: EmbeddingConfig) -> dict:
     if config.backend != "torch":
         knobs["backend"] = config.backend
         knobs["export"] = EXPORT_VERSION  # a changed export changes the vectors (int8 most)
+    if config.backend == "onnx-int8":  # its recipe (7-bit weights since version 2: onnx_export.py)
+        knobs["int8"] = INT8_VERSION
     if config.backend == "openvino":
         knobs["computes_in"] = openvino_computes_in(config.precision)
     if config.backend == "openvino-int8":  # and its calibration, added once known (CachedEmbedder._calibrate)

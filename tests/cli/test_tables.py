@@ -44,3 +44,20 @@ def test_a_long_torch_embedding_stage_names_the_faster_backend():
     assert faster_backend_hint(EmbeddingConfig(), {"embed": SLOW_EMBED_S - 1.0}) is None  # quick: nothing to say
     assert faster_backend_hint(EmbeddingConfig(backend="openvino"), slow) is None  # already off torch
     assert faster_backend_hint(EmbeddingConfig(model="wordllama-l2-supercat", provider="static"), slow) is None
+
+
+def test_a_run_says_which_backend_embedded_and_whether_fast_picks_it_on_this_cpu():
+    from kbench.cli.tables import backend_line
+    from kbench.embedding.config import EmbeddingConfig
+    from kbench.embedding.cpu import cpu_features
+    from kbench.embedding.models import fast_backend
+
+    fast = fast_backend("all-MiniLM-L6-v2")
+    line = backend_line(EmbeddingConfig(backend="fast"))
+    assert line == (f"embedding backend: {fast}, what embedding.backend: fast runs on this CPU "
+                    f"({cpu_features().kind}: {cpu_features().describe()})")
+    other = next(b for b in ("onnx", "openvino") if b != fast)
+    assert f"embedding backend: {other}, embedding.backend: fast would run {fast} on this CPU" in \
+        backend_line(EmbeddingConfig(backend=other))
+    assert backend_line(EmbeddingConfig()) is None  # torch: the hint above says what fast would run
+    assert backend_line(EmbeddingConfig(model="wordllama-l2-supercat", provider="static")) is None
