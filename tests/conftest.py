@@ -1,13 +1,23 @@
 """Shared fixtures: real data from ../shared/datasets and the demo set, the real MiniLM model.
 
 Tests keep runs small (a sample of SciFact, the demo set) and share one embedding cache for the whole
-session, so a text is embedded at most once per test run.
+test run, so a text is embedded at most once per run.
+
+`make test` runs the suite on pytest-xdist workers (``-n``, ``--dist loadgroup``). Each worker is a pytest session
+of its own, so a session fixture runs once per worker; what is costly and the same for all of them (the embedding
+cache, a trained model) lives in the run's folder every worker sees (``run_folder``) and is built once, under a file
+lock (``built_once``), as the pytest-xdist docs do it. Tests that share a server, a module fixture or a fixed
+path run on one worker: they carry an ``xdist_group`` mark (``pytest_collection_modifyitems`` below adds it
+for module fixtures).
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Callable
 
 import pytest
+from filelock import FileLock
 
 from kbench.paths import REPO_ROOT, shared_datasets_dir
 from tests.serve.running import start_kbench_serve
@@ -17,10 +27,36 @@ CHROMA = shared_datasets_dir() / "chroma_chunking"
 DEMO = REPO_ROOT / "datasets" / "demo"
 
 
+def run_folder(tmp_path_factory) -> Path:
+    """A folder of this test run that every xdist worker sees: the parent of the workers' own base folders
+    (``.../pytest-N/popen-gw0``), or the base folder itself when the run has no workers."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """``run_folder/name``, built by ``build(folder)`` by the first worker that asks; the others wait on a file
+    lock and reuse it. A build that raised leaves no mark, so the next worker tries again (and fails the same)."""
+    root = run_folder(tmp_path_factory)
+    folder, done = root / name, root / f"{name}.built"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.exists():
+            folder.mkdir(exist_ok=True)
+            build(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def shared_cache_workspace(tmp_path_factory) -> Path:
-    """A workspace whose cache/ all tests share (embeddings computed once per session)."""
-    return tmp_path_factory.mktemp("kbench-workspace")
+    """A workspace of this worker (its own mlflow.db, runs/) whose cache/ is the run's one shared cache: every
+    worker's tests read and write the same embeddings and chunks (kbench/cache.py writes each shard to a temp
+    file and renames it into place, so concurrent writers never leave a half shard)."""
+    workspace = tmp_path_factory.mktemp("kbench-workspace")
+    cache = run_folder(tmp_path_factory) / "kbench-shared-cache"
+    cache.mkdir(exist_ok=True)
+    (workspace / "cache").symlink_to(cache, target_is_directory=True)
+    return workspace
 
 
 def link_shared_cache(ws: Path, shared_cache_workspace: Path) -> Path:
@@ -70,3 +106,53 @@ def kbench_server():
     server = start_kbench_serve()
     yield server
     server.stop()
+
+
+# --------------------------------------------------------------------------- xdist groups
+# Session fixtures that hold one server for the tests that use them: those tests run on one worker, so the server
+# starts once per run (a fixture built in the run folder instead, like the trained reranker, needs no group).
+SHARED_SERVERS = {"kbench_server": "kbench-serve"}
+
+
+def _group_keys(item: pytest.Item) -> list[str]:
+    """What ``item`` shares with other tests: its own xdist_group marks, the shared servers it uses, and each
+    module- or class-scoped fixture it uses (tests sharing one must run on the worker that built it)."""
+    keys = [str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+            for mark in item.iter_markers("xdist_group")]
+    info = getattr(item, "_fixtureinfo", None)
+    for name in info.names_closure if info else ():
+        if name in SHARED_SERVERS:
+            keys.append(SHARED_SERVERS[name])
+            continue
+        for definition in info.name2fixturedefs.get(name, ())[-1:]:
+            if definition.scope in ("module", "class", "package"):
+                keys.append(f"{item.path.relative_to(item.config.rootpath)}::{name}")
+    return keys
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the marks into the node ids it schedules by
+def pytest_collection_modifyitems(config, items):
+    """Give each test one ``xdist_group``: the tests that share a group key (see ``_group_keys``), directly or
+    through another test, form one group, named after the first group mark among them (else the first key)."""
+    parent: dict[str, str] = {}
+
+    def find(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            parent[key] = parent[parent[key]]
+            key = parent[key]
+        return key
+
+    keys_of = {item: _group_keys(item) for item in items}
+    for keys in keys_of.values():
+        for key in keys[1:]:
+            parent[find(key)] = find(keys[0])
+    named: dict[str, str] = {}
+    for item, keys in keys_of.items():
+        for mark in item.iter_markers("xdist_group"):
+            name = str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+            if named.setdefault(find(name), name) != name:
+                raise pytest.UsageError(f"xdist groups {named[find(name)]!r} and {name!r} share tests "
+                                        f"({item.nodeid}): give them one name")
+    for item, keys in keys_of.items():
+        if keys and not any(True for _ in item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(named.get(find(keys[0]), find(keys[0]))))
