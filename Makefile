@@ -35,8 +35,13 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/kbench run configs/quickstart.yaml
 
+# pytest-xdist workers: most tests wait on subprocesses, servers and SQLite, so 3 workers keep 2 cores busy;
+# --dist loadgroup keeps the tests of one xdist_group (a shared server or fixture) on one worker, and
+# --no-loadscope-reorder keeps tests/conftest.py's order (the slow ones first, so no worker ends on a long test).
+TEST_WORKERS ?= 3
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
+		--durations=30 tests
 
 # Every benchmark, each timing its candidates side by side in one process; JSON under experiments/bench/.
 # Default sizes (README "Benchmarks") keep the whole run under 30 minutes on 2 idle cores; the cross-encoder

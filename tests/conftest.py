@@ -19,6 +19,8 @@ from typing import Callable
 import pytest
 from filelock import FileLock
 
+from tests import xdist_groups
+
 from kbench.paths import REPO_ROOT, shared_datasets_dir
 from tests.serve.running import start_kbench_serve
 
@@ -112,47 +114,17 @@ def kbench_server():
 # Session fixtures that hold one server for the tests that use them: those tests run on one worker, so the server
 # starts once per run (a fixture built in the run folder instead, like the trained reranker, needs no group).
 SHARED_SERVERS = {"kbench_server": "kbench-serve"}
+# The group of the tests that use the PostgreSQL in kbench's default data directory (kbench/store/pgserver.py), one
+# server for every process of the machine: they run one at a time, so no test stops it under another.
+PGSERVER_DEFAULT = "pgserver-default"
 
 
-def _group_keys(item: pytest.Item) -> list[str]:
-    """What ``item`` shares with other tests: its own xdist_group marks, the shared servers it uses, and each
-    module- or class-scoped fixture it uses (tests sharing one must run on the worker that built it)."""
-    keys = [str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-            for mark in item.iter_markers("xdist_group")]
-    info = getattr(item, "_fixtureinfo", None)
-    for name in info.names_closure if info else ():
-        if name in SHARED_SERVERS:
-            keys.append(SHARED_SERVERS[name])
-            continue
-        for definition in info.name2fixturedefs.get(name, ())[-1:]:
-            if definition.scope in ("module", "class", "package"):
-                keys.append(f"{item.path.relative_to(item.config.rootpath)}::{name}")
-    return keys
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the marks into the node ids it schedules by
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Give each test one ``xdist_group``: the tests that share a group key (see ``_group_keys``), directly or
-    through another test, form one group, named after the first group mark among them (else the first key)."""
-    parent: dict[str, str] = {}
+    """One xdist group per set of tests that share something, the slow tests first (tests/xdist_groups.py)."""
+    xdist_groups.group_and_order(config, items, SHARED_SERVERS)
 
-    def find(key: str) -> str:
-        while parent.setdefault(key, key) != key:
-            parent[key] = parent[parent[key]]
-            key = parent[key]
-        return key
 
-    keys_of = {item: _group_keys(item) for item in items}
-    for keys in keys_of.values():
-        for key in keys[1:]:
-            parent[find(key)] = find(keys[0])
-    named: dict[str, str] = {}
-    for item, keys in keys_of.items():
-        for mark in item.iter_markers("xdist_group"):
-            name = str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-            if named.setdefault(find(name), name) != name:
-                raise pytest.UsageError(f"xdist groups {named[find(name)]!r} and {name!r} share tests "
-                                        f"({item.nodeid}): give them one name")
-    for item, keys in keys_of.items():
-        if keys and not any(True for _ in item.iter_markers("xdist_group")):
-            item.add_marker(pytest.mark.xdist_group(named.get(find(keys[0]), find(keys[0]))))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    return xdist_groups.make_scheduler(config, log)

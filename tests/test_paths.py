@@ -15,7 +15,8 @@ import yaml
 from kbench.paths import REPO_ROOT, exports_dir
 from tests.conftest import make_config
 
-SKIPPED = {".git", ".venv", "__pycache__"}
+# .hypothesis is the example database the test process (Hypothesis, on other xdist workers) keeps in the checkout
+SKIPPED = {".git", ".venv", "__pycache__", ".hypothesis"}
 # Files libraries write on import, whoever imports them (left alone, reported): ONNX Runtime's device id and
 # telemetry database in ~/.cache and a .ses file in the temporary directory, OpenVINO's telemetry client id in
 # ~/intel, matplotlib's font list in ~/.cache/matplotlib. Anything else in HOME or TMPDIR is kbench's, and a defect.

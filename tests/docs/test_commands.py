@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from kbench.paths import REPO_ROOT
+from tests.conftest import PGSERVER_DEFAULT
 from tests.docs.blocks import SKIP, every_block, pages, shell_blocks
 
 LINKED = [".venv", "benchmarks", "configs", "datasets", "docs", "kbench", "notebooks", "tools", "Makefile",
@@ -25,6 +26,14 @@ LINKED = [".venv", "benchmarks", "configs", "datasets", "docs", "kbench", "noteb
 WORKSPACES = ["experiments", "ci-workspace"]  # the default one, and the CI gate configs' own
 PAGE_TIMEOUT_S = 900
 RUNNABLE = [page for page in pages() if any(block.skip is None for block in shell_blocks(page))]
+
+
+def page_param(page: Path):
+    """A page as a test; one that runs a pgvector store without a DSN shares the machine's default PostgreSQL data
+    directory with other tests, so it joins their xdist group."""
+    code = "\n".join(block.code for block in shell_blocks(page) if block.skip is None)
+    marks = [pytest.mark.xdist_group(PGSERVER_DEFAULT)] if "store.backend=pgvector" in code and "dsn" not in code else []
+    return pytest.param(page, marks=marks, id=str(page.relative_to(REPO_ROOT)))
 
 
 def scratch_checkout(root: Path, cache: Path) -> Path:
@@ -60,7 +69,7 @@ def page_script(page: Path) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page", RUNNABLE, ids=[str(p.relative_to(REPO_ROOT)) for p in RUNNABLE])
+@pytest.mark.parametrize("page", [page_param(page) for page in RUNNABLE])
 def test_every_command_on_the_page_runs(page, tmp_path, shared_cache_workspace):
     cache = shared_cache_workspace / "cache"
     cache.mkdir(exist_ok=True)
