@@ -7,8 +7,8 @@ test run, so a text is embedded at most once per run.
 of its own, so a session fixture runs once per worker; what is costly and the same for all of them (the embedding
 cache, a trained model) lives in the run's folder every worker sees (``run_folder``) and is built once, under a file
 lock (``built_once``), as the pytest-xdist docs do it. Tests that share a server, a module fixture or a fixed
-path run on one worker: they carry an ``xdist_group`` mark (``pytest_collection_modifyitems`` below adds it
-for module fixtures).
+path run on one worker: they carry an ``xdist_group`` mark (tests/xdist_groups.py adds it for module fixtures).
+The workers share the cores: each runs its math libraries on its share of them (``share_the_cores``).
 """
 from __future__ import annotations
 
@@ -19,10 +19,27 @@ from typing import Callable
 import pytest
 from filelock import FileLock
 
-from tests import xdist_groups
-
 from kbench.paths import REPO_ROOT, shared_datasets_dir
+from tests import xdist_groups
 from tests.serve.running import start_kbench_serve
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def share_the_cores() -> None:
+    """On an xdist worker, give torch, BLAS and FAISS (OpenMP) the worker's share of the cores, unless the caller
+    chose: 3 workers on 2 cores each starting 2 threads spend their time waiting on each other (a cross-encoder
+    pass took 3x as long on 2 threads as on 1 beside other work). Set here, before any test imports them; the
+    subprocesses tests start (the ``kbench`` command, the docs' pages) inherit it; a run's own
+    ``embedding.threads`` still wins."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers:
+        share = str(max(1, (os.cpu_count() or 1) // workers))
+        for name in THREAD_VARIABLES:
+            os.environ.setdefault(name, share)
+
+
+share_the_cores()
 
 SCIFACT = shared_datasets_dir() / "scifact"
 CHROMA = shared_datasets_dir() / "chroma_chunking"
