@@ -134,6 +134,10 @@ SHARED_SERVERS = {"kbench_server": "kbench-serve"}
 # The group of the tests that use the PostgreSQL in kbench's default data directory (kbench/store/pgserver.py), one
 # server for every process of the machine: they run one at a time, so no test stops it under another.
 PGSERVER_DEFAULT = "pgserver-default"
+# The group of the tests that write into the checkout's models folder (experiments/models: an ONNX export made with
+# no workspace, the reranker notebook 04 trains when the folder has none) and of the test that watches the
+# checkout for writes (tests/test_paths.py): run side by side, its check would see the others' files.
+CHECKOUT_MODELS = "checkout-models"
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -10,10 +10,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 from kbench.paths import REPO_ROOT, exports_dir
-from tests.conftest import make_config
+from tests.conftest import CHECKOUT_MODELS, make_config
 
 # .hypothesis is the example database the test process (Hypothesis, on other xdist workers) keeps in the checkout
 SKIPPED = {".git", ".venv", "__pycache__", ".hypothesis"}
@@ -35,6 +36,7 @@ def written_since(root: Path, start: float) -> list[Path]:
     return found
 
 
+@pytest.mark.xdist_group(CHECKOUT_MODELS)  # no other test may write into the checkout meanwhile
 def test_a_run_with_a_workspace_writes_nothing_outside_it_and_the_models_directory(tmp_path):
     from sentence_transformers import CrossEncoder
 
