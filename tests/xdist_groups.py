@@ -10,13 +10,14 @@ ids ignore (pytest-dev/pytest-xdist#1386: every test is scheduled alone). So eac
 collected to the run folder, and the controller's scheduler (``--dist loadgroup``, through the
 ``pytest_xdist_make_scheduler`` hook) sends each group to one worker as one unit of work.
 
-The slow tests (and the groups holding one) are put first: a worker is handed a few tests ahead, so a long test
-near the end of the queue would keep one worker busy after the others have run out of work.
+The slow tests are put first, the groups holding one before them, largest first: a worker is handed a few tests
+ahead, so a long test near the end of the queue would keep one worker busy after the others have run out of work.
 """
 from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -75,7 +76,15 @@ def group_and_order(config: pytest.Config, items: list[pytest.Item], shared_serv
         if name not in {mark_name(mark) for mark in item.iter_markers("xdist_group")}:
             item.add_marker(pytest.mark.xdist_group(name))
     slow_groups = {group_of[item] for item in items if item in group_of and item.get_closest_marker("slow")}
-    items.sort(key=lambda item: 0 if item.get_closest_marker("slow") or group_of.get(item) in slow_groups else 1)
+    size = Counter(group_of.values())
+
+    def order(item: pytest.Item) -> tuple[int, int]:
+        """Slow groups, largest first (the longest chain starts at once), then slow tests, then the rest."""
+        if group_of.get(item) in slow_groups:
+            return 0, -size[group_of[item]]
+        return (1, 0) if item.get_closest_marker("slow") else (2, 0)
+
+    items.sort(key=order)
     if os.environ.get("PYTEST_XDIST_WORKER"):
         path = config._tmp_path_factory.getbasetemp().parent / GROUPS_FILE  # what pytest-xdist itself reads
         temp = path.with_name(f".{path.name}.{os.environ['PYTEST_XDIST_WORKER']}")
