@@ -10,7 +10,7 @@ NODEPS := $(MPNET) $(CHAT)
 # JupyterLab refuses to start as root unless told.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: run test install lab lock bench docs clean-workspace
+.PHONY: run test install lab lock bench docs clean-workspace browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -39,9 +39,14 @@ run: $(STAMP)
 # --dist loadgroup keeps the tests of one xdist_group (a shared server or fixture) on one worker, and
 # --no-loadscope-reorder keeps tests/conftest.py's order (the slow ones first, so no worker ends on a long test).
 TEST_WORKERS ?= 3
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
 		--durations=30 tests
+
+# The labelling page's test drives a real headless Chromium over the DevTools protocol (tests/labelling/browser.py):
+# Debian's chromium, installed when missing (CI runs as root with Debian's registry); no driver is needed.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q chromium; }
 
 # Every benchmark, each timing its candidates side by side in one process; JSON under experiments/bench/.
 # Default sizes (README "Benchmarks") keep the whole run under 30 minutes on 2 idle cores; the cross-encoder

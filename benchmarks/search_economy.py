@@ -113,9 +113,11 @@ def full_grid(dataset: dict, workspace: Path, grid: dict) -> dict:
     finally:
         scorer.close()
     headline = "chunk_ndcg_at_10" if "chunk_ndcg_at_10" in next(iter(frames.values())) else "doc_ndcg_at_10"
-    comparison = compare_frames(frames, headline, plan)
-    best, tied = recommend(comparison, frames, headline)
-    return {"configs": len(plan.configs), "cost": scorer.cost, "recommended": best, "top_tie": {best, *tied},
+    comparison = compare_frames(frames, headline, plan, scorer.costs)
+    best, _ = recommend(comparison, frames, headline, plan.baseline.recommend)
+    ranking = comparison.ranking()  # the top tie: the best by mean and every config not significantly worse
+    top_tie = {best, *ranking[ranking["vs_best"] != "worse"]["config"]}
+    return {"configs": len(plan.configs), "cost": scorer.cost, "recommended": best, "top_tie": top_tie,
             "headline": headline, "means": {k: float(v[headline].mean()) for k, v in frames.items()}}
 
 

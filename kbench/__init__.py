@@ -18,6 +18,9 @@ The public API (README, "Python API"); everything a notebook or a benchmark need
 - notebooks: ``Study`` (runs logged under the notebook's MLflow run), ``reference_table``, ``load_encoder``
 - models: ``models_dir``, ``RerankerTrainingConfig``, ``train_reranker``; chunkers: ``CHUNKERS``
 - printing: ``format_table`` (the CLI's plain-text tables)
+
+``import kbench`` imports none of them: each name is imported from its module the first time it is used
+(kbench/lazy.py), so a notebook pays for MLflow, pandas or torch only when it calls what needs them.
 """
 import os
 
@@ -28,30 +31,44 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 
-from kbench.compare import Comparison, CompareError, compare_runs, write_report  # noqa: E402
-from kbench.config import (ChunkingConfig, ConfigError, DatasetConfig, EmbeddingConfig,  # noqa: E402
-                           EnrichmentConfig, EvaluationConfig, Experiment, RerankConfig, RetrievalConfig,
-                           StoreConfig, TrackingConfig, load_experiment, validate_experiment)
-from kbench.datasets import load_dataset  # noqa: E402
-from kbench.embedding.stage import load_encoder  # noqa: E402
-from kbench.evaluation.spans import reference_table  # noqa: E402
-from kbench.paths import REPO_ROOT, models_dir, workspace_dir  # noqa: E402
-from kbench.chunking import CHUNKERS  # noqa: E402
-from kbench.cli.tables import format_table  # noqa: E402
-from kbench.indexes import Index  # noqa: E402
-from kbench.pipeline import (Corpus, PipelineResult, chunk_dataset, chunked_dataset, evaluate_run,  # noqa: E402
-                             preflight, prepare_corpus, read_dataset, run_pipeline, search_corpus)
-from kbench.records import Chunk, Dataset, Document, Query, RankedHit, Run, Span  # noqa: E402
-from kbench.runner import RunError, RunResult, export_run, import_trec_run, run_experiment  # noqa: E402
-from kbench.studies.study import Study  # noqa: E402
-from kbench.sweep import load_sweep, make_executor, run_sweep  # noqa: E402
-from kbench.tracking.mlflow_run import tracking_uri  # noqa: E402
-from kbench.tracking.read import tracking_client  # noqa: E402
-from kbench.training import RerankerTrainingConfig, train_reranker  # noqa: E402
+from kbench.lazy import lazy_exports  # noqa: E402
+
+# Each name is imported from its module when first used (kbench/lazy.py), so ``import kbench`` loads no library
+# and ``from kbench import load_experiment`` loads the config layer only.
+_getattr, __dir__, _ = lazy_exports(__name__, {
+    "kbench.compare.compare": ["Comparison", "CompareError", "compare_runs"],
+    "kbench.compare.report": ["write_report"],
+    "kbench.config": ["ChunkingConfig", "ConfigError", "DatasetConfig", "EmbeddingConfig", "EnrichmentConfig",
+                      "EvaluationConfig", "Experiment", "RerankConfig", "RetrievalConfig", "StoreConfig",
+                      "TrackingConfig", "load_experiment", "validate_experiment"],
+    "kbench.datasets.registry": ["load_dataset"],
+    "kbench.embedding.stage": ["load_encoder"],
+    "kbench.evaluation.spans": ["reference_table"],
+    "kbench.paths": ["REPO_ROOT", "models_dir", "workspace_dir"],
+    "kbench.chunking.registry": ["CHUNKERS"],
+    "kbench.cli.tables": ["format_table"],
+    "kbench.indexes.index": ["Index"],
+    "kbench.pipeline": ["Corpus", "PipelineResult", "chunk_dataset", "chunked_dataset", "evaluate_run", "preflight",
+                        "prepare_corpus", "read_dataset", "run_pipeline", "search_corpus"],
+    "kbench.records": ["Chunk", "Dataset", "Document", "Query", "RankedHit", "Run", "Span"],
+    "kbench.runner": ["RunError", "RunResult", "export_run", "import_trec_run", "run_experiment"],
+    "kbench.studies.study": ["Study"],
+    "kbench.sweep.expand": ["load_sweep"],
+    "kbench.sweep.executors": ["make_executor"],
+    "kbench.sweep.run": ["run_sweep"],
+    "kbench.tracking.mlflow_run": ["tracking_uri"],
+    "kbench.tracking.read": ["tracking_client"],
+    "kbench.training.reranker": ["RerankerTrainingConfig", "train_reranker"],
+})
+
+RENAMED = {"load_corpus": "read_dataset", "chunked_corpus": "chunked_dataset"}  # names before 2026-11 (a Dataset)
+
+
+def __getattr__(name: str):
+    return _getattr(RENAMED.get(name, name))
+
 
 __version__ = "0.1.0"
-
-load_corpus, chunked_corpus = read_dataset, chunked_dataset  # their names before 2026-11 (both return a Dataset)
 
 __all__ = [
     "CHUNKERS", "chunk_dataset", "chunked_dataset", "format_table", "Index", "read_dataset", "preflight",

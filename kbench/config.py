@@ -26,16 +26,15 @@ from kbench.datasets.reading import DatasetError
 from kbench.datasets.registry import resolve_dataset_path
 from kbench.dotted import get_dotted, set_dotted
 from kbench.embedding.config import EmbeddingConfig
-from kbench.enrichment import CODE_EXAMPLE_UNIT
-from kbench.enrichment.config import CodeExamplesConfig, EnrichmentConfig
+from kbench.enrichment.config import CODE_EXAMPLE_UNIT, CodeExamplesConfig, EnrichmentConfig
 from kbench.errors import ConfigError, deprecated, format_error, note, shorten
 from kbench.evaluation.config import EvaluationConfig, OverlapRule
-from kbench.evaluation.recommend import RecommendConfig
+from kbench.evaluation.config import RecommendConfig
 from kbench.hashing import folder_content_hash, stable_hash
 from kbench.llm import LLMConfig
 from kbench.registry import StrictModel
-from kbench.retrieval.config import FilterConfig, FusionConfig, GroupingConfig, RerankConfig, RetrievalConfig
-from kbench.retrieval.context import ContextConfig
+from kbench.retrieval.config import (ContextConfig, FilterConfig, FusionConfig, GroupingConfig, RerankConfig,
+                                     RetrievalConfig)
 from kbench.retrieval.query.config import QueryConfig
 from kbench.store.config import StoreConfig
 from kbench.paths import tracking_uri, workspace_dir

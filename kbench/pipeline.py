@@ -161,6 +161,7 @@ def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool
         raise
     doc_types = {d.doc_id: d.doc_type for d in dataset.documents}
     context = SearchContext(chunks=indexes[CHUNK].units, embed_queries=embedder.embed_queries if embedder else None,
+                            time_queries=embedder.time_queries if embedder else None,
                             workspace=workspace, llm_policy=experiment.llm.policy, llm_meter=log.meter,
                             doc_types=doc_types).on(indexes[CHUNK])
     return Corpus(dataset, indexes, context, workspace, embedder, log.timer, log.counts, log.meter)

@@ -10,14 +10,20 @@ Each stage keeps one ``Registry``; a strategy module registers itself with a pyd
     @CHUNKERS.register("fixed", FixedParams)
     def fixed_chunks(document, params): ...
 
-A registry never imports its users: the stage package's ``__init__`` imports its strategy modules, and
-Python runs that ``__init__`` before any module of the package, so a registry is full whenever it can be
-reached. A ``StrategySection`` (e.g. ``chunking: {strategy: smart, chunk_size: 600}``) validates its extra
+A registry declares each name with the module that registers it, and imports that module the first time the
+name is used (``get``): every name is known from the start, so listing them or refusing an unknown one imports no
+strategy, and a run imports the strategies it uses and no other (a BM25 run never loads the cross-encoder's code):
+
+    CHUNKERS = Registry("chunking.strategy", {"fixed": "kbench.chunking.fixed", ...})
+
+The registry names its modules as text and never imports them at its top, so no strategy module can be part of
+an import cycle with it. A ``StrategySection`` (e.g. ``chunking: {strategy: smart, chunk_size: 600}``) validates its extra
 keys against the params model of the name it gives, so an unknown strategy or knob fails with the allowed
 names before any work starts.
 """
 from __future__ import annotations
 
+import importlib
 import math
 import types
 from collections.abc import Mapping
@@ -95,7 +101,9 @@ class StrictModel(BaseModel):
     it existed, and a renamed knob its old name in ``hashed_as``: ``run_key_knobs`` then hashes a model's knobs
     as runs logged before either change did, so their run keys hold."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+    # defer_build: a model's validator is built when it first validates, not when its module is imported, so
+    # importing the config layer (every section and knob) stays cheap: `kbench run missing.yaml` validates nothing
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False, defer_build=True)
     late_knobs: ClassVar[dict[str, Any]] = {}
     hashed_as: ClassVar[dict[str, str]] = {}
     renamed_keys: ClassVar[dict[str, str]] = {}  # an old key -> its name now; the old one still works
@@ -145,8 +153,9 @@ class Entry(Generic[T]):
 
 
 class Registry(Generic[T]):
-    def __init__(self, field: str):
+    def __init__(self, field: str, modules: Mapping[str, str] | None = None):
         self.field = field  # the config path that names an entry, for error messages
+        self.modules = dict(modules or {})  # name -> the module that registers it, imported on the name's first use
         self._entries: dict[str, Entry[T]] = {}
 
     def register(self, name: str, params: type[StrictModel] | None = None) -> Callable[[T], T]:
@@ -160,18 +169,27 @@ class Registry(Generic[T]):
         return decorator
 
     def get(self, name: str) -> Entry[T]:
+        if name not in self._entries and name in self.modules:
+            importlib.import_module(self.modules[name])  # its decorator registers it (and checks its contract)
+            if name not in self._entries:
+                raise ImportError(f"{self.field}: {self.modules[name]} is declared to register {name!r} and does not")
         try:
             return self._entries[name]
         except KeyError:
             raise UnknownNameError(self.field, name, self.names()) from None
 
     def names(self) -> list[str]:
-        return sorted(self._entries)
+        """Every name, declared or registered; imports nothing."""
+        return sorted(self._entries.keys() | self.modules.keys())
+
+    def entries(self) -> list[Entry[T]]:
+        """Every entry, importing every strategy module (the settings reference, ``kbench list TOPIC``)."""
+        return [self.get(name) for name in self.names()]
 
     def validate_name(self, name: str) -> str:
-        """``name`` when registered, else a ValueError listing the allowed names (for a field validator; the
-        error formatter adds the field path)."""
-        if name not in self._entries:
+        """``name`` when registered or declared, else a ValueError listing the allowed names (for a field
+        validator; the error formatter adds the field path)."""
+        if name not in self._entries and name not in self.modules:
             raise ValueError(f"unknown value {name!r}; allowed: {', '.join(self.names())}")
         return name
 

@@ -1,7 +1,7 @@
-"""Chunkers, one module per strategy. Importing this package registers them all."""
-from kbench.chunking import (ast, by_type, endpoint, fixed, fixed_tokens, markdown, none,  # noqa: F401
-                             paragraph, recursive, smart)
-from kbench.chunking.registry import CHUNKERS
-from kbench.chunking.stage import chunk_corpus, chunk_dataset, chunked_dataset
+"""Chunkers, one module per strategy, each imported when its name is first used (CHUNKERS, chunking/registry.py)."""
+from kbench.lazy import lazy_exports
 
-__all__ = ["CHUNKERS", "chunk_corpus", "chunk_dataset", "chunked_dataset"]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    ".registry": ["CHUNKERS"],
+    ".stage": ["chunk_corpus", "chunk_dataset", "chunked_dataset"],
+})

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from datetime import datetime
 
+from kbench.cli import add_command
 from kbench.cli.tables import format_table
 from kbench.paths import workspace_dir
 from kbench.cache import cache_stats, clear_cache, parse_age
@@ -18,7 +19,7 @@ def _age(text: str) -> float:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("cache", help="the workspace's content-addressed caches: stats, clear")
+    p = add_command(sub, "cache")
     csub = p.add_subparsers(dest="cache_command", required=True, metavar="ACTION")
     st = csub.add_parser("stats", help="entries, files and size per cache namespace (model or chunker)")
     st.set_defaults(func=stats)

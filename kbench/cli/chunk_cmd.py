@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kbench.cli import add_command
 from kbench.cli.tables import format_table
 from kbench.chunking import chunk_corpus
 from kbench.chunking.registry import CHUNKERS
@@ -23,7 +24,7 @@ from kbench.sources.loaders import DEFAULT_MAX_FILE_BYTES, LoadedFile, load_file
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("chunk", help="chunk a corpus and print chunk statistics and samples")
+    p = add_command(sub, "chunk")
     p.add_argument("source", metavar="CONFIG_OR_PATH",
                    help="an experiment YAML, a dataset name (demo), a dataset folder, any folder or one file")
     p.add_argument("--chunker", help="chunking strategy (default: the config's, else smart); see the list below")

@@ -6,32 +6,30 @@ import os
 import sys
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
+import kbench
+from kbench import compare, judging, sweep, tracking
+from kbench.cli import add_command
 from kbench.cli.tables import format_table
-from kbench.compare import CompareError, compare_runs, summary_lines, write_report
-from kbench.compare.compare import Comparison
-from kbench.compare.recommendation import recommend_comparison, sweep_recommend_config
-from kbench.compare.sets import SetsError, compare_sets
-from kbench.compare.frontier import FrontierError, best_under, pareto_frontier, parse_constraint, plot_frontier, run_points
-from kbench.compare.report import TEST_NAMES, format_p
-from kbench.compare.slices import compare_by_slice
-from kbench.config import ConfigError, load_experiment
-from kbench.evaluation.recommend import RecommendConfig
-from kbench.judging.rescore import MIN_JUDGED, JudgedQrels, compare_judged
+from kbench.errors import ConfigError
+from kbench.evaluation.config import RecommendConfig
+from kbench.judging import MIN_JUDGED
 from kbench.paths import workspace_dir
-from kbench.runner import export_run, import_trec_run
-from kbench.sweep.summary import knob_table
 from kbench.tracking import tags as tag
-from kbench.tracking.read import RunReadError, get_run, tracking_client
+
+if TYPE_CHECKING:  # annotations only
+    from kbench.compare.compare import Comparison
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("compare", help="compare runs or a sweep: metric differences to a baseline with paired "
-                                       "significance tests, bootstrap CIs and a markdown/HTML report")
+    p = add_command(sub, "compare")
     p.add_argument("runs", nargs="*", metavar="RUN_ID", help="MLflow run ids to compare (or use --sweep)")
     p.add_argument("--sweep", metavar="PARENT_RUN_ID", help="compare every finished config of this sweep")
     p.add_argument("--sets", nargs=2, metavar=("SWEEP_A", "SWEEP_B"),
                    help="two sweeps of the same configs on two evaluation sets (parent run ids): Kendall's tau of "
-                        "their rankings with a bootstrap interval, winner agreement, the pairs that flip")
+                        "their rankings with a bootstrap interval, whether their best configs agree, the pairs "
+                        "that flip")
     p.add_argument("--baseline", help="label or run id of the baseline (default: the sweep's baseline config, "
                                       "else the first run)")
     p.add_argument("--metric", dest="metrics", action="append", metavar="NAME",
@@ -59,21 +57,26 @@ def add_parser(sub) -> None:
     p.add_argument("--min-judged", type=float, default=MIN_JUDGED, metavar="F",
                    help="with --judged-qrels: mark (†) runs whose judged_at_k with the judged qrels is below F "
                         f"(default {MIN_JUDGED}): their metrics rest on a thin pool")
+    p.add_argument("--margin", metavar="M",
+                   help="how much worse than the best a cheaper config may be and still be recommended: 0.01 "
+                        "(absolute) or 2%% (of the best's mean); default: the sweep's recommend.margin, 0.01")
     p.add_argument("--guard", dest="guards", action="append", metavar="METRIC",
-                   help="a metric the recommendation must also be in the top tie on, beside the headline; "
+                   help="a quality metric a cheaper config must also be within the margin on, beside the headline; "
                         "repeatable; replaces the sweep's recommend.guards (default: doc_ndcg_at_10, "
-                        "chunk_ndcg_at_10, recall_at_10, latency_ms_total_p95)")
+                        "chunk_ndcg_at_10, recall_at_10)")
     p.add_argument("--recommend-cost", metavar="METRIC",
-                   help="the run metric that picks the cheapest config inside the tie (default: the sweep's "
-                        "recommend.cost, cost_index_bytes)")
+                   help="the run metric that picks the cheapest of the configs within the margin (default: the "
+                        "sweep's recommend.cost, cost_index_bytes)")
+    p.add_argument("--latency-budget-ms", type=float, metavar="MS",
+                   help="exclude configs whose p95 latency (of recommend.latency_stage, total by default) is above "
+                        "MS from the recommendation (default: the sweep's recommend.latency_budget_ms, none)")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or experiments/mlflow.db)")
     p.add_argument("--out", help="write report.md, report.html and plots here (default: a folder under the workspace)")
     p.add_argument("--log", action="store_true", help="also log the report as artifacts of the sweep's parent run")
     p.set_defaults(func=run_compare)
 
-    e = sub.add_parser("export", help="write a logged run's ranking and qrels as TREC files (run.trec, qrels.txt) "
-                                      "or in AutoRAG's layout (--format autorag)")
+    e = add_command(sub, "export")
     e.add_argument("run_id", metavar="RUN_ID")
     e.add_argument("--out", required=True, help="folder for the files")
     e.add_argument("--format", choices=["trec", "autorag"], default="trec",
@@ -84,8 +87,7 @@ def add_parser(sub) -> None:
     e.add_argument("--tracking-uri")
     e.set_defaults(func=run_export)
 
-    i = sub.add_parser("import-trec", help="score a TREC run file from another tool on a config's dataset and log it "
-                                           "as a kbench run (then kbench compare can test it against kbench runs)")
+    i = add_command(sub, "import-trec")
     i.add_argument("run_file", help="TREC run: 'qid Q0 docid rank score tag' per line")
     i.add_argument("--config", required=True, help="the config whose dataset (and evaluation.k) to score against")
     i.add_argument("--name", help="run name (default: the file's tag column)")
@@ -112,33 +114,36 @@ def run_compare(args) -> int:
     if not 0 <= args.min_judged <= 1:
         print("kbench: error: --min-judged is a share between 0 and 1, e.g. 0.8", file=sys.stderr)
         return 2
-    constraints = [parse_constraint(text) for text in args.constraints]
+    constraints = [compare.frontier.parse_constraint(text) for text in args.constraints]
     if constraints and not args.frontier:
-        raise FrontierError("--constraint needs --frontier METRIC (the metric to maximise)")
+        raise compare.frontier.FrontierError("--constraint needs --frontier METRIC (the metric to maximise)")
     judged = None
     if args.judged_qrels:  # re-scored from the saved rankings (kbench.judging.rescore)
-        judged = compare_judged(args.sweep or args.runs, JudgedQrels.read(args.judged_qrels, args.judged_use),
-                                baseline=args.baseline, metrics=args.metrics, tracking_uri=args.tracking_uri,
-                                test=args.test, correction=args.correction, alpha=args.alpha,
-                                min_judged=args.min_judged)
+        qrels = judging.rescore.JudgedQrels.read(args.judged_qrels, args.judged_use)
+        judged = judging.rescore.compare_judged(args.sweep or args.runs, qrels, baseline=args.baseline,
+                                                metrics=args.metrics, tracking_uri=args.tracking_uri,
+                                                test=args.test, correction=args.correction, alpha=args.alpha,
+                                                min_judged=args.min_judged)
         comparison = judged.comparison
     else:
-        comparison = compare_runs(args.sweep or args.runs, baseline=args.baseline, metrics=args.metrics,
-                                  tracking_uri=args.tracking_uri, test=args.test, correction=args.correction,
-                                  alpha=args.alpha)
+        comparison = compare.compare_runs(args.sweep or args.runs, baseline=args.baseline, metrics=args.metrics,
+                                          tracking_uri=args.tracking_uri, test=args.test,
+                                          correction=args.correction, alpha=args.alpha)
     frontier = None
     if args.frontier:
-        points = run_points(comparison.runs, [args.frontier, args.cost, *(c.metric for c in constraints)])
-        frontier = pareto_frontier(points, args.frontier, args.cost)
-    sliced = {key: compare_by_slice(comparison.runs, key, baseline=comparison.baseline,
-                                    metrics=comparison.metrics, test=args.test, correction=args.correction,
-                                    alpha=args.alpha) for key in args.slices or []}
-    recommendation = recommend_comparison(comparison, recommend_config(args, comparison))
+        points = compare.frontier.run_points(comparison.runs,
+                                             [args.frontier, args.cost, *(c.metric for c in constraints)])
+        frontier = compare.frontier.pareto_frontier(points, args.frontier, args.cost)
+    sliced = {key: compare.slices.compare_by_slice(comparison.runs, key, baseline=comparison.baseline,
+                                                   metrics=comparison.metrics, test=args.test,
+                                                   correction=args.correction, alpha=args.alpha)
+              for key in args.slices or []}
+    recommendation = compare.recommendation.recommend_comparison(comparison, recommend_config(args, comparison))
     thin = set(judged.thin) if judged is not None else set()
     if judged is not None:
         print_judged(judged)
     print(format_table(*overview_table(comparison, thin), numeric=[True, False] + [True] * len(comparison.metrics)))
-    print(f"* best, = tied with the best (no significant difference: {TEST_NAMES[comparison.test]}, "
+    print(f"* best, = tied with the best (no significant difference: {compare.report.TEST_NAMES[comparison.test]}, "
           f"{comparison.correction} correction, α = {comparison.alpha}); rows sorted by {comparison.headline}")
     if thin:
         print(f"† computed on a thin pool: judged_at_{judged.k} below {judged.min_judged:.2f} with the judged qrels")
@@ -147,12 +152,12 @@ def run_compare(args) -> int:
         headers, rows = metric_table(comparison, metric, args.test, thin)
         print(format_table(headers, rows, numeric=[True, False, True, True, True, False] + [True] * 4 + [False]))
         print()
-    for line in summary_lines(comparison):
+    for line in compare.summary_lines(comparison):
         print(line)
     name = comparison.parent_run_id or "-".join(r.run_id[:8] for r in comparison.runs)
     out = Path(args.out) if args.out else workspace_dir() / "comparisons" / name
     rows, legend = sweep_knobs(comparison) if comparison.parent_run_id else ([], [])
-    write_report(comparison, out, configs=rows, configs_legend=legend, recommendation=recommendation.lines())
+    compare.write_report(comparison, out, configs=rows, configs_legend=legend, recommendation=recommendation.lines())
     for key, table in sliced.items():
         print()
         print_slice_table(table, key, comparison)
@@ -161,7 +166,7 @@ def run_compare(args) -> int:
         print()
         print_frontier(frontier, args.frontier, args.cost, constraints)
         frontier.to_csv(out / "frontier.csv", index=False)
-        plot_frontier(frontier, args.frontier, args.cost, out / "frontier.png")
+        compare.frontier.plot_frontier(frontier, args.frontier, args.cost, out / "frontier.png")
     print()
     for line in recommendation.lines():
         print(line)
@@ -178,39 +183,40 @@ def run_compare(args) -> int:
 
 
 def recommend_config(args, comparison: Comparison) -> RecommendConfig:
-    """--guard / --recommend-cost, else what the sweep ended with (its parent's tag), else the defaults."""
+    """--margin / --guard / --recommend-cost / --latency-budget-ms, else what the sweep ended with (its parent's
+    tag), else the defaults."""
     config = None
     if comparison.parent_run_id:
-        config = sweep_recommend_config(tracking_client(comparison.tracking_uri)
-                                        .get_run(comparison.parent_run_id).data.tags)
-    config = config or RecommendConfig()
-    try:
-        return RecommendConfig(guards=args.guards if args.guards else config.guards,
-                               cost=args.recommend_cost or config.cost)
-    except ValueError as e:
-        raise ConfigError(f"--guard / --recommend-cost: {e}") from None
+        config = compare.recommendation.sweep_recommend_config(tracking.read.tracking_client(comparison.tracking_uri)
+                                                               .get_run(comparison.parent_run_id).data.tags)
+    return compare.recommendation.with_flags(config or RecommendConfig(),
+                                             "--margin / --guard / --recommend-cost / --latency-budget-ms",
+                                             margin=args.margin, guards=args.guards or None, cost=args.recommend_cost,
+                                             latency_budget_ms=args.latency_budget_ms)
 
 
 def run_compare_sets(args) -> int:
     """Two sweeps of the same configs on two evaluation sets: how alike they rank the configs."""
     try:
-        client = tracking_client(args.tracking_uri)
-        for sweep in args.sets:
-            if get_run(client, sweep).data.tags.get(tag.SWEEP_ROLE) != "parent":
-                raise CompareError(f"--sets: {sweep} is not a sweep's parent run; give two sweep parent run ids")
-        comparisons = [compare_runs(sweep, tracking_uri=args.tracking_uri, test=args.test,
-                                    correction=args.correction, alpha=args.alpha) for sweep in args.sets]
+        client = tracking.read.tracking_client(args.tracking_uri)
+        for parent in args.sets:
+            if tracking.read.get_run(client, parent).data.tags.get(tag.SWEEP_ROLE) != "parent":
+                raise compare.CompareError(f"--sets: {parent} is not a sweep's parent run; give two sweep parent "
+                                           "run ids")
+        comparisons = [compare.compare_runs(parent, tracking_uri=args.tracking_uri, test=args.test,
+                                            correction=args.correction, alpha=args.alpha) for parent in args.sets]
         metric = (args.metrics or [comparisons[0].headline])[0]
-        for sweep, comparison in zip(args.sets, comparisons):
+        for parent, comparison in zip(args.sets, comparisons):
             lacking = [r.label for r in comparison.runs if metric not in r.per_query.columns]
             if lacking:
-                raise CompareError(f"--sets: the runs of sweep {sweep} have no per-query {metric} ({', '.join(lacking[:3])}); "
-                                   "give --metric a metric both sets measure, e.g. doc_ndcg_at_10")
+                raise compare.CompareError(f"--sets: the runs of sweep {parent} have no per-query {metric} "
+                                           f"({', '.join(lacking[:3])}); give --metric a metric both sets "
+                                           "measure, e.g. doc_ndcg_at_10")
         names = set_names(comparisons)
-        agreement = compare_sets(*({r.label: r.per_query[metric].to_numpy(dtype=float) for r in c.runs}
-                                   for c in comparisons), names=names, metric=metric, test=args.test,
-                                 correction=args.correction, alpha=args.alpha)
-    except (CompareError, SetsError, RunReadError) as e:
+        agreement = compare.sets.compare_sets(*({r.label: r.per_query[metric].to_numpy(dtype=float) for r in c.runs}
+                                                for c in comparisons), names=names, metric=metric, test=args.test,
+                                              correction=args.correction, alpha=args.alpha)
+    except (compare.CompareError, compare.sets.SetsError, tracking.read.RunReadError) as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 2
     for line in agreement.lines():
@@ -225,7 +231,7 @@ def run_compare_sets(args) -> int:
 
 def set_names(comparisons: list[Comparison]) -> tuple[str, str]:
     """Each sweep's dataset (its children's ``kbench.dataset`` tag); the parent run id when both name the same."""
-    client = tracking_client(comparisons[0].tracking_uri)
+    client = tracking.read.tracking_client(comparisons[0].tracking_uri)
     names = []
     for comparison in comparisons:
         tags = client.get_run(comparison.runs[0].run_id).data.tags
@@ -237,13 +243,13 @@ def set_names(comparisons: list[Comparison]) -> tuple[str, str]:
 
 def sweep_knobs(comparison) -> tuple[list[dict[str, str]], list[str]]:
     """A sweep's children's ``kbench.knob.*`` tags as the report's "what each config ran" table."""
-    client = tracking_client(comparison.tracking_uri)
+    client = tracking.read.tracking_client(comparison.tracking_uri)
     named = []
     for run in comparison.runs:
         tags = client.get_run(run.run_id).data.tags
         named.append((run.label, {k[len(tag.KNOB_PREFIX):]: v for k, v in tags.items()
                                   if k.startswith(tag.KNOB_PREFIX)}))
-    table = knob_table(named)
+    table = sweep.summary.knob_table(named)
     return table.rows(), [f"`{h}` = `{p}`" for h, p in table.legend.items()]
 
 
@@ -284,12 +290,12 @@ def metric_table(comparison, metric: str, test: str, thin: set[str] = frozenset(
     rows = []
     for rank in comparison.ranking(metric).itertuples():
         r = table.loc[rank.config]
-        vs_best = "best" if rank.vs_best == "best" else f"{rank.vs_best} (p {format_p(rank.p_vs_best_adjusted)})"
+        vs_best = "best" if rank.vs_best == "best" else f"{rank.vs_best} (p {compare.report.format_p(rank.p_vs_best_adjusted)})"
         rows.append([rank.rank, rank.config + (" (baseline)" if r["baseline"] else "")
                      + (" †" if rank.config in thin else ""), r["mean"], r["ci_low"],
                      r["ci_high"], vs_best, "–" if r["baseline"] else f"{r['diff']:+.4f}",
-                     "–" if r["baseline"] else f"{r['effect_size']:.4f}", format_p(r[f"p_{test}"]),
-                     format_p(r["p_adjusted"]), "yes" if r["significant"] else ""])
+                     "–" if r["baseline"] else f"{r['effect_size']:.4f}", compare.report.format_p(r[f"p_{test}"]),
+                     compare.report.format_p(r["p_adjusted"]), "yes" if r["significant"] else ""])
     return ["#", metric, "mean", "ci_low", "ci_high", "vs best", "Δ baseline", "d", f"p_{test}", "p_adj", "sig"], rows
 
 
@@ -298,7 +304,7 @@ def print_slice_table(table, key: str, comparison) -> None:
     (corrected over every slice, config and metric)."""
     part = table[table["metric"] == comparison.headline]
     rows = [[r.slice, r.config + (" (baseline)" if r.baseline else ""), r.n_queries, r.mean,
-             "–" if r.baseline else f"{r.diff:+.4f}", format_p(r.p_adjusted), "yes" if r.significant else ""]
+             "–" if r.baseline else f"{r.diff:+.4f}", compare.report.format_p(r.p_adjusted), "yes" if r.significant else ""]
             for r in part.itertuples()]
     print(f"{comparison.headline} per {key} ({comparison.correction} correction over {int(table['p_adjusted'].notna().sum())} "
           f"tests in every slice):")
@@ -312,7 +318,7 @@ def print_frontier(frontier, metric: str, cost: str, constraints) -> None:
     print(f"{metric} against {cost} (* on the Pareto frontier: no config is better and cheaper)")
     print(format_table(["config", cost, metric, "frontier"], rows, numeric=[False, True, True, False]))
     if constraints:
-        best = best_under(frontier, metric, constraints)
+        best = compare.frontier.best_under(frontier, metric, constraints)
         where = " and ".join(str(c) for c in constraints)
         print(f"best under {where}: " + (f"{best['config']} ({metric} {best[metric]:.4f}, {cost} {best[cost]:g})"
                                          if best is not None else "no config meets it"))
@@ -321,7 +327,8 @@ def print_frontier(frontier, metric: str, cost: str, constraints) -> None:
 def run_export(args) -> int:
 
     _quiet_mlflow()
-    paths = export_run(args.run_id, args.out, level=args.level, tracking_uri=args.tracking_uri, format=args.format)
+    paths = kbench.export_run(args.run_id, args.out, level=args.level, tracking_uri=args.tracking_uri,
+                              format=args.format)
     for kind, path in paths.items():
         print(f"{kind}: {path}")
     return 0
@@ -329,7 +336,8 @@ def run_export(args) -> int:
 
 def run_import(args) -> int:
 
-    result = import_trec_run(args.run_file, load_experiment(args.config), name=args.name, log=not args.no_log)
+    result = kbench.import_trec_run(args.run_file, kbench.load_experiment(args.config), name=args.name,
+                                    log=not args.no_log)
     print(f"scored {result.counts['queries']} queries of {result.experiment.dataset.name or result.experiment.dataset.path}")
     for key in sorted(k for k in result.metrics if k.startswith("doc_") and k.endswith(("_at_10", "_at_100"))):
         print(f"  {key} {result.metrics[key]:.4f}")

@@ -6,20 +6,16 @@ import argparse
 import sys
 from pathlib import Path
 
+from kbench import compare, datasets, evalsets, tracking
+from kbench.cli import add_command
 from kbench.cli.tables import format_table
-from kbench.datasets.code_qa import build_code_qa
-from kbench.compare.compare import load_runs
 from kbench.datasets.config import DatasetConfig
 from kbench.datasets.registry import DATASETS, load_dataset
-from kbench.datasets.synthetic import ALL_METHODS, Filters, LLMOptions, build_from_source
-from kbench.evalsets import inspect_dataset, log_inspection
 from kbench.paths import workspace_dir
-from kbench.tracking.mlflow_dataset import publish_questions
-from kbench.tracking.mlflow_run import ensure_experiment, mlflow_client
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("datasets", help="datasets: list, build")
+    p = add_command(sub, "datasets")
     dsub = p.add_subparsers(dest="datasets_command", required=True, metavar="ACTION")
     ls = dsub.add_parser("list", help="registered datasets and where they are")
     ls.set_defaults(func=list_datasets)
@@ -60,7 +56,7 @@ def add_synthetic_parser(bsub) -> None:
     sy = bsub.add_parser("synthetic", help="questions generated from unlabeled documents (ict, heading, commits, llm)")
     sy.add_argument("source", help="a folder of documents, a registered dataset's name (its documents), or for "
                     "--method commits a local git repository")
-    sy.add_argument("--method", required=True, choices=ALL_METHODS, help="ict: a sentence is the question; "
+    sy.add_argument("--method", required=True, choices=datasets.synthetic.ALL_METHODS, help="ict: a sentence is the question; "
                     "heading: a section's heading path; commits: a commit's subject; llm: a model writes the "
                     "question and quotes its answer")
     sy.add_argument("--out", required=True, help="new folder for docs/, questions.jsonl, manifest.json")
@@ -118,7 +114,7 @@ def list_datasets(args) -> int:
 
 def build_code_qa_cmd(args) -> int:
 
-    report = build_code_qa(args.path, args.out, languages=args.languages, force=args.force)
+    report = datasets.code_qa.build_code_qa(args.path, args.out, languages=args.languages, force=args.force)
     rows = [[lang, report.files_by_language[lang], report.questions_by_language.get(lang, 0)]
             for lang in sorted(report.files_by_language)]
     print(format_table(["language", "files", "questions"], rows))
@@ -139,13 +135,15 @@ def build_synthetic_cmd(args) -> int:
     if args.min_usable is not None and not 0 <= args.min_usable <= 1:
         print("kbench: error: --min-usable is a share between 0 and 1", file=sys.stderr)
         return 2
-    report = build_from_source(args.source, args.out, method=args.method, seed=args.seed, per_doc=args.per_doc,
-                               max_questions=args.max_questions, force=args.force, include=args.include,
-                               exclude=args.exclude, since=args.since, max_commits=args.max_commits,
-                               filters=Filters(args.max_word_overlap, args.min_bm25_rank),
-                               llm_options=LLMOptions(args.base_url, args.model, args.api_key_env, args.workspace,
-                                                      args.timeout_s, args.concurrency, args.min_usable,
-                                                      args.allow_partial))
+    synthetic = datasets.synthetic
+    report = synthetic.build_from_source(args.source, args.out, method=args.method, seed=args.seed,
+                                         per_doc=args.per_doc, max_questions=args.max_questions, force=args.force,
+                                         include=args.include, exclude=args.exclude, since=args.since,
+                                         max_commits=args.max_commits,
+                                         filters=synthetic.Filters(args.max_word_overlap, args.min_bm25_rank),
+                                         llm_options=synthetic.LLMOptions(
+                                             args.base_url, args.model, args.api_key_env, args.workspace,
+                                             args.timeout_s, args.concurrency, args.min_usable, args.allow_partial))
     print(f"{report.kept} questions ({args.method}) from {report.documents_with_questions} of {report.documents} "
           f"documents; {report.proposals} candidates")
     rows = [[reason, count] for reason, count in sorted(report.rejected.items(), key=lambda x: -x[1])]
@@ -165,8 +163,8 @@ def inspect_cmd(args) -> int:
     config = (DatasetConfig(path=args.dataset, split=args.split) if Path(args.dataset).expanduser().is_dir()
               else DatasetConfig(name=args.dataset, split=args.split))
     dataset = load_dataset(config)
-    runs = load_runs(args.runs, args.tracking_uri)[0] if args.runs else None
-    result = inspect_dataset(dataset, runs, args.metric)
+    runs = compare.load_runs(args.runs, args.tracking_uri)[0] if args.runs else None
+    result = evalsets.inspect_dataset(dataset, runs, args.metric)
     print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.queries)} questions\n")
     print(format_table(["measure", "value"], result.rows()))
     for first, second in result.near_duplicate_examples[:3]:
@@ -178,8 +176,8 @@ def inspect_cmd(args) -> int:
     for sample in result.samples:
         print(f"  {sample['question_id']}: {sample['question']}\n      -> {sample['reference']}")
     if not args.no_log:
-        run_id = log_inspection(result, workspace_dir(args.workspace), args.tracking_uri,
-                                config.model_dump(exclude_defaults=True))
+        run_id = evalsets.log_inspection(result, workspace_dir(args.workspace), args.tracking_uri,
+                                         config.model_dump(exclude_defaults=True))
         print(f"\nlogged to MLflow: experiment datasets-inspect, run {run_id}")
     return 0
 
@@ -189,10 +187,10 @@ def publish_cmd(args) -> int:
               else DatasetConfig(name=args.dataset, split=args.split))
     dataset = load_dataset(config)
     workspace = workspace_dir(args.workspace)
-    client = mlflow_client(args.tracking_uri, workspace)
-    experiment_id = ensure_experiment(client, args.experiment, workspace)
+    client = tracking.mlflow_run.mlflow_client(args.tracking_uri, workspace)
+    experiment_id = tracking.mlflow_run.ensure_experiment(client, args.experiment, workspace)
     name = args.name or dataset.name
-    published = publish_questions(dataset, name, str(client.tracking_uri), experiment_id)
+    published = tracking.mlflow_dataset.publish_questions(dataset, name, str(client.tracking_uri), experiment_id)
     labels = "reference spans" if dataset.has_spans else "document qrels"
     print(f"published {len(dataset.queries)} questions of {dataset.name} ({labels}) as MLflow evaluation dataset "
           f"{name!r} ({published.dataset_id}, {published.records} records) in experiment {args.experiment!r} of "

@@ -5,15 +5,14 @@ import json
 import sys
 from pathlib import Path
 
+from kbench import compare
+from kbench.cli import add_command
 from kbench.cli.outputs import output_problem
-from kbench.compare.gate import gate, option_problem, resolve_side
 from kbench.evaluation.significance import CORRECTIONS, TESTS
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "gate", help="regression gate for CI: exit 1 when CANDIDATE is significantly worse than BASELINE by more "
-                     "than --margin on a gated metric, 0 otherwise, 2 on bad input")
+    p = add_command(sub, "gate")
     p.add_argument("baseline", metavar="BASELINE", help="a config file (.yaml: run now, or its finished run read back) "
                                                          "or a logged run id")
     p.add_argument("candidate", metavar="CANDIDATE", help="a config file or a logged run id")
@@ -40,14 +39,14 @@ def add_parser(sub) -> None:
 
 def run_gate(args) -> int:
     say = lambda s: print(f"kbench gate: {s}", file=sys.stderr)  # noqa: E731 (progress on stderr, results on stdout)
-    problem = (option_problem(args.margin, args.alpha, args.test) or output_problem(args.json, "--json", True)
+    problem = (compare.gate.option_problem(args.margin, args.alpha, args.test) or output_problem(args.json, "--json", True)
                or output_problem(args.summary, "--summary"))
     if problem:  # before either side runs: a run is minutes, a typo is not worth them
         print(f"kbench: error: {problem}", file=sys.stderr)
         return 2
-    sides = [resolve_side(spec, tracking_uri=args.tracking_uri, reuse=not args.no_reuse, say=say)
+    sides = [compare.gate.resolve_side(spec, tracking_uri=args.tracking_uri, reuse=not args.no_reuse, say=say)
              for spec in (args.baseline, args.candidate)]
-    result = gate(*sides, metrics=args.metrics, margin=args.margin, test=args.test,
+    result = compare.gate.gate(*sides, metrics=args.metrics, margin=args.margin, test=args.test,
                   correction=args.correction, alpha=args.alpha, allow_dataset_change=args.allow_dataset_change)
     verdict = json.dumps(result.as_dict(), indent=2)
     if args.json == "-":

@@ -5,18 +5,16 @@ import os
 import sys
 from pathlib import Path
 
+from kbench import judging, llm, tracking
+from kbench.cli import add_command
 from kbench.cli.outputs import output_problem
 from kbench.cli.tables import format_table
-from kbench.judging import calibrate, judge_runs
 from kbench.judging.prompt import GRADES, PROMPT, PROMPT_SHA256
-from kbench.llm import Endpoint, LLMClient, LLMPolicy
 from kbench.paths import workspace_dir
-from kbench.tracking.mlflow_feedback import log_judge_feedback
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("judge", help="grade the unlabeled pooled top-k of runs with an LLM (0-3), write qrels; "
-                                     "--calibrate measures the judge on labeled pairs")
+    p = add_command(sub, "judge")
     p.add_argument("runs", nargs="+", metavar="RUN_ID",
                    help="runs on one dataset, or a sweep's parent run id alone (every finished config of the sweep)")
     p.add_argument("--out", help="TREC qrels to write (and <out>.json with the provenance and every judgement)")
@@ -68,17 +66,17 @@ def run_judge(args) -> int:
     if (args.min_usable is not None and not 0 <= args.min_usable <= 1) or (args.max_retries or 0) < 0:
         print("kbench: error: --min-usable is a share between 0 and 1; --max-retries >= 0", file=sys.stderr)
         return 2
-    policy = LLMPolicy(**{k: v for k, v in (("timeout_s", args.timeout_s), ("concurrency", args.concurrency),
-                                            ("min_usable", args.min_usable), ("max_retries", args.max_retries))
-                          if v is not None}, allow_partial=args.allow_partial)
-    endpoint = Endpoint("judge", args.base_url, args.model, args.api_key_env)
-    with LLMClient(endpoint, stage="judge", policy=policy, cache_root=workspace_dir(args.workspace) / "cache",
-                   cache_params={"prompt_sha256": PROMPT_SHA256}) as client:
+    policy = llm.LLMPolicy(**{k: v for k, v in (("timeout_s", args.timeout_s), ("concurrency", args.concurrency),
+                                                ("min_usable", args.min_usable), ("max_retries", args.max_retries))
+                              if v is not None}, allow_partial=args.allow_partial)
+    endpoint = llm.Endpoint("judge", args.base_url, args.model, args.api_key_env)
+    with llm.LLMClient(endpoint, stage="judge", policy=policy, cache_root=workspace_dir(args.workspace) / "cache",
+                       cache_params={"prompt_sha256": PROMPT_SHA256}) as client:
         if args.calibrate:
-            return print_calibration(calibrate(args.runs, client, k=args.k, sample=args.sample, seed=args.seed,
-                                               tracking_uri=args.tracking_uri))
-        report = judge_runs(args.runs, client, k=args.k, out=Path(args.out), tracking_uri=args.tracking_uri,
-                            max_queries=args.max_queries, seed=args.seed)
+            return print_calibration(judging.calibrate(args.runs, client, k=args.k, sample=args.sample,
+                                                       seed=args.seed, tracking_uri=args.tracking_uri))
+        report = judging.judge_runs(args.runs, client, k=args.k, out=Path(args.out), tracking_uri=args.tracking_uri,
+                                    max_queries=args.max_queries, seed=args.seed)
     sample = f" (a seeded sample of {report.questions} questions, --max-queries)" if report.sampled else ""
     print(f"pooled {report.pooled} (query, chunk) pairs from the top {args.k} of {len(report.runs)} runs{sample}; "
           f"{report.labeled} already labeled; judged {report.judged} ({report.cache_hits} from the cache), "
@@ -87,7 +85,8 @@ def run_judge(args) -> int:
         print(f"WARNING: --allow-partial: only {report.judged} of {report.judged + report.unparsed} answers held a "
               "grade; the qrels rest on those (\"partial\": true in the provenance)")
     print("grades: " + ", ".join(f"{g}: {n}" for g, n in report.grades.items()))
-    print(log_judge_feedback(f"{args.out}.json", args.tracking_uri, meanings=GRADES, prompt_template=PROMPT).summary())
+    print(tracking.mlflow_feedback.log_judge_feedback(f"{args.out}.json", args.tracking_uri, meanings=GRADES,
+                                                      prompt_template=PROMPT).summary())
     rows = [[name, f"{report.judged_at_k_before[name]:.4f}", f"{report.judged_at_k_after[name]:.4f}"]
             for name in report.judged_at_k_before]
     print(format_table(["run", f"judged_at_{args.k} before", "after"], rows))

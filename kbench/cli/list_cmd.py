@@ -3,19 +3,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import get_args
 
+from kbench import cli
 from kbench.chunking.registry import CHUNKERS
+from kbench.cli import add_command
 from kbench.cli.datasets_cmd import list_datasets
 from kbench.cli.models_cmd import list_models
 from kbench.cli.notebooks_cmd import list_notebooks
-from kbench.cli.reference import HEADERS, Group, registry_groups, unit_group
 from kbench.cli.tables import format_table
 from kbench.datasets.registry import DATASETS
 from kbench.embedding.models import CATALOGUE
 from kbench.evaluation.measures import IR_MEASURES
 from kbench.evaluation.metrics import METRICS
 from kbench.indexes.registry import UNIT_KINDS
-from kbench.retrieval.fusion.normalization import NORMALIZATIONS
+from kbench.retrieval.fusion import normalization
 from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS
 from kbench.studies import notebook_names
 
@@ -28,7 +30,7 @@ def _first_line(obj) -> str:
 
 def _names(topic: str) -> list[str]:
     return {"chunkers": CHUNKERS.names(), "legs": LEGS.names(), "fusions": FUSIONS.names(),
-            "normalizations": list(NORMALIZATIONS), "rerankers": RERANKERS.names(), "models": list(CATALOGUE),
+            "normalizations": list(get_args(normalization.Normalization)), "rerankers": RERANKERS.names(), "models": list(CATALOGUE),
             "metrics": list(METRICS), "datasets": [e.name for e in DATASETS.values()], "notebooks": notebook_names(),
             "units": ["chunk", *(n for n in UNIT_KINDS.names() if n != "chunking"), "<chunker>"]}[topic]
 
@@ -43,10 +45,9 @@ WHERE = {"chunkers": "chunking.strategy", "legs": "retrieval.legs (knobs: retrie
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("list", help="what each registry holds: chunkers, legs, fusions, ... with every knob",
-                       description="Without a topic: the names in every registry. With one: each entry, what it does "
-                                   "and its knobs (type, default, unit, allowed values); docs/settings/ has the same "
-                                   "for every config section.")
+    p = add_command(sub, "list", description="Without a topic: the names in every registry. With one: each entry, "
+                                             "what it does and its knobs (type, default, unit, allowed values); "
+                                             "docs/settings/ has the same for every config section.")
     p.add_argument("topic", nargs="?", choices=TOPICS, metavar="TOPIC", help=", ".join(TOPICS))
     p.set_defaults(func=run)
 
@@ -55,13 +56,13 @@ def _cut(text: str) -> str:
     return text if len(text) <= MAX_CELL else text[:MAX_CELL - 3] + "..."
 
 
-def print_groups(groups: list[Group]) -> None:
+def print_groups(groups: list[cli.reference.Group]) -> None:
     for group in groups:
         print(f"{group.title}: {group.summary}" if group.summary else group.title)
         if group.knobs:
             rows = [[k.path.removeprefix(group.path + "."), k.type, _cut(k.default), k.unit, _cut(k.allowed),
                      _cut(k.description)] for k in group.knobs]
-            print("  " + format_table(HEADERS, rows).replace("\n", "\n  "))
+            print("  " + format_table(cli.reference.HEADERS, rows).replace("\n", "\n  "))
         else:
             print("  no knobs")
         print()
@@ -79,19 +80,19 @@ def run(args: argparse.Namespace) -> int:
         registry = {"chunkers": CHUNKERS, "fusions": FUSIONS, "rerankers": RERANKERS}[topic]
         print(f"{WHERE[topic]}: its knobs sit beside it, e.g. {registry.field.rsplit('.', 1)[0]}: "
               f"{{strategy: {registry.names()[0]}, ...}}\n")
-        print_groups(registry_groups(registry, registry.field.rsplit(".", 1)[0]))
+        print_groups(cli.reference.registry_groups(registry, registry.field.rsplit(".", 1)[0]))
     elif topic == "legs":
         print("retrieval.legs names them; each leg's knobs sit under retrieval.leg_params.<leg>\n")
-        print_groups(registry_groups(LEGS, "retrieval.leg_params.<name>"))
+        print_groups(cli.reference.registry_groups(LEGS, "retrieval.leg_params.<name>"))
     elif topic == "units":
-        group = unit_group()
+        group = cli.reference.unit_group()
         print(f"{group.path}: {group.summary}\n")
         print(format_table(["unit", "what", "allowed"], [[k.path, _cut(k.description), _cut(k.allowed)]
                                                          for k in group.knobs]))
     elif topic == "normalizations":
         print(f"{WHERE[topic]}: one per leg, or one for both ({{vector: none, bm25: min-max}})\n")
         print(format_table(["normalization", "what"], [[n, _first_line(sys.modules[fn.__module__])]
-                                                       for n, fn in NORMALIZATIONS.items()]))
+                                                       for n, fn in normalization.NORMALIZATIONS.items()]))
     elif topic == "metrics":
         measure = {column: name for name, column in IR_MEASURES.items()}
         rows = [[name, f"doc_{name}_at_<k>, chunk_{name}_at_<k>", measure.get(name, ""), _first_line(fn)]

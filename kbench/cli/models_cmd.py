@@ -1,14 +1,15 @@
 """kbench models list | prepare | train-reranker"""
 from __future__ import annotations
 
+from kbench import training
+from kbench.cli import add_command
 from kbench.cli.tables import format_table
 from kbench.embedding.models import CATALOGUE, ModelNotInstalledError, prepare_mpnet
 from kbench.paths import EXPORTED_FOLDER, models_dir
-from kbench.training import RerankerTrainingConfig, train_reranker
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("models", help="models: list, prepare, train-reranker")
+    p = add_command(sub, "models")
     msub = p.add_subparsers(dest="models_command", required=True, metavar="ACTION")
     ls = msub.add_parser("list", help="the offline model catalogue and what is installed")
     ls.set_defaults(func=list_models)
@@ -75,14 +76,14 @@ def add_train_reranker_parser(msub) -> None:
 
 def train_reranker_cmd(args) -> int:
 
-    config = RerankerTrainingConfig(
+    config = training.RerankerTrainingConfig(
         dataset=args.dataset, split=args.split, out=args.out, base=args.base, epochs=args.epochs,
         negatives=args.negatives, mine_depth=args.mine_depth, max_queries=args.max_queries,
         max_length=args.max_length, batch_size=args.batch_size, loss=args.loss, learning_rate=args.learning_rate,
         head_learning_rate=args.head_learning_rate,
         seed=args.seed, workspace=args.workspace, force=args.force,
     )
-    report = train_reranker(config)
+    report = training.train_reranker(config)
     counts = report.card["counts"]
     print(f"{args.out}: trained on {counts['pairs']} pairs ({counts['positives']} positive, "
           f"{counts['negatives']} hard negatives, {counts['queries']} queries) in {report.card['train_seconds']} s")

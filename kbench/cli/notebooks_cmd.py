@@ -1,11 +1,13 @@
 """kbench notebooks run NAME [-p key value ...] | --all [--profile ci]: papermill runs, one MLflow run each."""
 from __future__ import annotations
+
+from kbench.cli import add_command
 from kbench.studies import (NotebookError, declared_parameters, notebook_names, notebook_path, parse_value, run_all,
                             run_notebook)
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("notebooks", help="run the study notebooks under notebooks/ with papermill")
+    p = add_command(sub, "notebooks")
     nsub = p.add_subparsers(dest="notebooks_command", required=True, metavar="SUBCOMMAND")
     r = nsub.add_parser("run", help="execute notebook(s) into <workspace>/notebooks/<timestamp>-NAME.ipynb and log "
                                     "each as an MLflow run (experiment 'notebooks') with the executed copy and plots")

@@ -223,6 +223,10 @@ def pages() -> dict[str, tuple[str, str, list[Group]]]:
                        "budgets, slices, ragas.", section_groups(fields["evaluation"].annotation, "evaluation")),
         "tracking": ("tracking", "MLflow: where runs go, their names and tags, the traces (outside the run key).",
                      section_groups(fields["tracking"].annotation, "tracking")),
+        "recommend": ("recommend", "What a sweep, a search and `kbench compare` recommend by: the margin a cheaper "
+                      "config must be shown within, the quality guards, the cost and the budgets (outside the run "
+                      "key; [the recommendation](../how-to/recommendation.md)).",
+                      section_groups(fields["recommend"].annotation, "recommend")),
     }
 
 

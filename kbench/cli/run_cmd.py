@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import sys
 
+import kbench
+from kbench.cli import add_command
 from kbench.cli.console import quiet_libraries
 from kbench.cli.tables import print_metrics
-from kbench.config import load_experiment
-from kbench.runner import run_experiment
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("run", help="run one experiment from a YAML config")
+    p = add_command(sub, "run")
     p.add_argument("config", help="a YAML config, e.g. configs/quickstart.yaml")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value by dotted path, e.g. --set chunking.chunk_size=400")
@@ -23,9 +23,9 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     quiet_libraries(progress_bars=not args.quiet)
-    experiment = load_experiment(args.config, args.overrides + (["llm.policy.allow_partial=true"]
+    experiment = kbench.load_experiment(args.config, args.overrides + (["llm.policy.allow_partial=true"]
                                                                 if args.allow_partial else []))
-    result = run_experiment(experiment, progress=not args.quiet, log=not args.no_log)
+    result = kbench.run_experiment(experiment, progress=not args.quiet, log=not args.no_log)
     print_metrics(result)
     if result.tracking_error:  # results and folder printed first; then why they are not (all) in MLflow
         # a run with an id is logged and only its traces failed; the error says how to write them

@@ -17,23 +17,18 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from kbench import compare, tracking
+from kbench.cli import add_command
 from kbench.cli.tables import format_table, metrics_table
-from kbench.compare.compare import metrics_to_compare
-from kbench.compare.misses import miss_metric, read_misses
 from kbench.judging.prompt import GRADES, PROMPT
 from kbench.paths import workspace_dir
 from kbench.tracking import tags as tag
-from kbench.tracking.mlflow_export import export_run_folder
-from kbench.tracking.mlflow_feedback import log_judge_feedback
-from kbench.tracking.mlflow_judges import run_mlflow_judges
-from kbench.tracking.read import (RunReadError, experiment_names, find_run, read_per_query, recent_runs,
-                                  tracking_client)
 
 MEASURE_NAMES = {"ndcg": "nDCG", "recall": "recall", "mrr": "MRR"}
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("runs", help="list recent runs with their headline metrics; `runs show ID [--misses]` for one")
+    p = add_command(sub, "runs")
     p.add_argument("--experiment", metavar="NAME", help="only this MLflow experiment (default: every experiment)")
     p.add_argument("--limit", type=int, default=20, metavar="N", help="newest N runs (default 20)")
     p.add_argument("--sweeps", action="store_true", help="only sweep parent runs (what `kbench compare --sweep` takes)")
@@ -93,7 +88,7 @@ def _open_store(uri: str | None):
     if resolved is None:  # the default store: <workspace>/mlflow.db, as tracking_client builds it
         if not (workspace_dir() / "mlflow.db").exists():
             return None, str(workspace_dir() / "mlflow.db")
-    client = tracking_client(uri)
+    client = tracking.read.tracking_client(uri)
     return client, str(client.tracking_uri)
 
 
@@ -113,8 +108,8 @@ def _note(run) -> str:
     if run.info.status == "FAILED" and tags.get(tag.ERROR):
         return "error: " + _short(tags[tag.ERROR], 60)
     if tags.get(tag.SWEEP_ROLE) == "parent":
-        winner = tags.get(tag.SWEEP_WINNER)
-        return f"sweep of {tags.get(tag.SWEEP_CONFIGS, '?')} configs" + (f", winner {winner}" if winner else "")
+        winner = tags.get(tag.SWEEP_WINNER)  # the recommended config
+        return f"sweep of {tags.get(tag.SWEEP_CONFIGS, '?')} configs" + (f", recommended {winner}" if winner else "")
     if tags.get(tag.SWEEP_ROLE) == "child":
         reused = tags.get(tag.SWEEP_REUSED_FROM)
         return f"sweep {tags.get('mlflow.parentRunId', '?')[:12]}" + (f", reuses {reused[:12]}" if reused else "")
@@ -129,18 +124,18 @@ def list_runs(args) -> int:
         print("kbench: error: --limit must be at least 1", file=sys.stderr)
         return 2
     client, uri = _open_store(args.tracking_uri)
-    runs = recent_runs(client, args.experiment, args.limit, args.sweeps) if client is not None else []
+    runs = tracking.read.recent_runs(client, args.experiment, args.limit, args.sweeps) if client is not None else []
     if args.ids:
         print("\n".join(run.info.run_id for run in runs))
         return 0
     if not runs:
         print(f"no runs in {uri} yet; log one with: kbench run configs/quickstart.yaml")
         return 0
-    names = experiment_names(client)
+    names = tracking.read.experiment_names(client)
     rows = []
     for run in runs:
         metrics = run.data.metrics
-        found = metrics_to_compare(metrics)
+        found = compare.compare.metrics_to_compare(metrics)
         at = {name.split("_")[1]: metrics[name] for name in found}
         level_k = f"{found[0].split('_')[0]}@{found[0].rsplit('_', 1)[1]}" if found else ""
         queries = metrics.get("count_queries")
@@ -177,15 +172,15 @@ def show_run(args) -> int:
     _quiet()
     client, uri = _open_store(args.tracking_uri)
     if client is None:
-        raise RunReadError(f"run {args.run_id!r} not found: no MLflow store at {uri} (pass --tracking-uri)")
-    run = find_run(client, args.run_id)
+        raise tracking.read.RunReadError(f"run {args.run_id!r} not found: no MLflow store at {uri} (pass --tracking-uri)")
+    run = tracking.read.find_run(client, args.run_id)
     tags, metrics = run.data.tags, run.data.metrics
     info = run.info
     stages = {k.removeprefix("time_s_"): v for k, v in metrics.items() if k.startswith("time_s_")}
     took = f", computed in {sum(stages.values()):.1f}s" if stages else ""
     print(f"run {info.run_id}: {tags.get('mlflow.runName', '')}")
     print(f"  {info.status}, started {_started(info.start_time, seconds=True)}{took}; experiment "
-          f"{experiment_names(client).get(info.experiment_id, '?')} in {uri}")
+          f"{tracking.read.experiment_names(client).get(info.experiment_id, '?')} in {uri}")
     if tags.get(tag.ERROR):
         print(f"  error: {_short(tags[tag.ERROR], 300)}")
     counts = {k.removeprefix("count_"): int(v) for k, v in metrics.items() if k.startswith("count_")}
@@ -193,8 +188,10 @@ def show_run(args) -> int:
         print(f"  dataset {tags.get(tag.DATASET, '?')}: " + ", ".join(
             f"{counts[k]} {k}" for k in ("queries", "documents", "chunks") if k in counts))
     if tags.get(tag.SWEEP_ROLE) == "parent":
-        print(f"  sweep of {tags.get(tag.SWEEP_CONFIGS, '?')} configs; winner {tags.get(tag.SWEEP_WINNER, '?')} "
-              f"(run {tags.get(tag.SWEEP_WINNER_RUN, '?')}) on {tags.get(tag.SWEEP_HEADLINE, '?')}; "
+        decided = {"true": "", "false": ", provisional: the questions cannot decide"}.get(
+            tags.get(tag.SWEEP_DECIDED, ""), "")
+        print(f"  sweep of {tags.get(tag.SWEEP_CONFIGS, '?')} configs; recommended {tags.get(tag.SWEEP_WINNER, '?')} "
+              f"(run {tags.get(tag.SWEEP_WINNER_RUN, '?')}{decided}) on {tags.get(tag.SWEEP_HEADLINE, '?')}; "
               "its metrics below, its config in artifact winner.yaml")
         print(f"  every config: kbench compare --sweep {info.run_id} --tracking-uri {uri}")
     elif tags.get(tag.SWEEP_ROLE) == "child":
@@ -215,13 +212,13 @@ def show_run(args) -> int:
         return 0
     print()
     if not args.misses:
-        per_query, _ = read_per_query(client, run)
-        metric, _, k = miss_metric(per_query, args.k)
+        per_query, _ = tracking.read.read_per_query(client, run)
+        metric, _, k = compare.misses.miss_metric(per_query, args.k)
         n = int((per_query[metric] == 0).sum())
         print(f"misses: {n} of {len(per_query)} queries have {metric} = 0 (nothing relevant in the top {k}); "
               f"read them: kbench runs show {info.run_id[:12]} --misses")
         return 0
-    print_misses(read_misses(info.run_id, tracking_uri=uri, k=args.k), args.limit)
+    print_misses(compare.misses.read_misses(info.run_id, tracking_uri=uri, k=args.k), args.limit)
     return 0
 
 
@@ -255,15 +252,15 @@ def print_misses(found, limit: int) -> None:
 
 def export_mlflow(args) -> int:
     _quiet()
-    report = export_run_folder(args.run_folder, args.tracking_uri, args.experiment)
+    report = tracking.mlflow_export.export_run_folder(args.run_folder, args.tracking_uri, args.experiment)
     traces = report.traces
     print(f"{'exported' if report.created else 'found'} run {report.run_id} in {report.tracking_uri}")
     print(f"  dataset input: {'logged' if report.dataset_input else 'already there (or no dataset.json)'}; traces: "
           f"{traces.logged} written, {traces.existing} already there, of {traces.questions} traced questions; "
           f"expectations: {traces.expectations}; prompts: {', '.join(report.prompts) or 'none'}")
     if args.judgements:
-        print(log_judge_feedback(args.judgements, report.tracking_uri, meanings=GRADES, prompt_template=PROMPT,
-                                 run_ids=[report.run_id]).summary())
+        print(tracking.mlflow_feedback.log_judge_feedback(args.judgements, report.tracking_uri, meanings=GRADES,
+                                                          prompt_template=PROMPT, run_ids=[report.run_id]).summary())
     return 0
 
 
@@ -272,9 +269,10 @@ def mlflow_judge(args) -> int:
     if (args.max_traces is not None and args.max_traces < 1) or args.concurrency < 1:
         print("kbench: error: --max-traces and --concurrency must be at least 1", file=sys.stderr)
         return 2
-    result = run_mlflow_judges(args.run_id, model=args.model, base_url=args.base_url, api_key_env=args.api_key_env,
-                               scorers=args.scorers, max_traces=args.max_traces, concurrency=args.concurrency,
-                               max_tokens=args.max_tokens, timeout_s=args.timeout_s, tracking_uri=args.tracking_uri)
+    result = tracking.mlflow_judges.run_mlflow_judges(
+        args.run_id, model=args.model, base_url=args.base_url, api_key_env=args.api_key_env, scorers=args.scorers,
+        max_traces=args.max_traces, concurrency=args.concurrency, max_tokens=args.max_tokens,
+        timeout_s=args.timeout_s, tracking_uri=args.tracking_uri)
     for note in result.notes:
         print(f"note: {note}")
     print(f"MLflow judges on {result.traces} traces of run {result.run_id}: {result.feedback} assessments, "

@@ -4,7 +4,8 @@ from __future__ import annotations
 import signal
 import sys
 
-from kbench.serve import start_server
+from kbench import serve as serving
+from kbench.cli import add_command
 
 # One thread: SmolLM2 answered a 19-token request in 5.1 s with one thread and 84 s with torch's default (one per
 # core) on a 2-core machine another job kept busy (issue 29); measure yours with benchmarks/serve_threads.py.
@@ -12,8 +13,7 @@ DEFAULT_THREADS = 1
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("serve", help="a local OpenAI-compatible endpoint: /v1/models, /v1/embeddings, "
-                                     "/v1/chat/completions (no key, no network)")
+    p = add_command(sub, "serve")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (loopback only unless --allow-remote)")
     p.add_argument("--port", type=int, default=8000, help="port (0: any free port, printed when ready)")
     p.add_argument("--no-chat", action="store_true", help="serve embeddings only (do not load the chat model)")
@@ -37,9 +37,9 @@ def serve(args) -> int:
     import torch  # the models' runtime: its thread pool is this server's (a process of its own)
 
     torch.set_num_threads(args.threads)
-    running = start_server(args.host, args.port, chat=not args.no_chat, faults=args.fault,
-                           allow_remote=args.allow_remote, background=False,
-                           log=None if args.quiet else lambda line: print(line, file=sys.stderr, flush=True))
+    running = serving.start_server(args.host, args.port, chat=not args.no_chat, faults=args.fault,
+                                   allow_remote=args.allow_remote, background=False,
+                                   log=None if args.quiet else lambda line: print(line, file=sys.stderr, flush=True))
     chat = "off" if args.no_chat else "SmolLM2-135M-Instruct (loading in the background)"
     print(f"kbench serve: ready at {running.base_url} (embeddings: the kbench catalogue; chat: {chat}; "
           f"{args.threads} torch thread{'s' if args.threads > 1 else ''}); Ctrl-C stops", flush=True)

@@ -4,13 +4,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kbench import store, tracking
+from kbench.cli import add_command
 from kbench.errors import ConfigError
-from kbench.store.live_store import LiveStore, dsn_from_env, write_snapshot
-from kbench.tracking.run_folder import write_complete
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("store", help="live production stores: kbench store snapshot")
+    p = add_command(sub, "store")
     group = p.add_subparsers(dest="store_command", required=True, metavar="SUBCOMMAND")
     s = group.add_parser("snapshot", help="export a live PostgreSQL's archon_crawled_pages (read-only) to a kbench "
                                           "span dataset folder: pages rebuilt from their chunks, chunking recorded")
@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
 
 
 def run_snapshot(args) -> int:
-    dsn = dsn_from_env(args.dsn[4:]) if args.dsn.startswith("env:") else args.dsn
+    dsn = store.live_store.dsn_from_env(args.dsn[4:]) if args.dsn.startswith("env:") else args.dsn
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ConfigError(f"--out {out}: exists and is not an empty folder; give a new folder")
@@ -34,12 +34,13 @@ def run_snapshot(args) -> int:
         os.rmdir(out)  # write_complete renames a finished folder into place
     questions = Path(args.questions) if args.questions else None
     dsn_from = f"the DSN in {args.dsn[4:]}" if args.dsn.startswith("env:") else "the DSN argument"
-    store = LiveStore(dsn, args.schema, args.allow_write, dsn_from=dsn_from, schema_from="--schema")
+    live = store.live_store.LiveStore(dsn, args.schema, args.allow_write, dsn_from=dsn_from, schema_from="--schema")
     manifest = {}
     try:
-        write_complete(out, lambda folder: manifest.update(write_snapshot(store, folder, questions)))
+        tracking.run_folder.write_complete(
+            out, lambda folder: manifest.update(store.live_store.write_snapshot(live, folder, questions)))
     finally:
-        store.close()
+        live.close()
     print(f"{out}: {manifest['pages']} pages, {manifest['rows']} chunks of {manifest['embedding_model']} "
           f"({manifest['embedding_dimension']}-d) from schema {manifest['schema']}; {manifest['questions']} questions")
     return 0

@@ -3,19 +3,14 @@ from __future__ import annotations
 
 import sys
 
+from kbench import sweep
+from kbench.cli import add_command
 from kbench.cli.console import quiet_libraries
 from kbench.cli.ui_cmd import browse_hint
-from kbench.sweep.executors import make_executor
-from kbench.sweep.expand import load_sweep
-from kbench.sweep.confirm import confirm_sweep, record_confirmation
-from kbench.sweep.run import SweepError, run_sweep
-from kbench.sweep.search_run import run_search
-from kbench.sweep.tuning import tune_fusion
-from kbench.sweep.summary import plan_lines, summary_lines
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("sweep", help="run every config of a sweep (grid + variants) as MLflow child runs; resumable")
+    p = add_command(sub, "sweep")
     p.add_argument("config", help="a YAML config with a 'sweep:' grid and/or 'variants:', e.g. configs/sweeps/demo.yaml")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a baseline value by dotted path, e.g. --set dataset.max_queries=30")
@@ -55,19 +50,19 @@ def run(args) -> int:
         return 2
     overrides = args.overrides + ([f"dataset.split={args.select_on}"] if args.select_on else []) + (
         ["llm.policy.allow_partial=true"] if args.allow_partial else [])
-    plan = load_sweep(args.config, overrides)
+    plan = sweep.load_sweep(args.config, overrides)
     if args.dry_run:
         print(f"{len(plan.configs)} configs, sweep key {plan.sweep_key}; each config's resolved knobs that differ "
               "between configs:\n")
-        for line in plan_lines(plan):
+        for line in sweep.summary.plan_lines(plan):
             print(line)
         if plan.search.strategy != "grid":
             print(f"search: {plan.search.strategy} ({', '.join(f'{k}={v}' for k, v in plan.search.model_dump().items())})")
         return 0
     if plan.search.strategy == "tune":  # fusion knobs tuned on half the questions (docs/how-to/search.md)
         try:
-            tuned = tune_fusion(plan.baseline, plan.search.tune_values(), seed=plan.search.seed,
-                                progress=not args.quiet)
+            tuned = sweep.tuning.tune_fusion(plan.baseline, plan.search.tune_values(), seed=plan.search.seed,
+                                             progress=not args.quiet)
         except ValueError as e:
             print(f"kbench: error: {e}", file=sys.stderr)
             return 2
@@ -80,8 +75,9 @@ def run(args) -> int:
                   "drop --executor dask / --confirm-*, or use search: {strategy: grid}", file=sys.stderr)
             return 2
         try:
-            outcome = run_search(plan, say=lambda line: print(line, flush=True), progress=not args.quiet)
-        except (SweepError, ValueError) as e:
+            outcome = sweep.search_run.run_search(plan, say=lambda line: print(line, flush=True),
+                                                  progress=not args.quiet)
+        except (sweep.SweepError, ValueError) as e:
             print(f"kbench: error: {e}", file=sys.stderr)
             return 2
         print()
@@ -95,19 +91,20 @@ def run(args) -> int:
         return 2
 
     try:
-        executor = make_executor(args.executor, args.scheduler, args.workers, progress=not args.quiet)
-        outcome = run_sweep(plan, executor, reuse=not args.no_reuse, report=not args.no_report,
-                            say=lambda line: print(line, flush=True))
+        executor = sweep.make_executor(args.executor, args.scheduler, args.workers, progress=not args.quiet)
+        outcome = sweep.run_sweep(plan, executor, reuse=not args.no_reuse, report=not args.no_report,
+                                  say=lambda line: print(line, flush=True))
     except ValueError as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 2
     print()
-    for line in summary_lines(plan, outcome):
+    for line in sweep.summary.summary_lines(plan, outcome):
         print(line)
     if args.confirm_half or args.confirm_on:
         try:
-            confirmation = confirm_sweep(outcome, plan, half_seed=args.confirm_seed, select_on=args.select_on,
-                                         confirm_on=args.confirm_on, say=lambda line: print(line, flush=True))
+            confirmation = sweep.confirm.confirm_sweep(outcome, plan, half_seed=args.confirm_seed,
+                                                       select_on=args.select_on, confirm_on=args.confirm_on,
+                                                       say=lambda line: print(line, flush=True))
         except (ValueError, KeyError) as e:
             print(f"kbench: error: confirmation: {e}", file=sys.stderr)
             return 2
@@ -115,7 +112,7 @@ def run(args) -> int:
         for line in (confirmation.lines() if confirmation else ["confirmation: fewer than two configs finished"]):
             print(line)
         if confirmation:
-            record_confirmation(outcome, confirmation)
+            sweep.confirm.record_confirmation(outcome, confirmation)
             print("  (also on the parent run: metrics confirm_*, and in its report)")
     if outcome.report_dir:
         print(f"report: {outcome.report_dir / 'report.html'} (also artifact report/ of the parent run)")

@@ -12,14 +12,14 @@ import shutil
 import sys
 from pathlib import Path
 
-from kbench.paths import workspace_dir
-from kbench.tracking.mlflow_run import tracking_uri
+from kbench.cli import add_command
+from kbench.paths import tracking_uri, workspace_dir
 
 DEFAULT_PORT = 5000
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("ui", help="start MLflow's UI on 127.0.0.1 for the workspace's runs (Ctrl-C stops it)")
+    p = add_command(sub, "ui")
     p.add_argument("--workspace", default="experiments",
                    help="the workspace whose mlflow.db to show (default: experiments, or KBENCH_WORKSPACE)")
     p.add_argument("--tracking-uri", help="an MLflow store instead (default: MLFLOW_TRACKING_URI or "

@@ -15,7 +15,13 @@ for multiple comparisons over all (config, metric) pairs (Holm by default).
 ``cmp.ranking(metric)`` orders the configs by a metric (the headline metric by default: nDCG@10 of the
 finest level, see ``headline_metric``), best first, and tests every other config against the best with the
 same paired test and correction: a config whose difference to the best is not significant is "tied with the
-best" (the data cannot tell them apart), the others are "worse".
+best" (the data cannot tell them apart; not "as good"), the others are "worse".
+
+Directions: latency, cost and seconds are lower-is-better (``evaluation.directions``), so ``--metric
+latency_ms_total`` ranks the fastest first and counts a config that is faster as better. A percentile of a
+per-query column (``latency_ms_total_p95``) is a metric too: its value per config is that percentile, its
+interval a bootstrap of it, and its test the paired permutation test of the percentile difference (the
+chosen ``test`` applies to means only).
 """
 from __future__ import annotations
 
@@ -27,9 +33,11 @@ import pandas as pd
 
 from kbench.tracking import tags as tag
 from kbench.tracking.read import RunReadError, finished_sweep_children, get_run, read_per_query, tracking_client
+from kbench.evaluation.directions import lower_is_better, percentile_of
 from kbench.evaluation.significance import (TESTS, adjust_p_values, bootstrap_ci, minimum_detectable_difference,
-                                            paired_effect_size, paired_t_test, randomization_test,
-                                            rank_against_best, wilcoxon_signed_rank)
+                                            paired_effect_size, paired_t_test, percentile_difference_ci,
+                                            percentile_permutation_test, randomization_test, rank_against_best,
+                                            wilcoxon_signed_rank)
 from kbench.errors import UserError
 
 NOT_METRICS = ("query_id", "n_results")
@@ -74,8 +82,9 @@ class Comparison:
         return self.metrics[0]
 
     def scores(self, label: str, metric: str) -> np.ndarray:
+        """The per-query values behind ``metric`` (for a percentile metric, the column it is a percentile of)."""
         run = next(r for r in self.runs if r.label == label)
-        return run.per_query[metric].to_numpy(dtype=float)
+        return run.per_query[metric_column(metric, run.per_query.columns)[0]].to_numpy(dtype=float)
 
     def significant(self) -> pd.DataFrame:
         return self.table[self.table["significant"]]
@@ -87,7 +96,8 @@ class Comparison:
     def ranking(self, metric: str | None = None) -> pd.DataFrame:
         """Configs best first on ``metric`` (default: the headline), each tested against the best.
 
-        Columns: rank, config, run_id, baseline, mean, ci_low, ci_high, diff_to_best (<= 0), p_vs_best (the
+        Columns: rank, config, run_id, baseline, mean (for a percentile metric, the percentile), ci_low, ci_high,
+        diff_to_best (value - the best's: <= 0, or >= 0 for a lower-is-better metric), p_vs_best (the
         comparison's test), p_vs_best_adjusted (its correction over the configs other than the best) and vs_best:
         ``best``, ``tied`` (not significantly different from the best at alpha) or ``worse``. Equal means keep
         the order of the runs (the baseline first)."""
@@ -163,13 +173,24 @@ def default_metrics(frame: pd.DataFrame) -> list[str]:
     return found
 
 
+def metric_column(metric: str, columns) -> tuple[str, float | None]:
+    """The per-query column behind ``metric`` and the percentile taken of it: (``metric``, None) for a column
+    itself, (``latency_ms_total``, 95) for ``latency_ms_total_p95`` when only the column is there."""
+    found = percentile_of(metric)
+    if metric not in columns and found is not None and found[0] in columns:
+        return found
+    return metric, None
+
+
 def rank_configs(comparison: Comparison, metric: str) -> pd.DataFrame:
-    """``Comparison.ranking``: configs by mean ``metric`` best first, each tested against the best
-    (``evaluation.significance.rank_against_best``, the same rule ``kbench.evaluation.recommend`` ties by)."""
+    """``Comparison.ranking``: configs by mean ``metric`` best first (lowest first for a latency or cost), each
+    tested against the best (``evaluation.significance.rank_against_best``)."""
     rows = comparison.table[comparison.table["metric"] == metric].set_index("config")
+    _, q = metric_column(metric, comparison.runs[0].per_query.columns)
     ranked = rank_against_best({label: comparison.scores(label, metric) for label in rows.index},
                                test=comparison.test, correction=comparison.correction, alpha=comparison.alpha,
-                               n_resamples=comparison.n_resamples, seed=comparison.seed)
+                               n_resamples=comparison.n_resamples, seed=comparison.seed,
+                               lower_is_better=lower_is_better(metric), percentile=q)
     rows = rows.loc[[r.label for r in ranked]].reset_index()
     return pd.DataFrame({
         "rank": np.arange(1, len(rows) + 1), "config": rows["config"], "run_id": rows["run_id"],
@@ -212,36 +233,53 @@ def compare_scores(runs: list[RunScores], *, baseline: str | None = None, metric
             notes.append(f"{r.label}: {len(r.per_query) - len(common)} queries not in every run were left out")
     metrics = metrics or default_metrics(base.per_query)
     for r in runs:
-        missing = [m for m in metrics if m not in r.per_query]
+        missing = [m for m in metrics if metric_column(m, r.per_query.columns)[0] not in r.per_query]
         if missing:
             raise CompareError(f"{r.label}: per-query scores lack {missing}; available: "
-                               f"{[c for c in r.per_query.columns if r.per_query[c].dtype.kind in 'fi']}")
+                               f"{[c for c in r.per_query.columns if r.per_query[c].dtype.kind in 'fi']} "
+                               "(and latency_ms_<stage>_p50/_p95 of each latency_ms_<stage>)")
     common = common.sort_values()
     for r in runs:
         r.per_query = r.per_query.loc[common]
+    percentile = [m for m in metrics if metric_column(m, base.per_query.columns)[1] is not None]
+    if percentile and test != "randomization":
+        notes.append(f"{', '.join(percentile)}: a percentile, tested by the paired permutation test of its "
+                     f"difference, not the {test} test")
     rows = []
     for r in runs:
         for metric in metrics:
-            b = r.per_query[metric].to_numpy(dtype=float)
-            a = base.per_query[metric].to_numpy(dtype=float)
-            low, high = bootstrap_ci(b, confidence, n_bootstrap, seed)
+            column, q = metric_column(metric, r.per_query.columns)
+            b = r.per_query[column].to_numpy(dtype=float)
+            a = base.per_query[column].to_numpy(dtype=float)
+            low, high = bootstrap_ci(b, confidence, n_bootstrap, seed, q=q)
             row = {"config": r.label, "run_id": r.run_id, "metric": metric, "n_queries": len(b),
-                   "mean": float(b.mean()), "ci_low": low, "ci_high": high, "baseline": r is base}
+                   "mean": float(b.mean() if q is None else np.percentile(b, q)), "ci_low": low, "ci_high": high,
+                   "baseline": r is base}
             d = b - a
+            better = -d if lower_is_better(metric) else d
             if r is base:
                 row.update(diff=0.0, diff_ci_low=0.0, diff_ci_high=0.0, effect_size=np.nan, p_t=np.nan,
-                           p_wilcoxon=np.nan, p_randomization=np.nan, wins=0, ties=len(d), losses=0, mde=np.nan)
+                           p_wilcoxon=np.nan, p_randomization=np.nan, wins=0, ties=len(d), losses=0, mde=np.nan,
+                           p_chosen=np.nan)
+            elif q is not None:  # a percentile: no mean, so no t, Wilcoxon, effect size or MDE
+                dlow, dhigh = percentile_difference_ci(a, b, q, confidence, n_bootstrap, seed)
+                p = percentile_permutation_test(a, b, q, n_resamples, seed).p_value
+                row.update(diff=row["mean"] - float(np.percentile(a, q)), diff_ci_low=dlow, diff_ci_high=dhigh,
+                           effect_size=np.nan, p_t=np.nan, p_wilcoxon=np.nan, p_randomization=p,
+                           wins=int((better > 0).sum()), ties=int((d == 0).sum()), losses=int((better < 0).sum()),
+                           mde=np.nan, p_chosen=p)
             else:
                 dlow, dhigh = bootstrap_ci(d, confidence, n_bootstrap, seed)
                 row.update(diff=float(d.mean()), diff_ci_low=dlow, diff_ci_high=dhigh,
                            effect_size=paired_effect_size(a, b), p_t=paired_t_test(a, b).p_value,
                            p_wilcoxon=wilcoxon_signed_rank(a, b).p_value,
                            p_randomization=randomization_test(a, b, n_resamples, seed).p_value,
-                           wins=int((d > 0).sum()), ties=int((d == 0).sum()), losses=int((d < 0).sum()),
+                           wins=int((better > 0).sum()), ties=int((d == 0).sum()), losses=int((better < 0).sum()),
                            mde=minimum_detectable_difference(float(d.std(ddof=1)), len(d), alpha))
+                row["p_chosen"] = row[f"p_{test}"]
             rows.append(row)
     table = pd.DataFrame(rows)
-    chosen = table[f"p_{test}"].to_numpy()
+    chosen = table.pop("p_chosen").to_numpy(dtype=float)
     table["p_adjusted"] = adjust_p_values(chosen, correction)
     table["significant"] = table["p_adjusted"] < alpha  # NaN (baseline, or no spread) compares False
     return Comparison(table, runs, base.label, list(metrics), test, correction, alpha, confidence, len(common),
@@ -263,8 +301,8 @@ def compare_runs(runs: str | list[str], *, baseline: str | None = None, metrics:
 
 
 __all__ = ["Comparison", "CompareError", "RunScores", "compare_runs", "compare_scores", "default_metrics",
-           "headline_metric", "load_runs", "metrics_to_compare", "paired_t_test", "randomization_test", "rank_configs",
-           "wilcoxon_signed_rank"]
+           "headline_metric", "load_runs", "metric_column", "metrics_to_compare", "paired_t_test",
+           "randomization_test", "rank_configs", "wilcoxon_signed_rank"]
 
 
 def detectable_differences(comparison: Comparison) -> pd.DataFrame:

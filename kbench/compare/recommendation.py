@@ -1,14 +1,18 @@
-"""A comparison's recommendation: its runs as the plain records ``kbench.evaluation.recommend`` reads, tied with
-the comparison's own test, correction and alpha, so the recommendation's headline tie is the ranking's.
+"""A comparison's recommendation: its runs as the plain records ``kbench.evaluation.recommend`` reads, tested at
+the comparison's alpha.
 
-    found = recommend_comparison(comparison, RecommendConfig(guards=["recall_at_10"]))
+    found = recommend_comparison(comparison, RecommendConfig(margin=0.02, guards=["recall_at_10"]))
     print("\\n".join(found.lines()))
 """
 from __future__ import annotations
 
 import json
 
-from kbench.compare.compare import Comparison, RunScores
+from pydantic import ValidationError
+
+from kbench.compare.compare import Comparison, RunScores, headline_metric
+from kbench.errors import ConfigError, format_error
+from kbench.evaluation.directions import lower_is_better
 from kbench.evaluation.recommend import ConfigRecord, Recommendation, RecommendConfig, recommend
 from kbench.tracking import tags as tag
 
@@ -20,10 +24,19 @@ def config_record(run: RunScores) -> ConfigRecord:
                                     if frame[c].dtype.kind in "fi"}, dict(run.summary))
 
 
+def recommendation_headline(comparison: Comparison) -> str:
+    """The first compared quality metric (a comparison ranked on a latency still recommends by quality), else
+    the runs' own headline (nDCG@10 of the finest level)."""
+    for metric in comparison.metrics:
+        if not lower_is_better(metric) and metric in comparison.runs[0].per_query:
+            return metric
+    return headline_metric(c for c in comparison.runs[0].per_query.columns
+                           if comparison.runs[0].per_query[c].dtype.kind in "fi") or comparison.headline
+
+
 def recommend_comparison(comparison: Comparison, config: RecommendConfig | None = None) -> Recommendation:
-    return recommend([config_record(r) for r in comparison.runs], comparison.headline, config or RecommendConfig(),
-                     test=comparison.test, correction=comparison.correction, alpha=comparison.alpha,
-                     n_resamples=comparison.n_resamples, seed=comparison.seed)
+    return recommend([config_record(r) for r in comparison.runs], recommendation_headline(comparison),
+                     config or RecommendConfig(), alpha=comparison.alpha)
 
 
 def recommend_by_tag(config: RecommendConfig) -> str:
@@ -32,7 +45,8 @@ def recommend_by_tag(config: RecommendConfig) -> str:
 
 
 def sweep_recommend_config(parent_tags: dict[str, str]) -> RecommendConfig | None:
-    """The ``recommend`` section a sweep ended with (its parent's tag), or None for a sweep logged before it."""
+    """The ``recommend`` section a sweep ended with (its parent's tag), or None for a sweep logged before it (or
+    before the margin replaced the latency tie: its section no longer reads)."""
     text = parent_tags.get(tag.SWEEP_RECOMMEND_BY)
     if not text:
         return None
@@ -40,3 +54,19 @@ def sweep_recommend_config(parent_tags: dict[str, str]) -> RecommendConfig | Non
         return RecommendConfig(**json.loads(text))
     except (ValueError, TypeError):
         return None
+
+
+def with_flags(config: RecommendConfig, flags: str, **given) -> RecommendConfig:
+    """``config`` with the values a command line gave (None: not given); a margin without ``%`` read as a number.
+    A bad value is one ConfigError line naming ``flags`` and what is wrong."""
+    given = {k: v for k, v in given.items() if v is not None}
+    if isinstance(given.get("margin"), str) and not given["margin"].strip().endswith("%"):
+        try:
+            given["margin"] = float(given["margin"])
+        except ValueError:
+            pass  # the section's check names both forms
+    try:
+        return RecommendConfig(**{**config.model_dump(), **given})
+    except ValidationError as e:
+        problems = "; ".join(format_error(err, "recommend", RecommendConfig) for err in e.errors())
+        raise ConfigError(f"{flags}: {problems}") from None

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from kbench.compare.compare import Comparison, detectable_differences
+from kbench.evaluation.directions import lower_is_better
 
 TEST_NAMES = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test", "randomization": "paired randomization test"}
 VERDICTS = {"best": "best", "tied": "tied with the best", "worse": "worse than the best"}
@@ -124,11 +125,18 @@ def _difference(r) -> str:
             f"{r['mean'] - r['diff']:.4f}), adjusted p = {format_p(r['p_adjusted'])}, d = {r['effect_size']:.4f}")
 
 
+def _gain(table: pd.DataFrame) -> pd.Series:
+    """Each row's difference to the baseline signed so that > 0 is better (a latency or cost that fell)."""
+    return table["diff"].where(~table["metric"].map(lower_is_better), -table["diff"])
+
+
 def differences(comparison: Comparison) -> tuple[list[str], list[str]]:
-    """The significant differences to the baseline: (better, worse), each sorted by metric, largest first."""
-    sig = comparison.significant().assign(order=lambda t: t["metric"].map(comparison.metrics.index))
-    better = sig[sig["diff"] > 0].sort_values(["order", "diff"], ascending=[True, False])  # headline first
-    worse = sig[sig["diff"] < 0].sort_values(["order", "diff"], ascending=[True, True])
+    """The significant differences to the baseline: (better, worse), each sorted by metric, largest first (a
+    latency or cost is better when it fell)."""
+    sig = comparison.significant().assign(order=lambda t: t["metric"].map(comparison.metrics.index),
+                                          gain=_gain)
+    better = sig[sig["gain"] > 0].sort_values(["order", "gain"], ascending=[True, False])  # headline first
+    worse = sig[sig["gain"] < 0].sort_values(["order", "gain"], ascending=[True, True])
     return [_difference(r) for _, r in better.iterrows()], [_difference(r) for _, r in worse.iterrows()]
 
 
@@ -170,7 +178,7 @@ def plot_metric_per_config(comparison: Comparison, path: Path) -> Path:
         rows = comparison.table[comparison.table["metric"] == metric].set_index("config").loc[labels]
         y = np.arange(len(labels))[::-1]
         colors = ["black" if b else ("tab:green" if s and d > 0 else "tab:red" if s else "tab:gray")
-                  for b, s, d in zip(rows["baseline"], rows["significant"], rows["diff"])]
+                  for b, s, d in zip(rows["baseline"], rows["significant"], _gain(rows))]
         for yi, (_, r), color in zip(y, rows.iterrows(), colors):
             ax.errorbar(r["mean"], yi, xerr=[[r["mean"] - r["ci_low"]], [r["ci_high"] - r["mean"]]],
                         fmt="none", ecolor=color, capsize=3)
@@ -191,16 +199,19 @@ def plot_per_query(comparison: Comparison, other: str, metric: str, path: Path) 
 
     a = comparison.scores(comparison.baseline, metric)
     b = comparison.scores(other, metric)
+    sign = -1 if lower_is_better(metric) else 1  # a latency is better when it fell
     pairs, counts = np.unique(np.column_stack([a, b]), axis=0, return_counts=True)  # equal points stack up
     fig = Figure(figsize=(4.8, 4.8))
     ax = fig.subplots()
-    colors = np.where(pairs[:, 1] > pairs[:, 0], "tab:green", np.where(pairs[:, 1] < pairs[:, 0], "tab:red", "tab:gray"))
+    gain = sign * (pairs[:, 1] - pairs[:, 0])
+    colors = np.where(gain > 0, "tab:green", np.where(gain < 0, "tab:red", "tab:gray"))
     ax.scatter(pairs[:, 0], pairs[:, 1], s=18 * counts, c=colors, alpha=0.6, edgecolors="none")
     lo, hi = float(min(a.min(), b.min())), float(max(a.max(), b.max()))
     ax.plot([lo, hi], [lo, hi], color="black", lw=0.8)
     ax.set_xlabel(f"{comparison.baseline} (baseline)", fontsize=8)
     ax.set_ylabel(other, fontsize=8)
-    ax.set_title(f"{metric} per query ({(b > a).sum()} better, {(b == a).sum()} same, {(b < a).sum()} worse)\n"
+    ax.set_title(f"{metric} per query ({(sign * (b - a) > 0).sum()} better, {(b == a).sum()} same, "
+                 f"{(sign * (b - a) < 0).sum()} worse)\n"
                  "marker area = number of queries", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -10,7 +10,7 @@ out, and said. The result holds:
 
 - Kendall's tau-b between the configs' means on the two sets, with a percentile bootstrap interval over
   questions (``evaluation.agreement.tau_interval``: each set's questions resampled on their own);
-- winner agreement: each set's best config, and whether it is in the other set's top tie (the best and every
+- best agreement: each set's best config by mean, and whether it is in the other set's top tie (the best and every
   config not significantly worse, ``significance.rank_against_best``, as ``kbench compare`` ranks them);
 - the flips: the pairs of configs the two sets order the other way round (tau-b's discordant pairs), each with
   its difference and paired-test p-value (uncorrected) on both sets, so a flip that is noise on one set reads
@@ -82,9 +82,9 @@ class SetsAgreement:
                    f"{self.tau_low:+.3f}, {self.tau_high:+.3f}] (+1: same order, 0: unrelated, -1: reversed)")
         wa, wb = self.winners
         if wa == wb:
-            out.append(f"winner: the same on both sets: {wa}")
+            out.append(f"best by mean: the same on both sets: {wa}")
         else:
-            out.append(f"winner: {a}: {wa}, {b}: {wb}; " + "; ".join(
+            out.append(f"best by mean: {a}: {wa}, {b}: {wb}; " + "; ".join(
                 f"{w} is {'in' if w in tie else 'outside'} the top tie on {other}"
                 for w, tie, other in ((wa, self.ties[1], b), (wb, self.ties[0], a))))
         out.append(f"top tie (best and not significantly worse): {a}: {', '.join(self.ties[0])}; "

@@ -1,5 +1,7 @@
 """Datasets: loaders per layout (BEIR, spans) and the registry of names."""
-from kbench.datasets.beir import DatasetError
-from kbench.datasets.registry import DATASETS, load_dataset, read_dataset
+from kbench.lazy import lazy_exports
 
-__all__ = ["DATASETS", "DatasetError", "load_dataset", "read_dataset"]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    ".beir": ["DatasetError"],
+    ".registry": ["DATASETS", "load_dataset", "read_dataset"],
+})

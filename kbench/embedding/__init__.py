@@ -1,4 +1,3 @@
 """Embedding: providers, the offline model catalogue and cached batch embedding.
 
-Importing this package registers every provider."""
-from kbench.embedding import openai_compat, sentence_transformers, static  # noqa: F401
+Each provider is imported when its name is first used (``EMBEDDING_PROVIDERS``, embedding/registry.py)."""

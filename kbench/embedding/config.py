@@ -6,7 +6,6 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from kbench.embedding.models import CATALOGUE, fast_backend
-from kbench.embedding.onnx_runtime import Precision
 from kbench.embedding.registry import EMBEDDING_PROVIDERS
 from kbench.registry import StrictModel, in_unit
 
@@ -14,6 +13,7 @@ from kbench.registry import StrictModel, in_unit
 # message names it, never stored
 Backend = Literal["torch", "onnx", "onnx-int8", "openvino", "openvino-int8", "fast"]
 Device = Literal["auto", "cpu", "cuda"]
+Precision = Literal["auto", "f32", "bf16"]  # OpenVINO's float precision: auto (the runtime's choice for the CPU)
 FAST = "fast"  # an alias, resolved per model when the config loads (kbench/embedding/models.py fast_backend)
 
 

@@ -16,9 +16,10 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
+
+from kbench.embedding.config import Precision  # noqa: F401 (annotations here; cross_encoder.py reads it here too)
 
 
 @dataclass(frozen=True)
@@ -63,10 +64,6 @@ def onnx_device_providers(device: str) -> list[str]:
         raise ValueError("embedding.device: cuda, but this onnxruntime has no CUDAExecutionProvider; install "
                          "onnxruntime-gpu on a machine with a GPU, or set embedding.device=cpu")
     return ["CPUExecutionProvider"]
-
-
-# OpenVINO's floating-point precision: auto (the runtime's choice for the CPU), f32, bf16
-Precision = Literal["auto", "f32", "bf16"]
 
 
 def openvino_computes_in(precision: Precision) -> str:

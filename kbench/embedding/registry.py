@@ -4,19 +4,21 @@ A provider is a class built from the embedding section, ``Encoder(config, export
 vectors; ``exports`` is the folder where it may write models it derives (ONNX exports), the run's
 (kbench/paths.py ``exports_dir``). A backend that calibrates on the corpus (openvino-int8) also has
 ``needs_calibration`` and ``calibrate(texts) -> key``, which the embedding stage calls with the first texts it embeds.
-Its module registers it here; the package ``__init__`` imports every provider module, so adding one is a
-new module and one import line. Model libraries (sentence_transformers, openai) are imported when an
-encoder is built, never when a provider registers.
+Its module registers it here and ``EMBEDDING_PROVIDERS`` below names that module, imported when the provider is
+first used, so adding one is a new module and its line there. Model libraries (sentence_transformers, openai) are
+imported when an encoder is built, never when a provider registers.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import numpy as np
-
-from kbench.llm import EmbeddingBatchResult, UsageMeter
 from kbench.registry import Registry
+
+if TYPE_CHECKING:  # annotations only: the config layer names this registry
+    import numpy as np
+
+    from kbench.llm import EmbeddingBatchResult, UsageMeter
 
 
 class Encoder(Protocol):
@@ -43,4 +45,8 @@ class ReportingEncoder(Protocol):
     def encode_report(self, texts: list[str]) -> EmbeddingBatchResult: ...
 
 
-EMBEDDING_PROVIDERS: Registry[type[Encoder]] = Registry("embedding.provider")
+EMBEDDING_PROVIDERS: Registry[type[Encoder]] = Registry("embedding.provider", {
+    "openai": "kbench.embedding.openai_compat",
+    "sentence_transformers": "kbench.embedding.sentence_transformers",
+    "static": "kbench.embedding.static",
+})

@@ -1,6 +1,7 @@
 """Embed texts through the content-addressed cache; report hits, misses and failures."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -184,6 +185,22 @@ class CachedEmbedder:
             bar.advance(len(texts) - sum(len(p) for p in parts))
             return None
         return self._finish(np.concatenate(parts)) if parts else None
+
+    def time_queries(self, texts: list[str]) -> float | None:
+        """Seconds per question of encoding ``texts`` together with the encoder itself, never read from the vector
+        cache, after one untimed warm-up question: what a batch of questions costs to encode, measured the same way
+        for every config of a sweep whether or not an earlier config cached their vectors (``embed_queries`` of a
+        batch may). None for an API encoder: its queries never go through the cache, so its own call is timed as
+        it is (and timing it again would send the questions twice)."""
+        if not texts or isinstance(self.encoder, ReportingEncoder) or self.needs_calibration:
+            return None
+        prefixed = [self.config.query_prefix + t for t in texts]
+        self.encoder.encode(prefixed[:1], for_queries=True)  # warm-up, untimed: a model's first call is slower
+        size = self.config.batch_size
+        started = time.perf_counter()
+        for start in range(0, len(prefixed), size):  # batched as the cache path batches them
+            self._finish(self.encoder.encode(prefixed[start:start + size]))
+        return (time.perf_counter() - started) / len(prefixed)
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         """One query is always encoded: it is the latency path (``embedding.query_threads``), and an ad-hoc

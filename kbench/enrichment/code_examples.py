@@ -28,11 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbench.enrichment.asking import ask_once_per_prompt
-from kbench.enrichment.config import CodeExamplesConfig
+from kbench.enrichment.config import CODE_EXAMPLE_UNIT, CodeExamplesConfig
 from kbench.llm import Endpoint, LLMClient, LLMError, LLMPolicy, UsageMeter
 from kbench.records import Chunk, Document
 
-CODE_EXAMPLE_UNIT = "code_example"  # Chunk.unit of a code example: ids read "<doc>#code_example:<n>"
 FENCED_BLOCK = re.compile(r"```(\w+)?\n(.*?)\n```", re.DOTALL)  # the Archon replication guide's pattern, quirks and all
 UNKNOWN_LANGUAGE = "unknown"
 

@@ -8,6 +8,8 @@ from pydantic import Field
 
 from kbench.registry import StrictModel, in_unit
 
+CODE_EXAMPLE_UNIT = "code_example"  # Chunk.unit of a code example: ids read "<doc>#code_example:<n>"
+
 
 class CodeExamplesConfig(StrictModel):
     """Archon's code-example index ("agentic RAG"): fenced code blocks of the pages,

@@ -1,4 +1,6 @@
 """Looking at an evaluation set before trusting it: ``kbench datasets inspect``."""
-from kbench.evalsets.inspection import InspectError, Inspection, inspect_dataset, log_inspection, minimum_detectable_difference
+from kbench.lazy import lazy_exports
 
-__all__ = ["InspectError", "Inspection", "inspect_dataset", "log_inspection", "minimum_detectable_difference"]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    ".inspection": ["InspectError", "Inspection", "inspect_dataset", "log_inspection", "minimum_detectable_difference"],
+})

@@ -1,13 +1,15 @@
 """The evaluation section: cutoffs, the relevance level, the span overlap rule, token budgets, miss attribution
-and slices."""
+and slices; and the section `recommend` (what the recommendation picks by)."""
 from __future__ import annotations
 
+import math
 import re
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from kbench.errors import shorten
+from kbench.evaluation.directions import lower_is_better
 from kbench.evaluation.measures import Measure, parse_measure
 from kbench.registry import StrictModel, in_unit
 
@@ -123,3 +125,93 @@ class EvaluationConfig(StrictModel):
 
 SLICE_KEYS = ("doc_type", "corpus", "query_length")
 
+
+# The section `recommend` (the rule itself is evaluation/recommend.py): kept here with the other sections, so
+# loading a config imports no numpy.
+DEFAULT_GUARDS = ["doc_ndcg_at_10", "chunk_ndcg_at_10", "recall_at_10"]
+DEFAULT_COST = "cost_index_bytes"
+DEFAULT_MARGIN = 0.01
+LEVELS = ("chunk", "doc", "span")
+METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+RELATIVE = re.compile(r"^\s*(?P<pct>\d+(\.\d+)?)\s*%\s*$")
+
+
+def parse_margin(margin: float | str) -> tuple[float, bool]:
+    """``0.01`` -> (0.01, False): an absolute difference; ``"2%"`` -> (0.02, True): a share of the reference's
+    mean. Raises ValueError naming both forms."""
+    if isinstance(margin, str):
+        found = RELATIVE.match(margin)
+        if not found:
+            raise ValueError(f"{margin!r} is no margin: give a finite absolute difference (0.01) or a share of the "
+                             "best's mean ('2%')")
+        share = float(found["pct"]) / 100
+        if share >= 1:
+            raise ValueError(f"{margin!r}: a relative margin is below 100%, e.g. '2%'")
+        return share, True
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < 1 \
+            or not math.isfinite(margin):
+        raise ValueError(f"{margin!r} is no margin: a finite absolute difference from 0 to below 1 (0.01), or a share "
+                         "of the best's mean ('2%')")
+    return float(margin), False
+
+
+class RecommendConfig(StrictModel):
+    """Section ``recommend``: what the end of a sweep, a search and ``kbench compare`` recommend by. It changes
+    no result, so it is not part of the run key."""
+
+    margin: float | str = Field(DEFAULT_MARGIN, description="how much worse than the best a config may be and "
+                                "still count as as good: an absolute difference of the metric (0.01) or a share "
+                                "of the best's mean ('2%'); a cheaper config is recommended only when the data "
+                                "show it within this margin on the headline and every guard")
+    guards: list[str] = Field(default_factory=lambda: list(DEFAULT_GUARDS),
+                              description="quality metrics a cheaper config must also be within the margin on, "
+                                          "beside the headline: per-query metric names (chunk_recall_at_10; "
+                                          "recall_at_10 takes the headline's level)")
+    cost: str = Field(DEFAULT_COST, description="the run metric that picks the cheapest of the configs within the "
+                                                "margin (lower is cheaper): cost_index_bytes, cost_embed_seconds, "
+                                                "llm_total_cost_usd, ...")
+    cost_budget: float | None = Field(None, ge=0, description="exclude configs whose recommend.cost is above this "
+                                                              "(unset: no budget)")
+    latency_budget_ms: float | None = Field(None, gt=0, description="exclude configs whose p95 latency of "
+                                            "recommend.latency_stage is above this many ms (unset: no budget)")
+    latency_stage: str = Field("total", description="the stage whose p95 latency the budget holds: total, "
+                                                    "embed_query, leg_<name>, fusion, rerank, grouping")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_latency_tie(cls, data):
+        if isinstance(data, dict) and "latency_tolerance_ms" in data:
+            raise ValueError("latency_tolerance_ms is gone: latency no longer ties configs; set "
+                             "recommend.latency_budget_ms to exclude configs slower than a p95 you accept")
+        return data
+
+    @field_validator("margin")
+    @classmethod
+    def _margin(cls, margin: float | str) -> float | str:
+        parse_margin(margin)
+        return margin
+
+    @field_validator("guards")
+    @classmethod
+    def _metric_names(cls, guards: list[str]) -> list[str]:
+        bad = [g for g in guards if not METRIC_NAME.match(g)]
+        if bad:
+            raise ValueError(f"not metric names: {bad}; use names as runs log them, e.g. chunk_ndcg_at_10, "
+                             "recall_at_10")
+        lower = [g for g in guards if lower_is_better(g)]
+        if lower:
+            raise ValueError(f"{', '.join(lower)}: a guard is a quality metric; latencies and costs are budgets now: "
+                             "set recommend.latency_budget_ms (p95 of recommend.latency_stage) or "
+                             "recommend.cost_budget")
+        return guards
+
+    @field_validator("cost", "latency_stage")
+    @classmethod
+    def _cost_name(cls, name: str) -> str:
+        if not METRIC_NAME.match(name):
+            raise ValueError(f"not a metric or stage name: {name!r}; e.g. cost_index_bytes, total, leg_vector")
+        return name
+
+    def margin_text(self) -> str:
+        value, relative = parse_margin(self.margin)
+        return f"{value * 100:g}%" if relative else f"{value:g}"

@@ -1,92 +1,61 @@
-"""One recommendation from a set of configs: a config in the top tie on every metric that matters, the
-cheapest of those; or, when no config is in every tie, which metrics disagree and why.
+"""One recommendation from a set of configs: the best by mean, unless a cheaper config is shown to be as good
+within a stated margin; and whether the set of questions decides it.
 
     from kbench.evaluation.recommend import ConfigRecord, RecommendConfig, recommend
     records = [ConfigRecord("fixed", per_query={"chunk_ndcg_at_10": array, "latency_ms_total": array, ...},
                             values={"cost_index_bytes": 1.5e6}), ...]
-    found = recommend(records, headline="chunk_ndcg_at_10", config=RecommendConfig())
-    found.config      # the recommended label, or None when no config is in every tie
-    found.tie         # every config in the top tie on every metric (the recommended one among them)
-    found.reason      # why, in one sentence
-    found.lines()     # "recommendation: ..." and one or two lines saying why
+    found = recommend(records, headline="chunk_ndcg_at_10", config=RecommendConfig(margin=0.01))
+    found.config      # the recommended label (None only when a budget excludes every config)
+    found.decided     # shown within the margin of every other config, on every metric
+    found.undecided   # when not: the configs it is not shown within the margin of
+    found.lines()     # "recommendation: ..." and the lines saying why
 
-This is a plain function over plain records, so every way of searching configs (a grid sweep, ``kbench
-compare``, a racing search) ends with the same recommendation from the same numbers. The rule:
+A plain function over plain records, so every way of searching configs (a grid sweep, ``kbench compare``, a
+race, a stage-wise search) ends with the same recommendation from the same numbers. The rule:
 
-1. **Metrics**: the headline (what configs are ranked on, nDCG@10 of the finest level) and every guard of
-   ``recommend.guards`` (default: doc and chunk nDCG@10, recall@10 of the headline's level, p95 latency of the
-   whole search). A guard without a level (``recall_at_10``) takes the headline's (``chunk_recall_at_10``).
-   A guard the records do not measure (chunk metrics on a set with document labels only) is left out, and
-   the lines say so.
-2. **The top tie on a quality metric** (higher is better): the best config by mean and every config not
-   significantly worse than it, exactly as ``kbench compare`` ranks them
-   (``significance.rank_against_best``: the paired test, corrected over the configs, at alpha).
-3. **The top tie on a latency percentile** (``latency_ms_<stage>_p95``, lower is better, from the per-query
-   ``latency_ms_<stage>`` column): the fastest config and every config whose paired bootstrap interval over
-   queries of (its p95 - the fastest's p95) reaches ``recommend.latency_tolerance_ms`` (default 1 ms), at
-   confidence 1 - alpha / (configs - 1) (Bonferroni, as the quality ties are corrected over the configs). The
-   tolerance is there because a difference can be real and still no reason to choose: BM25 at 0.14 ms against
-   a hybrid at 0.60 ms is significant over 150 questions and irrelevant to a user.
-4. **Recommended**: of the configs in the top tie on every metric, the cheapest: lowest ``recommend.cost``
-   (default ``cost_index_bytes``: the bytes of the run's chunk vectors, which grows with the chunks embedded
-   and their dimension, is 0 without a vector leg, and is the same on every machine and with a warm cache,
-   unlike embedding seconds (0 on a cache hit) or latency (the machine's load)); equal costs go to the lower
-   p95 latency, then to the better headline mean.
-5. **No config in every tie**: the lines name the metric whose tie shares no config with the ties before it
-   (headline first, then the guards in order), with the best value among those configs against the tie's, and
-   the closest config (in the most ties).
+1. **Metrics**: the headline (what configs are ranked on: nDCG@10 of the finest level) and every guard of
+   ``recommend.guards`` (default: doc and chunk nDCG@10 and recall@10 of the headline's level), all quality
+   metrics, higher is better. A guard without a level (``recall_at_10``) takes the headline's; a guard the
+   records do not measure is left out, and the lines say so.
+2. **Budgets**: a config whose p95 latency of ``recommend.latency_stage`` (per-query ``latency_ms_<stage>``)
+   is above ``recommend.latency_budget_ms``, or whose ``recommend.cost`` is above ``recommend.cost_budget``, is
+   excluded, and the lines name it and why. Latency is a budget, never a tie: it does not decide quality.
+3. **The best**: the config left with the highest headline mean.
+4. **Within the margin**: a config other than the best whose one-sided lower confidence bound of
+   mean(config - best) is above -margin (``recommend.margin``: absolute, default 0.01, or relative to the best's
+   mean, ``"2%"``) on the headline and on every guard. One p-value per config, of H0: mean(config - best) <=
+   -margin: the paired t-test's (``significance.non_inferiority``), the largest over its metrics (every metric
+   must pass, so no correction across metrics), corrected over the configs by Holm.
+5. **Recommended**: of the best and the configs shown within its margin, the cheapest by ``recommend.cost``
+   (default ``cost_index_bytes``: the bytes of the run's chunk vectors, the same on every machine); equal
+   costs, or none logged, go to the better headline mean, never to a latency.
+6. **Decided**: the recommended config is shown within the margin of every other config left on the headline
+   (the same test with it as the candidate, Holm over the others; the guards have done their part in step 4:
+   a config ahead on a guard but behind on the headline is a trade-off the headline settles). Otherwise the
+   recommendation is *provisional*, and the line says which configs it cannot be told apart from, the
+   headline's minimum detectable difference and how many questions would decide at the margin. "Not
+   significantly worse" is never read as "as good".
+
+The means and the tests come from an ``Estimator``: by default ``PairedT`` (each record's per-query scores are
+the truth; the paired t-test above). ``kbench.labelling`` passes a PPI estimator instead
+(``kbench.evaluation.ppi.PPIEstimator``: human labels on a random share of the questions, a model's labels on
+all of them), so the same rule decides on intervals that carry the model's error.
 """
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-from pydantic import Field, field_validator
 
-from kbench.evaluation.significance import rank_against_best
-from kbench.registry import StrictModel
+from kbench.evaluation.config import LEVELS, RecommendConfig, parse_margin
+from kbench.evaluation.directions import lower_is_better
+from kbench.evaluation.significance import (NonInferiority, adjust_p_values, minimum_detectable_difference,
+                                            non_inferiority, questions_to_decide)
 
-DEFAULT_GUARDS = ["doc_ndcg_at_10", "chunk_ndcg_at_10", "recall_at_10", "latency_ms_total_p95"]
-DEFAULT_COST = "cost_index_bytes"
-LEVELS = ("chunk", "doc", "span")
-LATENCY = re.compile(r"^latency_ms_(?P<stage>\w+?)_p(?P<q>\d{1,2})$")
-METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-
-
-class RecommendConfig(StrictModel):
-    """Section ``recommend``: what the end of a sweep (and ``kbench compare``) recommends by. It changes no
-    result, so it is not part of the run key."""
-
-    guards: list[str] = Field(default_factory=lambda: list(DEFAULT_GUARDS),
-                              description="metrics a recommended config must also be in the top tie on, beside the "
-                                          "headline: per-query metric names (chunk_recall_at_10; recall_at_10 takes "
-                                          "the headline's level) or latency_ms_<stage>_p95 (lower is better)")
-    cost: str = Field(DEFAULT_COST, description="the run metric that picks the cheapest config inside the tie "
-                                                "(lower is cheaper): cost_index_bytes, cost_embed_seconds, "
-                                                "latency_ms_total_p95, llm_total_cost_usd, ...")
-
-    latency_tolerance_ms: float = Field(1.0, ge=0, description="a latency difference a user would not notice: a "
-                                        "config whose p95 may be within this many ms of the fastest's is in the "
-                                        "latency tie")
-
-    @field_validator("guards")
-    @classmethod
-    def _metric_names(cls, guards: list[str]) -> list[str]:
-        bad = [g for g in guards if not METRIC_NAME.match(g)]
-        if bad:
-            raise ValueError(f"not metric names: {bad}; use names as runs log them, e.g. chunk_ndcg_at_10, "
-                             "recall_at_10, latency_ms_total_p95")
-        return guards
-
-    @field_validator("cost")
-    @classmethod
-    def _cost_name(cls, cost: str) -> str:
-        if not METRIC_NAME.match(cost):
-            raise ValueError(f"not a metric name: {cost!r}; e.g. cost_index_bytes, cost_embed_seconds")
-        return cost
+POWER = 0.8  # of the questions-to-decide calculation, as the minimum detectable difference kbench reports
+SHOWN = 4  # configs named in one line before "..."
 
 
 @dataclass(frozen=True)
@@ -99,103 +68,182 @@ class ConfigRecord:
     values: Mapping[str, float] = field(default_factory=dict)
 
 
-@dataclass
-class MetricTie:
-    metric: str
-    lower_is_better: bool
-    values: dict[str, float]  # label -> the mean (or percentile)
-    tie: list[str]  # best first
-    best: str
-    tolerance: float = 0.0  # latency: a difference within it ties (ms)
+class PairedT:
+    """The default estimator: a record's per-query scores are the truth; means are plain means and a config is
+    tested against a reference by the paired t-test (``significance.non_inferiority``)."""
 
-    def show(self, value: float) -> str:
-        return f"{value:.2f} ms" if self.lower_is_better else f"{value:.4f}"
+    questions_word = "questions"
+
+    def mean(self, record: ConfigRecord, metric: str) -> float:
+        return float(np.mean(record.per_query[metric]))
+
+    def versus(self, candidate: ConfigRecord, reference: ConfigRecord, metric: str, margin: float,
+               alpha: float) -> NonInferiority:
+        """The test of mean(candidate - reference) against -margin."""
+        return non_inferiority(reference.per_query[metric], candidate.per_query[metric], margin, alpha)
+
+    def questions(self, record: ConfigRecord, metric: str) -> int:
+        """How many questions the tests rest on."""
+        return len(np.asarray(record.per_query[metric]))
+
+
+@dataclass
+class Versus:
+    """One config tested against a reference on every metric: shown within the margin of it, or not."""
+
+    label: str
+    reference: str
+    tests: dict[str, NonInferiority]  # metric -> the test of mean(label - reference) against -margin
+    p_value: float  # the largest over the metrics: H0 is that it is more than the margin worse on any of them
+    p_adjusted: float  # Holm over the configs of its family
+    shown: bool
+
+    @property
+    def weakest(self) -> str:
+        """The metric with the largest p-value: the one that keeps it from being shown, when it is not."""
+        return max(self.tests, key=lambda m: self.tests[m].p_value)
 
 
 @dataclass
 class Recommendation:
     config: str | None
+    best: str | None  # the highest headline mean among the configs within the budgets
     headline: str
-    metrics: list[str]  # the metrics every tie was taken on, headline first
-    ties: dict[str, MetricTie]
-    in_every_tie: list[str]  # in the headline's ranking order
+    metrics: list[str]  # the metrics the margin holds on, headline first
+    margin: str  # as given: "0.01" or "2%"
+    means: dict[str, dict[str, float]]  # metric -> label -> mean
+    order: list[str]  # the configs within the budgets, headline mean best first
+    versus_best: dict[str, Versus]  # each config but the best against the best (step 4)
+    versus_pick: dict[str, Versus]  # the recommended config against each other config, on the headline (step 6)
     cost: str
     costs: dict[str, float]  # label -> cost (NaN: not logged)
-    latency: dict[str, float] = field(default_factory=dict)  # label -> p95 latency, ms (the second price)
-    left_out: dict[str, str] = field(default_factory=dict)  # a guard -> why it was left out
-    closest: str | None = None  # with no config in every tie: the config in the most ties
-    conflict: str | None = None  # the metric whose tie shares no config with those before it
+    latency: dict[str, float]  # label -> p95 latency of the budget's stage, ms (NaN: not measured)
+    n_questions: int
+    alpha: float = 0.05
+    excluded: dict[str, str] = field(default_factory=dict)  # label -> why (over a budget)
+    left_out: dict[str, str] = field(default_factory=dict)  # a guard or the cost -> why it was left out
+    budgets: list[str] = field(default_factory=list)  # the budgets applied, as text
+    questions_word: str = "questions"  # what n_questions counts ("human-labelled questions" under PPI)
 
     @property
-    def tie(self) -> list[str]:
-        """The configs in the top tie on every metric (the recommended one among them), headline order."""
-        return list(self.in_every_tie)
+    def within_margin(self) -> list[str]:
+        """The best and every config shown within the margin of it, in headline order."""
+        if self.best is None:
+            return []
+        return [label for label in self.order if label == self.best or self.versus_best[label].shown]
+
+    @property
+    def decided(self) -> bool:
+        """The recommended config is shown within the margin of every other config on the headline (vacuously
+        with one)."""
+        return self.config is not None and all(v.shown for v in self.versus_pick.values())
+
+    @property
+    def undecided(self) -> list[str]:
+        """The configs the recommended one is not shown within the margin of, in headline order."""
+        return [label for label in self.order if label in self.versus_pick and not self.versus_pick[label].shown]
+
+    @property
+    def cheaper_unresolved(self) -> list[str]:
+        """Configs cheaper than the recommended one, not shown within the margin of the best, yet within the
+        set's minimum detectable difference of it on the headline: they may be as good, the set cannot tell."""
+        if self.config is None:
+            return []
+        price = _price(self.costs.get(self.config, math.nan))
+        out = []
+        for label in self.order:
+            if label == self.best or self.versus_best[label].shown or _price(self.costs[label]) >= price:
+                continue
+            test = self.versus_best[label].tests[self.headline]
+            if abs(test.difference) < minimum_detectable_difference(test.sd, test.n, self.alpha):
+                out.append(label)
+        return out
 
     @property
     def reason(self) -> str:
-        """Why, in one sentence: the recommendation line without its prefix; with none, which metrics disagree."""
-        verdict = self._verdict().removeprefix("recommendation: ")
-        if self.config is not None or self.conflict is None:
-            return verdict
-        return f"{verdict}: {self._why()[0].strip().removeprefix('they disagree: ')}"
+        """Why, in one sentence: the recommendation line without its prefix."""
+        return self._verdict().removeprefix("recommendation: ")
+
+    @property
+    def tie(self) -> list[str]:  # kept for callers of the old record: the configs shown within the margin
+        return self.within_margin
 
     def lines(self) -> list[str]:
-        out = [self._verdict()] + self._why()
+        out = [self._verdict()]
+        if self.config is not None:
+            others = [c for c in self.within_margin if c != self.config]
+            if others:
+                out.append("  also within the margin of the best: " + _names(
+                    [f"{c} ({'the best itself, ' if c == self.best else ''}{self.cost} {_number(self.costs[c])})"
+                     for c in others]))
+            cheaper = self.cheaper_unresolved
+            if cheaper:
+                out.append(f"  cheaper, within the set's minimum detectable difference of the best but not shown "
+                           f"within the margin: {self._versus_text(cheaper, self.versus_best)}; "
+                           + self._questions_text(cheaper, self.versus_best) + " (they may be as good: the set "
+                           "cannot tell)")
+        if self.excluded:
+            out.append("  excluded: " + "; ".join(f"{label} ({why})" for label, why in self.excluded.items()))
         if self.left_out:
             out.append("  left out: " + "; ".join(f"{m} ({why})" for m, why in self.left_out.items()))
         return out
 
     def _verdict(self) -> str:
         names = ", ".join(self.metrics)
-        if self.config is not None:
-            n = len(self.in_every_tie)
-            if n == 1:
-                return f"recommendation: {self.config} (the only config in the top tie on every metric: {names})"
-            cost = self.costs.get(self.config, math.nan)
-            same = [c for c in self.in_every_tie if _same(self.costs.get(c, math.nan), cost)]
-            why = f"{self.cost} {_number(cost)}"
-            if len(same) > 1:
-                why += f", as low for {len(same)} of them; then p95 latency {self._latency(self.config)}"
-            return (f"recommendation: {self.config} (in the top tie on every metric: {names}; the cheapest of "
-                    f"{n} such configs: {why})")
-        return f"recommendation: none: no config is in the top tie on every metric ({names})"
+        if self.config is None:
+            return f"recommendation: none: every config is over a budget ({'; '.join(self.budgets)})"
+        if len(self.order) == 1:
+            return f"recommendation: {self.config} (the only config within the budgets: {'; '.join(self.budgets)})"
+        head = self.means[self.headline]
+        if self.config == self.best:
+            why = f"the best on {self.headline}, {head[self.config]:.4f}"
+        else:
+            tests = self.versus_best[self.config].tests
+            n = len(self.within_margin)
+            why = (f"within the {self.margin} margin of the best, {self.best}, on {names}: {self.headline} "
+                   f"{head[self.config]:.4f} against {head[self.best]:.4f}, lower bound "
+                   f"{tests[self.headline].lower_bound:+.4f}; the cheapest of {n} such configs: {self.cost} "
+                   f"{_number(self.costs[self.config])}")
+        if self.decided:
+            return (f"recommendation: {self.config} ({why}; shown within the {self.margin} margin of every other "
+                    f"config on {self.headline}, {self.n_questions} {self.questions_word})")
+        undecided = self.undecided
+        mde = max(minimum_detectable_difference(self.versus_pick[c].tests[self.headline].sd, self.n_questions,
+                                                self.alpha) for c in undecided)
+        return (f"recommendation: provisional: {self.config} ({why}); the set cannot decide: it is not shown within "
+                f"the {self.margin} margin of {_names(undecided)} (the minimum detectable difference on "
+                f"{self.headline} is {mde:.4f} at {self.n_questions} {self.questions_word}; "
+                f"{self._questions_text(undecided, self.versus_pick)})")
 
-    def _why(self) -> list[str]:
-        if self.config is not None:
-            others = [c for c in self.in_every_tie if c != self.config]
-            if not others:
-                return []
-            return ["  also in every tie: " + ", ".join(
-                f"{c} ({self.cost} {_number(self.costs.get(c, math.nan))}, p95 {self._latency(c)})"
-                for c in others[:4]) + (" ..." if len(others) > 4 else "")]
-        tie = self.ties[self.conflict]
-        before = self.metrics[:self.metrics.index(self.conflict)]
-        common = [c for c in self.ties[self.headline].tie if all(c in self.ties[m].tie for m in before)]
-        best_common = (min if tie.lower_is_better else max)(common, key=lambda c: tie.values[c])
-        shown = ", ".join(tie.tie[:3]) + (" ..." if len(tie.tie) > 3 else "")
-        line = (f"  they disagree: the configs in the top tie on {', '.join(before)} ({', '.join(common[:3])}"
-                f"{' ...' if len(common) > 3 else ''}) are not in the top tie on {self.conflict} ({shown}): "
-                f"{self.conflict} {tie.show(tie.values[best_common])} at best ({best_common}) against "
-                f"{tie.show(tie.values[tie.best])} ({tie.best})"
-                + (f", beyond the {tie.tolerance:g} ms tolerance" if tie.lower_is_better else ""))
-        missing = [m for m in self.metrics if self.closest not in self.ties[m].tie]
-        return [line, f"  closest: {self.closest}, in the top tie on {len(self.metrics) - len(missing)} of "
-                      f"{len(self.metrics)} (not {', '.join(missing)}); to choose it, drop those from "
-                      "recommend.guards"]
+    def _versus_text(self, labels: list[str], family: dict[str, Versus]) -> str:
+        return _names([f"{c} ({self.cost} {_number(self.costs[c])}; {self.headline} "
+                       f"{family[c].tests[self.headline].difference:+.4f}, lower bound "
+                       f"{family[c].tests[self.headline].lower_bound:+.4f})" for c in labels])
 
-    def _latency(self, label: str) -> str:
-        value = self.latency.get(label, math.nan)
-        return "not logged" if math.isnan(value) else f"{value:.2f} ms"
+    def _questions_text(self, labels: list[str], family: dict[str, Versus]) -> str:
+        """How many questions would show configs equal within the margin (80% power, true difference 0,
+        alpha shared out over the family by Bonferroni, the largest over the labels and metrics)."""
+        level = self.alpha / max(len(family), 1)
+        needed = [questions_to_decide(t.sd, t.margin, level, POWER) for c in labels for t in family[c].tests.values()]
+        if any(n is None for n in needed):
+            return "no number of questions shows configs equal at a zero margin"
+        return (f"if they are truly equal, about {max(needed):,} {self.questions_word} would show it at the {self.margin} "
+                "margin")
 
     def as_dict(self) -> dict:
-        return {"config": self.config, "headline": self.headline, "metrics": self.metrics,
-                "ties": {m: t.tie for m, t in self.ties.items()}, "in_every_tie": self.in_every_tie,
-                "cost": self.cost, "costs": self.costs, "left_out": self.left_out, "closest": self.closest,
-                "conflict": self.conflict, "lines": self.lines()}
+        return {"config": self.config, "decided": self.decided, "best": self.best, "headline": self.headline,
+                "metrics": self.metrics, "margin": self.margin, "within_margin": self.within_margin,
+                "undecided": self.undecided, "cheaper_unresolved": self.cheaper_unresolved,
+                "excluded": self.excluded, "cost": self.cost, "costs": self.costs, "latency_p95_ms": self.latency,
+                "left_out": self.left_out, "questions": self.n_questions, "lines": self.lines()}
 
 
-def _same(x: float, y: float) -> bool:
-    return (math.isnan(x) and math.isnan(y)) or x == y
+def _price(cost: float) -> float:
+    return math.inf if math.isnan(cost) else cost
+
+
+def _names(items: list[str]) -> str:
+    return ", ".join(items[:SHOWN]) + (f" and {len(items) - SHOWN} more" if len(items) > SHOWN else "")
 
 
 def _number(x: float) -> str:
@@ -210,100 +258,114 @@ def resolve_metrics(headline: str, guards: list[str]) -> list[str]:
     out = [headline]
     for guard in guards:
         name = guard
-        if level and not LATENCY.match(guard) and guard.split("_", 1)[0] not in LEVELS:
+        if level and guard.split("_", 1)[0] not in LEVELS:
             name = f"{level}_{guard}"
         if name not in out:
             out.append(name)
     return out
 
 
-def quality_tie(metric: str, records: list[ConfigRecord], *, test: str, correction: str, alpha: float,
-                n_resamples: int, seed: int) -> MetricTie:
-    ranked = rank_against_best({r.label: r.per_query[metric] for r in records}, test=test, correction=correction,
-                               alpha=alpha, n_resamples=n_resamples, seed=seed)
-    return MetricTie(metric, False, {v.label: v.mean for v in ranked},
-                     [v.label for v in ranked if v.verdict != "worse"], ranked[0].label)
+def p95_latency(record: ConfigRecord, stage: str) -> float:
+    """The stage's p95 latency in ms: from the per-query column when there, else the logged metric; 0 for a
+    stage the config does not have (its whole search was timed, this stage was not in it); NaN if not measured."""
+    column = f"latency_ms_{stage}"
+    if column in record.per_query:
+        return float(np.percentile(np.asarray(record.per_query[column], dtype=float), 95))
+    if f"{column}_p95" in record.values:
+        return float(record.values[f"{column}_p95"])
+    if stage != "total" and ("latency_ms_total" in record.per_query or "latency_ms_total_p95" in record.values):
+        return 0.0
+    return math.nan
 
 
-def latency_tie(metric: str, column: str, q: float, records: list[ConfigRecord], *, alpha: float,
-                n_bootstrap: int, seed: int, tolerance_ms: float = 0.0) -> MetricTie:
-    """The fastest config on the ``q``-th percentile of ``column`` and every config whose paired bootstrap
-    interval of the percentile's difference to it (Bonferroni over the others) reaches ``tolerance_ms``."""
-    arrays = {r.label: np.asarray(r.per_query[column], dtype=float) for r in records}
-    values = {label: float(np.percentile(a, q)) for label, a in arrays.items()}
-    order = sorted(values, key=lambda label: values[label])  # stable: equal values keep the given order
-    fastest = arrays[order[0]]
-    n = len(fastest)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_bootstrap, n))  # one set of resamples, the same for every config (paired)
-    base = np.percentile(fastest[idx], q, axis=1)
-    level = 1 - alpha / max(len(order) - 1, 1)
-    tie = [order[0]]
-    for label in order[1:]:
-        differences = np.percentile(arrays[label][idx], q, axis=1) - base
-        low = float(np.percentile(differences, 100 * (1 - level) / 2))
-        if low <= tolerance_ms:
-            tie.append(label)
-    return MetricTie(metric, True, values, tie, order[0], tolerance_ms)
+def versus(candidate: ConfigRecord, reference: ConfigRecord, metrics: list[str], margin: tuple[float, bool],
+           alpha: float, estimator: PairedT | None = None) -> Versus:
+    """``candidate`` tested against ``reference`` on every metric (the margin relative to the reference's mean
+    when it is a share); its p-value is the largest of the metrics'."""
+    estimator = estimator or PairedT()
+    value, relative = margin
+    tests = {}
+    for metric in metrics:
+        amount = value * abs(estimator.mean(reference, metric)) if relative else value
+        tests[metric] = estimator.versus(candidate, reference, metric, amount, alpha)
+    p = max(t.p_value for t in tests.values())
+    return Versus(candidate.label, reference.label, tests, p, math.nan, False)
 
 
-def _p95(record: ConfigRecord) -> float:
-    """The whole search's p95 latency in ms: from the per-query column when there, else the logged metric."""
-    if "latency_ms_total" in record.per_query:
-        return float(np.percentile(np.asarray(record.per_query["latency_ms_total"], dtype=float), 95))
-    return float(record.values.get("latency_ms_total_p95", math.nan))
+def family(candidates: list[ConfigRecord], reference: ConfigRecord, metrics: list[str], margin: tuple[float, bool],
+           alpha: float, *, as_reference: bool = False, estimator: PairedT | None = None) -> dict[str, Versus]:
+    """Each candidate against ``reference`` (or, ``as_reference``, the reference against each), Holm over them."""
+    found = [versus(reference, c, metrics, margin, alpha, estimator) if as_reference
+             else versus(c, reference, metrics, margin, alpha, estimator) for c in candidates]
+    adjusted = adjust_p_values(np.array([v.p_value for v in found]), "holm") if found else []
+    out = {}
+    for c, v, q in zip(candidates, found, adjusted):
+        v.p_adjusted, v.shown = float(q), bool(q < alpha)
+        out[c.label] = v
+    return out
 
 
 def recommend(records: list[ConfigRecord], headline: str, config: RecommendConfig | None = None, *,
-              test: str = "randomization", correction: str = "holm", alpha: float = 0.05,
-              n_resamples: int = 10_000, n_bootstrap: int = 2_000, seed: int = 0) -> Recommendation:
+              alpha: float = 0.05, estimator: PairedT | None = None) -> Recommendation:
     """The recommendation over ``records`` (two or more configs, each with the same questions in the same
-    order; test, correction and alpha as the comparison that ranked them; ``config``: the guards and the cost,
-    default ``RecommendConfig()``). Returns a plain record: ``.config`` (the label, or None), ``.tie`` (every
-    config in the top tie on every metric), ``.reason`` (one sentence), ``.lines()`` (what commands print)."""
+    order; ``config``: margin, guards, cost and budgets, default ``RecommendConfig()``; ``alpha``: of every
+    test, as the comparison that ranked them). Returns a plain record: ``.config`` (the label, or None when a
+    budget excludes every config), ``.decided``, ``.undecided``, ``.reason`` (one sentence), ``.lines()``.
+    ``estimator``: where the means and tests come from (default ``PairedT``; a PPI estimator under human labels)."""
     config = config or RecommendConfig()
+    estimator = estimator or PairedT()
     if len(records) < 2:
         raise ValueError(f"a recommendation compares at least 2 configs, got {len(records)}")
     if headline not in records[0].per_query:
         raise ValueError(f"the headline metric {headline!r} has no per-query scores")
-    metrics, left_out, ties = [], {}, {}
+    if lower_is_better(headline):
+        raise ValueError(f"the headline {headline!r} is a latency or a cost; a recommendation is headed by a "
+                         "quality metric (nDCG@10, recall@10, ...)")
+    metrics, left_out = [], {}
     for metric in resolve_metrics(headline, config.guards):
-        latency = LATENCY.match(metric)
-        column = f"latency_ms_{latency['stage']}" if latency else metric
-        missing = [r.label for r in records if column not in r.per_query]
+        missing = [r.label for r in records if metric not in r.per_query]
         if missing:
             left_out[metric] = ("not measured by these runs" if len(missing) == len(records)
                                 else f"not measured by {', '.join(missing[:3])}")
             continue
-        if latency:
-            ties[metric] = latency_tie(metric, column, float(latency["q"]), records, alpha=alpha,
-                                       n_bootstrap=n_bootstrap, seed=seed,
-                                       tolerance_ms=config.latency_tolerance_ms)
-        else:
-            ties[metric] = quality_tie(metric, records, test=test, correction=correction, alpha=alpha,
-                                       n_resamples=n_resamples, seed=seed)
         metrics.append(metric)
+    n = estimator.questions(records[0], headline)
     costs = {r.label: float(r.values.get(config.cost, math.nan)) for r in records}
-    latency = {r.label: _p95(r) for r in records}
-    order = ties[headline].tie + [r.label for r in records if r.label not in ties[headline].tie]
-    in_every = [c for c in order if all(c in ties[m].tie for m in metrics)]
-    found = Recommendation(None, headline, metrics, ties, in_every, config.cost, costs, latency, left_out)
+    latency = {r.label: p95_latency(r, config.latency_stage) for r in records}
     if all(math.isnan(c) for c in costs.values()):
-        found.left_out[config.cost] = "not logged by these runs: the cheapest is picked by p95 latency"
-    if in_every:
-        rank = {label: i for i, label in enumerate(order)}
-
-        def price(label: str) -> tuple:  # NaN (not logged) prices last
-            return tuple(math.inf if math.isnan(x) else x for x in (costs[label], latency[label])) + (rank[label],)
-
-        found.config = min(in_every, key=price)
+        left_out[config.cost] = "not logged by these runs: the better headline mean decides"
+    excluded, budgets = {}, []
+    if config.latency_budget_ms is not None:
+        budgets.append(f"p95 latency of {config.latency_stage} at most {config.latency_budget_ms:g} ms")
+        for label, ms in latency.items():
+            if math.isnan(ms):
+                excluded[label] = f"latency_ms_{config.latency_stage} not measured, so the budget cannot be checked"
+            elif ms > config.latency_budget_ms:
+                excluded[label] = f"p95 {ms:.2f} ms over the {config.latency_budget_ms:g} ms budget"
+    if config.cost_budget is not None:
+        budgets.append(f"{config.cost} at most {_number(config.cost_budget)}")
+        for label, cost in costs.items():
+            if label in excluded:
+                continue
+            if math.isnan(cost):
+                excluded[label] = f"{config.cost} not logged, so the budget cannot be checked"
+            elif cost > config.cost_budget:
+                excluded[label] = f"{config.cost} {_number(cost)} over the {_number(config.cost_budget)} budget"
+    kept = [r for r in records if r.label not in excluded]
+    means = {m: {r.label: estimator.mean(r, m) for r in records} for m in metrics}
+    order = sorted((r.label for r in kept), key=lambda label: -means[headline][label])  # stable on equal means
+    found = Recommendation(None, order[0] if order else None, headline, metrics, config.margin_text(), means, order,
+                           {}, {}, config.cost, costs, latency, n, alpha, excluded, left_out, budgets,
+                           estimator.questions_word)
+    if not kept:
         return found
-    narrowed = list(ties[headline].tie)
-    for metric in metrics[1:]:
-        if not [c for c in narrowed if c in ties[metric].tie]:
-            found.conflict = metric
-            break
-        narrowed = [c for c in narrowed if c in ties[metric].tie]
-    in_ties = {label: sum(label in ties[m].tie for m in metrics) for label in order}
-    found.closest = max(order, key=lambda label: in_ties[label])  # max keeps the first of equal counts
+    by_label = {r.label: r for r in kept}
+    margin = parse_margin(config.margin)
+    best = by_label[order[0]]
+    found.versus_best = family([by_label[c] for c in order[1:]], best, metrics, margin, alpha, estimator=estimator)
+    rank = {label: i for i, label in enumerate(order)}
+    found.config = min(found.within_margin, key=lambda c: (_price(costs[c]), rank[c]))  # then the better mean
+    pick = by_label[found.config]
+    found.versus_pick = family([by_label[c] for c in order if c != found.config], pick, [headline], margin, alpha,
+                               as_reference=True, estimator=estimator)
     return found

@@ -13,7 +13,11 @@ from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
-from scipy import optimize, stats
+
+from kbench.lazy import lazy_module
+
+# a second to import, and a config reaches this module (through recommend.py) long before any test runs
+optimize, stats = lazy_module("scipy.optimize"), lazy_module("scipy.stats")
 
 # a p-value computed with floating point sums must not flip on the last bit: two sums that differ by less
 # than this (relative) are treated as equal, as scipy's permutation_test does
@@ -118,8 +122,10 @@ def paired_effect_size(a, b) -> float:
     return float(d.mean() / sd)
 
 
-def bootstrap_ci(values, confidence: float = 0.95, n_resamples: int = 2_000, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean (resample queries with replacement).
+def bootstrap_ci(values, confidence: float = 0.95, n_resamples: int = 2_000, seed: int = 0,
+                 q: float | None = None) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean (resample queries with replacement); with ``q``, of the q-th
+    percentile instead (a run's p95 latency).
 
     For a paired difference pass ``b - a``: resampling the differences keeps each query's pair together.
     """
@@ -133,10 +139,58 @@ def bootstrap_ci(values, confidence: float = 0.95, n_resamples: int = 2_000, see
     for start in range(0, n_resamples, 1_000):
         stop = min(start + 1_000, n_resamples)
         idx = rng.integers(0, len(x), size=(stop - start, len(x)))
-        means[start:stop] = x[idx].mean(axis=1)
+        means[start:stop] = x[idx].mean(axis=1) if q is None else np.percentile(x[idx], q, axis=1)
     alpha = (1 - confidence) / 2
     low, high = np.percentile(means, [100 * alpha, 100 * (1 - alpha)])
     return float(low), float(high)
+
+
+def percentile_difference_ci(a, b, q: float, confidence: float = 0.95, n_resamples: int = 2_000,
+                             seed: int = 0) -> tuple[float, float]:
+    """Paired percentile bootstrap interval of percentile(b, q) - percentile(a, q): the same resampled queries
+    for both, so each query's pair stays together (a percentile of differences is not a difference of
+    percentiles)."""
+    _paired(a, b)
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_resamples)
+    for start in range(0, n_resamples, 1_000):
+        stop = min(start + 1_000, n_resamples)
+        idx = rng.integers(0, len(a), size=(stop - start, len(a)))
+        out[start:stop] = np.percentile(b[idx], q, axis=1) - np.percentile(a[idx], q, axis=1)
+    alpha = (1 - confidence) / 2
+    low, high = np.percentile(out, [100 * alpha, 100 * (1 - alpha)])
+    return float(low), float(high)
+
+
+def percentile_permutation_test(a, b, q: float, n_resamples: int = 10_000, seed: int = 0) -> TestResult:
+    """Paired permutation test of percentile(b, q) - percentile(a, q), two-sided.
+
+    Under the null hypothesis each query's two values are exchangeable, so swapping them at random gives the
+    difference's null distribution; this is the randomization test with a percentile in place of the mean.
+    Exact (all 2**n swaps) when 2**n <= n_resamples, otherwise ``n_resamples`` random swaps with the +1
+    correction. The statistic is the observed difference.
+    """
+    _paired(a, b)
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    n = len(a)
+    observed = float(np.percentile(b, q) - np.percentile(a, q))
+    threshold = abs(observed) * (1 - _REL_TOL)
+
+    def exceed(swap: np.ndarray) -> int:  # swap: (resamples, n) booleans, True = the pair's values swapped
+        first, second = np.where(swap, b, a), np.where(swap, a, b)
+        return int(np.sum(np.abs(np.percentile(second, q, axis=1) - np.percentile(first, q, axis=1)) >= threshold))
+
+    if 2**n <= n_resamples:
+        swaps = np.array(list(product((False, True), repeat=n)))
+        return TestResult(observed, exceed(swaps) / len(swaps))
+    rng = np.random.default_rng(seed)
+    hits = done = 0
+    while done < n_resamples:  # in blocks, to bound memory on large query sets
+        size = min(2_000, n_resamples - done)
+        hits += exceed(rng.random((size, n)) < 0.5)
+        done += size
+    return TestResult(observed, (hits + 1) / (n_resamples + 1))
 
 
 def bonferroni(p_values) -> np.ndarray:
@@ -210,6 +264,75 @@ def minimum_detectable_difference(sd_of_differences: float, n: int, alpha: float
     return float(optimize.brentq(shortfall, 0.0, high, xtol=1e-14) * sd_of_differences)
 
 
+@dataclass(frozen=True)
+class NonInferiority:
+    """A candidate against a reference on one metric: is the candidate shown to be at most ``margin`` worse?"""
+
+    difference: float  # mean(candidate - reference) over the questions
+    lower_bound: float  # its one-sided (1 - alpha) lower confidence bound
+    margin: float  # in the metric's units (> 0: how much worse still counts as as good)
+    p_value: float  # of H0: difference <= -margin (small: the candidate is shown within the margin)
+    sd: float  # standard deviation of the per-question differences
+    n: int
+
+    def shown(self, alpha: float = 0.05) -> bool:
+        return self.p_value < alpha
+
+
+def non_inferiority(reference, candidate, margin: float, alpha: float = 0.05) -> NonInferiority:
+    """One-sided paired t-test of H0: mean(candidate - reference) <= -margin against H1: it is above -margin.
+
+    ``p < alpha`` exactly when the one-sided (1 - alpha) lower confidence bound of the mean difference,
+    mean - t(1 - alpha, n - 1) * sd / sqrt(n), is above -margin: the bound the recommendation's rule is stated
+    in. Why the t-test: a percentile bootstrap interval covers too little at 15 to 30 questions, and a sign-flip
+    test of the shifted differences (d + margin) assumes they are symmetric about 0 under H0, an assumption no
+    weaker than the t's (a mean of bounded scores is close to normal); the t has the power calculation kbench
+    already uses (``minimum_detectable_difference``), so the questions a set would need are computed for the
+    test that decides. Differences that do not vary: shown exactly when they are above -margin.
+    """
+    d = _paired(reference, candidate)
+    n = len(d)
+    if margin < 0 or not math.isfinite(margin):
+        raise ValueError(f"a non-inferiority margin is a finite difference >= 0, got {margin}")
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    shifted = mean + margin
+    if sd == 0:  # every question moved by the same amount
+        return NonInferiority(mean, mean, margin, 0.0 if shifted > 0 else 1.0, 0.0, n)
+    se = sd / math.sqrt(n)
+    p = float(stats.t.sf(shifted / se, n - 1))
+    return NonInferiority(mean, mean - float(stats.t.ppf(1 - alpha, n - 1)) * se, margin, p, sd, n)
+
+
+def questions_to_decide(sd_of_differences: float, margin: float, alpha: float = 0.05, power: float = 0.8,
+                        limit: int = 10_000_000) -> int | None:
+    """How many questions a one-sided non-inferiority test at ``alpha`` needs to show two configs that are truly
+    equal within ``margin`` with ``power``: the smallest n whose minimum detectable difference (the same
+    noncentral-t calculation, at two-sided 2 * alpha, i.e. one-sided alpha) is at most the margin, for per-question
+    differences spread by ``sd_of_differences``. None when no n up to ``limit`` is enough (a zero margin)."""
+    if not math.isfinite(sd_of_differences) or sd_of_differences < 0:
+        return None
+    if sd_of_differences == 0:
+        return 2
+    if margin <= 0:
+        return None
+
+    def enough(n: int) -> bool:
+        return minimum_detectable_difference(sd_of_differences, n, min(2 * alpha, 0.999), power) <= margin
+
+    high = 2
+    while not enough(high):
+        if high >= limit:
+            return None
+        high = min(2 * high, limit)
+    low = max(2, high // 2)
+    if enough(low):
+        return low
+    while high - low > 1:  # enough(high), not enough(low)
+        mid = (low + high) // 2
+        low, high = (low, mid) if enough(mid) else (mid, high)
+    return high
+
+
 def adjust_p_values(p_values, method: str) -> np.ndarray:
     """Correct for multiple comparisons: ``holm``, ``bonferroni``, ``fdr_bh`` or ``none``; NaN p-values are
     left out."""
@@ -231,7 +354,7 @@ TESTS = {"t": paired_t_test, "wilcoxon": wilcoxon_signed_rank, "randomization": 
 
 @dataclass(frozen=True)
 class VersusBest:
-    """One config of a ranking: its mean, its test against the best and the verdict."""
+    """One config of a ranking: its value (the mean, or a percentile), its test against the best and the verdict."""
 
     label: str
     mean: float
@@ -241,21 +364,31 @@ class VersusBest:
 
 
 def rank_against_best(scores, *, test: str = "randomization", correction: str = "holm", alpha: float = 0.05,
-                      n_resamples: int = 10_000, seed: int = 0) -> list[VersusBest]:
+                      n_resamples: int = 10_000, seed: int = 0, lower_is_better: bool = False,
+                      percentile: float | None = None) -> list[VersusBest]:
     """Configs best first by mean score, each other one tested against the best; the rule ``kbench compare``
     ranks by, over a plain table: ``scores`` maps a label to its per-query scores (the same queries, in the same
-    order, for every label; higher is better). Equal means keep the order given. The best and every config
-    whose corrected p-value is not below ``alpha`` (or is NaN: no spread to test) form the top tie."""
+    order, for every label). Higher is better unless ``lower_is_better`` (latency, cost). With ``percentile``
+    the configs are ranked by that percentile of their scores (a p95 latency) and tested with the paired
+    permutation test of the percentile difference, whatever ``test`` says. Equal values keep the order given.
+    The best and every config whose corrected p-value is not below ``alpha`` (or is NaN: no spread to test)
+    form the top tie."""
     labels = list(scores)
     arrays = {label: np.asarray(scores[label], dtype=float) for label in labels}
-    means = {label: float(arrays[label].mean()) for label in labels}
-    order = sorted(labels, key=lambda label: -means[label])  # stable: equal means keep the given order
+    values = {label: float(arrays[label].mean() if percentile is None else np.percentile(arrays[label], percentile))
+              for label in labels}
+    sign = 1.0 if lower_is_better else -1.0
+    order = sorted(labels, key=lambda label: sign * values[label])  # stable: equal values keep the given order
     best = arrays[order[0]]
     run_test = TESTS[test]
-    p_values = [(run_test(best, arrays[label], n_resamples, seed) if test == "randomization"
-                 else run_test(best, arrays[label])).p_value for label in order[1:]]
+    if percentile is not None:
+        p_values = [percentile_permutation_test(best, arrays[label], percentile, n_resamples, seed).p_value
+                    for label in order[1:]]
+    else:
+        p_values = [(run_test(best, arrays[label], n_resamples, seed) if test == "randomization"
+                     else run_test(best, arrays[label])).p_value for label in order[1:]]
     adjusted = adjust_p_values(np.array(p_values), correction)
-    out = [VersusBest(order[0], means[order[0]], math.nan, math.nan, "best")]
+    out = [VersusBest(order[0], values[order[0]], math.nan, math.nan, "best")]
     for label, p, q in zip(order[1:], p_values, adjusted):
-        out.append(VersusBest(label, means[label], float(p), float(q), "worse" if q < alpha else "tied"))
+        out.append(VersusBest(label, values[label], float(p), float(q), "worse" if q < alpha else "tied"))
     return out

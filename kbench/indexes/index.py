@@ -8,20 +8,23 @@ built by ``kbench.indexes.build.build_index`` and handed to retrieval as this on
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable
 
 from kbench.chunking.config import ChunkingConfig
 from kbench.datasets.config import DatasetConfig
 from kbench.embedding.config import EmbeddingConfig
-from kbench.embedding.stage import EmbeddingResult
 from kbench.enrichment.config import EnrichmentConfig
-from kbench.llm import LLMPolicy, UsageMeter
+from kbench.llm.config import LLMPolicy
+from kbench.llm.usage import UsageMeter
 from kbench.records import Chunk
 from kbench.store.config import StoreConfig
-from kbench.store.outcome import StoreHandle, VectorSearch
 from kbench.trace import StageTimer
+
+if TYPE_CHECKING:  # annotations only: a config names IndexSpec long before anything is embedded or stored
+    import numpy as np
+
+    from kbench.embedding.stage import EmbeddingResult
+    from kbench.store.outcome import StoreHandle, VectorSearch
 
 CHUNK = "chunk"  # the name of the run's own index: its chunking of the dataset
 

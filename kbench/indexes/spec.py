@@ -16,7 +16,7 @@ from kbench.chunking.registry import CHUNKERS
 from kbench.errors import format_error
 from kbench.hashing import stable_hash
 from kbench.indexes.index import CHUNK
-from kbench.indexes.kinds.chunking import DOCUMENT_CHUNKING
+from kbench.indexes.kinds.chunking import document_chunking
 from kbench.indexes.registry import UNIT_KINDS
 from kbench.registry import UnknownNameError
 
@@ -33,7 +33,7 @@ def unit_kind(unit: str | dict[str, Any]) -> tuple[str, ChunkingConfig | None]:
     if unit == CHUNK:
         return CHUNK, None
     if isinstance(unit, str) and unit in UNIT_KINDS.names() and unit != CHUNKING_KIND:
-        return unit, DOCUMENT_CHUNKING if UNIT_KINDS.get(unit).impl.chunks else None
+        return unit, document_chunking() if UNIT_KINDS.get(unit).impl.chunks else None
     if isinstance(unit, str):
         try:
             CHUNKERS.get(unit)

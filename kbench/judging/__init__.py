@@ -1,8 +1,13 @@
 """``kbench judge``: pool the top-k of runs, grade the unlabeled (query, chunk) pairs with an LLM (0-3),
 write qrels with provenance; ``--calibrate`` measures the judge on pairs that already carry labels."""
-from kbench.judging.agreement import cohen_kappa, confusion
-from kbench.judging.judge import Calibration, JudgeReport, Pair, calibrate, judge_runs, judged_at_k, pool_runs
-from kbench.judging.prompt import PROMPT_SHA256, judge_prompt, parse_grade
+from kbench.lazy import lazy_exports
 
-__all__ = ["Calibration", "JudgeReport", "Pair", "PROMPT_SHA256", "calibrate", "cohen_kappa", "confusion",
-           "judge_prompt", "judge_runs", "judged_at_k", "parse_grade", "pool_runs"]
+# judged_at_k below this: a run's metrics re-scored with judged qrels are marked as computed on a thin pool
+# (judging/rescore.py); here, where ``kbench compare --help`` reads it without loading the re-scoring
+MIN_JUDGED = 0.8
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    ".agreement": ["cohen_kappa", "confusion"],
+    ".judge": ["Calibration", "JudgeReport", "Pair", "calibrate", "judge_runs", "judged_at_k", "pool_runs"],
+    ".prompt": ["PROMPT_SHA256", "judge_prompt", "parse_grade"],
+})

@@ -32,6 +32,7 @@ from kbench.compare.compare import (DEFAULT_MEASURES, NOT_METRICS, CompareError,
 from kbench.config import validate_experiment
 from kbench.datasets import DatasetError
 from kbench.datasets.registry import resolve_dataset_path
+from kbench.judging import MIN_JUDGED
 from kbench.evaluation.stage import evaluate_rankings, summarize
 from kbench.paths import workspace_dir
 from kbench.pipeline import chunked_dataset
@@ -80,7 +81,6 @@ class JudgedQrels:
         return text
 
 
-MIN_JUDGED = 0.8  # judged_at_k below this: the run's metrics are marked as computed on a thin pool
 
 
 def rescore_run(client, scores: RunScores, judged: JudgedQrels, only: set[str] | None = None) -> RunScores:

@@ -12,15 +12,15 @@ Stable API (used by enrichment, the llm reranker, the openai embedding provider,
 - Errors: ``LLMError``; stops: ``QuotaExhaustedError``, ``EndpointUnreachableError``, ``AuthenticationError``;
   ``LLMStoppedError`` when a stage stopped part-way with what finished kept.
 """
-from kbench.llm.cache import ResponseCache
-from kbench.llm.client import LLMClient, stop_error
-from kbench.llm.config import LLMConfig, LLMPolicy, ModelPrice
-from kbench.llm.endpoint import Endpoint
-from kbench.llm.errors import (AuthenticationError, EndpointUnreachableError, LLMError, LLMStoppedError,
-                               QuotaExhaustedError)
-from kbench.llm.results import ChatBatchResult, EmbeddingBatchResult, Failure
-from kbench.llm.usage import UsageMeter
+from kbench.lazy import lazy_exports
 
-__all__ = ["AuthenticationError", "ChatBatchResult", "EmbeddingBatchResult", "Endpoint", "EndpointUnreachableError",
-           "Failure", "LLMClient", "LLMConfig", "LLMError", "LLMPolicy", "LLMStoppedError", "ModelPrice",
-           "QuotaExhaustedError", "ResponseCache", "UsageMeter", "stop_error"]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    ".cache": ["ResponseCache"],
+    ".client": ["LLMClient", "stop_error"],
+    ".config": ["LLMConfig", "LLMPolicy", "ModelPrice"],
+    ".endpoint": ["Endpoint"],
+    ".errors": ["AuthenticationError", "EndpointUnreachableError", "LLMError", "LLMStoppedError",
+                "QuotaExhaustedError"],
+    ".results": ["ChatBatchResult", "EmbeddingBatchResult", "Failure"],
+    ".usage": ["UsageMeter"],
+})

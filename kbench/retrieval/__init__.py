@@ -1,5 +1,4 @@
-"""Retrieval: legs, fusion, rerank, grouping. Importing this package registers every strategy."""
-from kbench.retrieval import fusion, legs, rerank  # noqa: F401
-from kbench.retrieval.registry import FUSIONS, LEGS, RERANKERS, SearchContext
+"""Retrieval: legs, fusion, rerank, grouping; each strategy imported when its name is first used (registry.py)."""
+from kbench.lazy import lazy_exports
 
-__all__ = ["FUSIONS", "LEGS", "RERANKERS", "SearchContext"]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {".registry": ["FUSIONS", "LEGS", "RERANKERS", "SearchContext"]})

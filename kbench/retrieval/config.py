@@ -56,6 +56,14 @@ class GroupingConfig(StrictModel):
                              "(0 when the vector leg did not find it; Archon sums similarity_score)")
 
 
+class ContextConfig(StrictModel):  # the ``context`` section, used by retrieval/context.py
+    enabled: bool = Field(False, description="assemble each ranking into a context and score it (context_* metrics)")
+    max_context_tokens: int = Field(4000, ge=1, description="token budget of the assembled context (the GWI spec)")
+    drop_overlapping: bool = Field(True, description="drop a chunk overlapping one kept before it")
+    include_metadata: bool = Field(False, description="a [source: ...] header line before each chunk")
+    tokenizer: str = Field("all-MiniLM-L6-v2", description="catalogue model whose tokenizer counts tokens")
+
+
 class RetrievalConfig(StrictModel):
     late_knobs = {"candidates_unit": "searched"}  # added later: at its default, run keys are the old ones
     legs: list[str] = Field(default_factory=lambda: ["vector"], min_length=1,

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from pydantic import Field
 
 from kbench.chunking.fixed_tokens import load_tokenizer
 from kbench.embedding.models import resolve_model_path
@@ -26,17 +25,9 @@ from kbench.errors import RunError
 from kbench.evaluation.config import EvaluationConfig
 from kbench.evaluation.stage import evaluate_rankings
 from kbench.records import Chunk, Dataset, Document, RankedHit, Run
-from kbench.registry import StrictModel
+from kbench.retrieval.config import ContextConfig
 
 SEPARATOR = "\n\n"
-
-
-class ContextConfig(StrictModel):
-    enabled: bool = Field(False, description="assemble each ranking into a context and score it (context_* metrics)")
-    max_context_tokens: int = Field(4000, ge=1, description="token budget of the assembled context (the GWI spec)")
-    drop_overlapping: bool = Field(True, description="drop a chunk overlapping one kept before it")
-    include_metadata: bool = Field(False, description="a [source: ...] header line before each chunk")
-    tokenizer: str = Field("all-MiniLM-L6-v2", description="catalogue model whose tokenizer counts tokens")
 
 
 @dataclass

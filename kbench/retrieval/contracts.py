@@ -19,16 +19,20 @@ import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol
 
-import numpy as np
 from pydantic import Field
 
-from kbench.indexes import Index
-from kbench.llm import LLMPolicy, UsageMeter
+from kbench.llm.config import LLMPolicy
+from kbench.llm.usage import UsageMeter
 from kbench.records import Chunk, Hit, Query
 from kbench.registry import StrictModel
-from kbench.store.outcome import StoreHandle, VectorSearch
+
+if TYPE_CHECKING:  # annotations only: `kbench list` reads the registries that import this module
+    import numpy as np
+
+    from kbench.indexes import Index
+    from kbench.store.outcome import StoreHandle, VectorSearch
 
 LegResult = list[tuple[int, float]]
 
@@ -48,6 +52,7 @@ class SearchContext:
     llm_policy: LLMPolicy = field(default_factory=LLMPolicy)  # retries/concurrency of LLM stages (config llm.policy)
     llm_meter: UsageMeter = field(default_factory=UsageMeter)  # the run's LLM token/request counts
     doc_types: dict[str, str] = field(default_factory=dict)  # doc_id -> Document.doc_type (per-type analyzers)
+    time_queries: Callable[[list[str]], float | None] | None = None  # s/question, never cached (latency: batch)
 
     def on(self, index: Index) -> "SearchContext":
         """This context over ``index``: its units, vectors, vector index and store."""

@@ -21,8 +21,9 @@ T = TypeVar("T")
 class ContractRegistry(Registry[T]):
     """A registry whose ``require(field, name, impl, params)`` must pass before an entry is added."""
 
-    def __init__(self, field: str, require: Callable[[str, str, T, type[StrictModel]], None]):
-        super().__init__(field)
+    def __init__(self, field: str, require: Callable[[str, str, T, type[StrictModel]], None],
+                 modules: dict[str, str] | None = None):
+        super().__init__(field, modules)
         self.require = require
 
     def register(self, name: str, params: type[StrictModel] | None = None) -> Callable[[T], T]:
@@ -35,6 +36,24 @@ class ContractRegistry(Registry[T]):
         return decorator
 
 
-LEGS: ContractRegistry[type[Leg]] = ContractRegistry("retrieval.legs", require_leg)
-FUSIONS: ContractRegistry[Fusion] = ContractRegistry("retrieval.fusion.strategy", require_fusion)
-RERANKERS: ContractRegistry[type[Reranker]] = ContractRegistry("rerank.strategy", require_reranker)
+# A new strategy: its module (legs/, fusion/, rerank/) and its line here (kbench/registry.py: imported on first use).
+LEGS: ContractRegistry[type[Leg]] = ContractRegistry("retrieval.legs", require_leg, {
+    "bm25": "kbench.retrieval.legs.bm25",
+    "code_examples": "kbench.retrieval.legs.code_examples",
+    "pg_hybrid": "kbench.retrieval.legs.pg_hybrid",
+    "postgres_fts": "kbench.retrieval.legs.postgres_fts",
+    "vector": "kbench.retrieval.legs.vector",
+})
+FUSIONS: ContractRegistry[Fusion] = ContractRegistry("retrieval.fusion.strategy", require_fusion, {
+    "archon_hybrid": "kbench.retrieval.fusion.archon_hybrid",
+    "archon_weighted": "kbench.retrieval.fusion.archon_weighted",
+    "none": "kbench.retrieval.fusion.single",
+    "rrf": "kbench.retrieval.fusion.rrf",
+    "rrf_supabase": "kbench.retrieval.fusion.rrf_supabase",
+    "weighted": "kbench.retrieval.fusion.weighted",
+})
+RERANKERS: ContractRegistry[type[Reranker]] = ContractRegistry("rerank.strategy", require_reranker, {
+    "bi_encoder": "kbench.retrieval.rerank.bi_encoder",
+    "cross_encoder": "kbench.retrieval.rerank.cross_encoder",
+    "llm": "kbench.retrieval.rerank.llm",
+})

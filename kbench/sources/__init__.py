@@ -1,5 +1,7 @@
 """Sources: what gets chunked. A folder walked with include/exclude globs, files loaded by type."""
-from kbench.sources.folder import FolderSource, load_folder
-from kbench.sources.loaders import LoadedFile, SkippedFile, load_file
+from kbench.lazy import lazy_exports
 
-__all__ = ["FolderSource", "LoadedFile", "SkippedFile", "load_file", "load_folder"]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    ".folder": ["FolderSource", "load_folder"],
+    ".loaders": ["LoadedFile", "SkippedFile", "load_file"],
+})

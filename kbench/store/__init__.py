@@ -1,4 +1,7 @@
 """Store: FAISS indexes, the DuckDB mirror of production's schema, and pgvector for parity.
 
-Importing this package registers every backend (kbench/store/backends)."""
-from kbench.store.backends import duckdb, faiss, live, pgvector  # noqa: F401
+Each backend (kbench/store/backends) is imported when its name is first used (``store/registry.py``), and each
+module of the package when first named (``store.live_store``: kbench/lazy.py)."""
+from kbench.lazy import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {})

@@ -18,6 +18,7 @@ notebook runs in the caller's working directory too, so a relative path inside t
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -28,11 +29,10 @@ from typing import Any
 
 import yaml
 
+from kbench import tracking
 from kbench.paths import REPO_ROOT, workspace_dir
 from kbench.studies.inputs import NotebookError, resolve_inputs
 from kbench.tracking import tags as tag
-from kbench.tracking.mlflow_run import ensure_experiment, mlflow_client, record_failed_run
-from kbench.tracking.run_page import write_notebook_html
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
@@ -75,11 +75,48 @@ def load_profile(profile: str | None, name: str) -> dict[str, Any]:
     return {**(chosen.get("all") or {}), **(chosen.get(name) or {})}
 
 
-def declared_parameters(path: Path) -> dict[str, Any]:
-    """The names and defaults of the notebook's ``parameters`` cell (papermill's own inspection)."""
-    import papermill
+# papermill's pattern for one assignment of a parameters cell (papermill.translators.PythonTranslator)
+PARAMETER = re.compile(r"^(?P<target>\w[\w_]*)\s*(:\s*[\"']?(?P<annotation>\w[\w_\[\],\s]*)[\"']?\s*)?=\s*"
+                       r"(?P<value>.*?)(\s*#\s*(type:\s*(?P<type_comment>[^\s]*)\s*)?(?P<help>.*))?$")
 
-    return {k: v.get("default") for k, v in papermill.inspect_notebook(str(path)).items()}
+
+def declared_parameters(path: Path) -> dict[str, Any]:
+    """The names and defaults (as written) of the notebook's ``parameters`` cell, read as papermill's inspection
+    reads it (``papermill.inspect_notebook``; tests/notebooks/test_driver.py holds the two equal on every notebook)
+    without importing papermill, which takes seconds: ``kbench notebooks list`` and a refused notebook run answer
+    at once."""
+    cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+    cell = next((c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+    if cell is None:
+        return {}
+    source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+    declared = {}
+    for definition in _definitions(source):
+        if definition and (match := PARAMETER.match(definition)) is not None:
+            declared[match["target"].strip()] = str(match["value"]).strip()
+    return declared
+
+
+def _definitions(source: str) -> list[str]:
+    """One string per assignment, a value spread over lines joined (its comments dropped but the last line's),
+    blank and comment lines skipped, a line with two ``=`` left out: papermill's grouping."""
+    definitions, lines = [], []
+    for line in source.splitlines():
+        if not line.strip() or line.strip().startswith("#"):
+            continue
+        if "=" in line:
+            definitions.append(_flatten(lines))
+            lines = []
+            if line.count("=") > 1:
+                continue
+        lines.append(line)
+    definitions.append(_flatten(lines))
+    return definitions
+
+
+def _flatten(lines: list[str]) -> str:
+    flat = "".join((line[:line.index("#")] if "#" in line else line).strip() for line in lines[:-1])
+    return flat + (lines[-1].strip() if lines else "")
 
 
 def parse_value(raw: str) -> Any:
@@ -122,8 +159,6 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile
                  kernel: str = KERNEL, log=print, cwd: Path | None = None) -> NotebookResult:
     """Execute one notebook with papermill into ``<workspace>/notebooks/``; one MLflow run per execution.
     ``cwd``: where relative dataset and config paths are read from (default: this process's directory)."""
-    import papermill
-
     source = notebook_path(name, directory)
     name = source.stem
     declared = declared_parameters(source)
@@ -141,9 +176,8 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile
     plots_dir = out_dir / f"{stamp}-{name}-plots"
     plots_dir.mkdir(parents=True, exist_ok=True)
 
-    tracking = params.get("tracking_uri") or None
-    client = mlflow_client(tracking, workspace)
-    experiment_id = ensure_experiment(client, MLFLOW_EXPERIMENT, workspace)
+    client = tracking.mlflow_run.mlflow_client(params.get("tracking_uri") or None, workspace)
+    experiment_id = tracking.mlflow_run.ensure_experiment(client, MLFLOW_EXPERIMENT, workspace)
     run = client.create_run(experiment_id, run_name=name,
                             tags={tag.NOTEBOOK: name, tag.PROFILE: profile or ""})
     run_id = run.info.run_id
@@ -152,6 +186,8 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile
     params.update(workspace=str(workspace), parent_run_id=run_id, plots_dir=str(plots_dir),
                   tracking_uri=str(client.tracking_uri))
     params = {k: v for k, v in params.items() if k in declared}
+
+    import papermill  # seconds to import: only once the checks above passed
 
     log(f"{name}: running -> {output}")
     started = time.perf_counter()
@@ -164,14 +200,14 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile
     except Exception as e:  # the executed copy (with the traceback in the failing cell) is still written
         error, failed_cell = _failure(e, output)
     except BaseException as e:  # interrupted: the run still ends FAILED, not RUNNING forever
-        record_failed_run(client, run_id, f"{name}: interrupted ({type(e).__name__})")
+        tracking.mlflow_run.record_failed_run(client, run_id, f"{name}: interrupted ({type(e).__name__})")
         raise
     seconds = time.perf_counter() - started
     plots = sorted(p for p in plots_dir.glob("*") if p.is_file())
     client.log_metric(run_id, "notebook_seconds", seconds)
     if output.is_file():
         client.log_artifact(run_id, str(output), "notebook")
-        html = write_notebook_html(output)  # MLflow renders HTML, not .ipynb
+        html = tracking.run_page.write_notebook_html(output)  # MLflow renders HTML, not .ipynb
         if html is not None:
             client.log_artifact(run_id, str(html), "notebook")
     for plot in plots:
@@ -181,7 +217,7 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile
         status = "FINISHED"
     else:
         client.set_tag(run_id, tag.FAILED_CELL, str(failed_cell))
-        record_failed_run(client, run_id, f"{name}: {error}", _cell_source(output, failed_cell))
+        tracking.mlflow_run.record_failed_run(client, run_id, f"{name}: {error}", _cell_source(output, failed_cell))
         status = "FAILED"
     log(f"{name}: {status} in {seconds:.0f} s, MLflow run {run_id}" + (f"\n  {error}" if error else ""))
     return NotebookResult(name, output, status, seconds, run_id, str(client.tracking_uri), params, error,

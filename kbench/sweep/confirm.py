@@ -1,15 +1,16 @@
-"""A confirmation split: choose a sweep's winner on one set of queries, report its gain on another.
+"""A confirmation split: choose a sweep's best config on one set of queries, report its gain on another.
 
 The best of twenty configs on one query set is partly the luckiest: its gain over the baseline, measured on
 the queries that chose it, is biased upward (the winner's curse). Two ways to hold queries back:
 
 - ``kbench sweep CONFIG --confirm-half`` (seeded by ``--confirm-seed``): the sweep's queries are split in two
-  halves at random; the winner is the best config on the *select* half, and its difference to the baseline is
+  halves at random; the best config by mean on the *select* half (``winner`` here: the best by mean, which the
+  winner's curse flatters, not the recommendation) has its difference to the baseline
   reported on the *confirm* half, with the comparison's paired test. Nothing runs twice.
 - ``kbench sweep CONFIG --select-on train --confirm-on test``: the sweep runs on the ``select`` split
-  (``dataset.split``); the winner and the baseline then run again on the ``confirm`` split's queries.
+  (``dataset.split``); its best config and the baseline then run again on the ``confirm`` split's queries.
 
-Either way the report shows both numbers: the gain where the winner was chosen, and the gain where it was not.
+Either way the report shows both numbers: the gain where the best was chosen, and the gain where it was not.
 """
 from __future__ import annotations
 
@@ -50,12 +51,12 @@ class Confirmation:
 
     def lines(self) -> list[str]:
         low, high = self.confirmed_ci
-        return [f"confirmation ({self.metric}): winner {self.winner} chosen on {self.select_on} "
+        return [f"confirmation ({self.metric}): the best, {self.winner}, chosen on {self.select_on} "
                 f"({self.n_select} queries), checked on {self.confirm_on} ({self.n_confirm} queries)",
                 f"  gain over {self.baseline} where chosen: {self.selected_diff:+.4f} "
-                f"(winner {self.selected_mean:.4f})",
+                f"(the best {self.selected_mean:.4f})",
                 f"  gain over {self.baseline} held back:   {self.confirmed_diff:+.4f} [{low:+.4f}, {high:+.4f}] "
-                f"p = {self.confirmed_p:.4g} (winner {self.confirmed_mean:.4f})"]
+                f"p = {self.confirmed_p:.4g} (the best {self.confirmed_mean:.4f})"]
 
 
 def paired_gain(a: np.ndarray, b: np.ndarray, test: str, seed: int) -> tuple[float, tuple[float, float], float]:

@@ -35,8 +35,8 @@ def race_configs(labels: list[str], scorer: ConfigScorer, ids: list[str], settin
     """Race ``labels`` on ``ids``, then score the configs left on the questions they have not seen. Returns the
     race, the survivors' per-query results over every question (in ``ids``' order) and the headline metric.
     ``release``: close a corpus once no config left in the race searches it (a stage of a stage-wise search
-    keeps its corpora: a later stage searches the winner's). ``known``: configs already scored on every question
-    (the winner of the stage before), whose results are read, not scored again."""
+    keeps its corpora: a later stage searches the pick's). ``known``: configs already scored on every question
+    (the pick of the stage before), whose results are read, not scored again."""
     known = known or {}
 
     def scored(alive: list[str], batch: list[str]) -> dict[str, pd.DataFrame]:
@@ -91,7 +91,7 @@ def run_race(plan: SweepPlan, scorer: ConfigScorer, say: Callable[[str], None] =
     labels = [c.label for c in plan.configs]
     result, full, headline = race_configs(labels, scorer, ids, settings, alpha=settings.alpha, say=say,
                                           intro=f"race {plan.name}: ")
-    comparison = compare_frames(full, headline, plan)
-    recommended, tied = recommend(comparison, full, headline)
+    comparison = compare_frames(full, headline, plan, scorer.costs)
+    recommended, recommendation = recommend(comparison, full, headline, plan.baseline.recommend)
     return SearchOutcome("race", headline, len(ids), len(labels), scorer.cost, full, comparison, recommended,
-                         tied, race=result)
+                         recommendation, race=result)

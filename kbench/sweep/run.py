@@ -10,10 +10,12 @@ sweep or ``kbench run``) is not run again: a link child is logged instead (param
 ``kbench.sweep.reused_from`` = the source run, whose artifacts hold the per-query results); ``reuse=False``
 runs it again. A lock file per sweep stops two drivers of the same sweep from running at once.
 
-At the end the finished configs are compared (kbench.compare): ranked on the headline metric with ties to the
-best, the winner's resolved config written to ``<workspace>/sweeps/<sweep key>/winner.yaml``, and the parent
-run given the winner's metrics, that file (artifact ``winner.yaml``), tags naming the winner and the ranking as
-its MLflow description; with ``report`` the markdown/HTML report too (artifact ``report/``).
+At the end the finished configs are compared (kbench.compare): ranked on the headline metric, and one config
+recommended (``evaluation.recommend``: the best by mean, or a cheaper config shown within the margin of it; the
+rule every surface shows). The sweep's "winner" is that recommended config, there is no other: its resolved
+config is written to ``<workspace>/sweeps/<sweep key>/winner.yaml``, and the parent run gets its metrics, that
+file (artifact ``winner.yaml``), tags naming it and the recommendation and ranking as its MLflow description;
+with ``report`` the markdown/HTML report too (artifact ``report/``).
 """
 from __future__ import annotations
 
@@ -71,14 +73,13 @@ class SweepOutcome:
     report_dir: Path | None = None
     report_error: str | None = None
     comparison: Comparison | None = None  # the finished configs compared (two or more): ranking, tests
-    winner: str | None = None  # label of the best finished config on the headline metric
+    winner: str | None = None  # the recommended config (``recommendation.config``; the only one that finished)
     winner_run_id: str | None = None
     winner_config: Path | None = None  # its resolved config (winner.yaml), runnable with `kbench run`
     headline: str | None = None  # the metric the configs are ranked on
     headline_value: float | None = None  # the winner's
     warnings: list[str] = field(default_factory=list)  # the plan's: configs that lose by construction
-    recommendation: Recommendation | None = None  # the config in the top tie on every metric, the cheapest
-    recommended_config: Path | None = None  # its resolved config (winner.yaml, or recommended.yaml when it differs)
+    recommendation: Recommendation | None = None  # evaluation.recommend over the finished configs (two or more)
     effects: list = field(default_factory=list)  # evaluation.effects.Effect: the grid's factor effects
     effects_note: str = ""  # why there are none (no complete grid, one config), when there are none
 
@@ -310,81 +311,71 @@ def _headline(metrics: dict[str, float]) -> str:
 
 
 def _pick_winner(client, plan: SweepPlan, outcome: SweepOutcome, workspace: Path, report: bool) -> None:
-    """Compare the finished configs, name the best on the headline metric, write its resolved config and give the
-    parent run its metrics, the config (artifact winner.yaml), tags naming it and the ranking as description."""
+    """Compare the finished configs and recommend one (``evaluation.recommend``, as ``kbench compare`` and every
+    search do); write its resolved config (winner.yaml) and give the parent run its metrics, the config, tags
+    naming it and the recommendation with the ranking as description. One config finished: it is the one."""
     finished = [label for label, status in outcome.status.items() if status != "failed"]
     if len(finished) >= 2:
         outcome.comparison = compare_runs(outcome.parent_run_id, tracking_uri=outcome.tracking_uri)
-        ranking = outcome.comparison.ranking()
         outcome.headline = outcome.comparison.headline
-        outcome.winner = str(ranking.iloc[0]["config"])
-        outcome.winner_run_id = str(ranking.iloc[0]["run_id"])
-        tied = [str(c) for c in ranking[ranking["vs_best"] == "tied"]["config"]]
         outcome.recommendation = recommend_comparison(outcome.comparison, plan.baseline.recommend)
+        outcome.winner = outcome.recommendation.config  # None: every config over a budget
+        run_ids = {r.label: r.run_id for r in outcome.comparison.runs}
+        outcome.winner_run_id = run_ids.get(outcome.winner) if outcome.winner else None
     else:
         outcome.winner = finished[0]
         outcome.winner_run_id = outcome.run_ids[finished[0]]
-        tied = []
-    config = plan.by_label().get(outcome.winner)
-    metrics = dict(client.get_run(outcome.winner_run_id).data.metrics)
+    config = plan.by_label().get(outcome.winner) if outcome.winner else None
+    metrics = dict(client.get_run(outcome.winner_run_id).data.metrics) if outcome.winner_run_id else {}
     outcome.headline = outcome.headline or headline_metric(metrics)
     outcome.headline_value = metrics.get(outcome.headline) if outcome.headline else None
     folder = workspace / "sweeps" / plan.sweep_key
     folder.mkdir(parents=True, exist_ok=True)
     if config is not None:
-        score = f" on {outcome.headline} {outcome.headline_value:.4f}" if outcome.headline_value is not None else ""
         outcome.winner_config = folder / "winner.yaml"
         outcome.winner_config.write_text(
-            f"# The winner of sweep {plan.name} (parent run {outcome.parent_run_id}): {outcome.winner}{score}.\n"
+            f"# The recommendation of sweep {plan.name} (parent run {outcome.parent_run_id}): {_verdict(outcome)}\n"
             f"# Its resolved config; run it again with: kbench run {outcome.winner_config}\n"
             + yaml.safe_dump(config.experiment.resolved(), sort_keys=False), encoding="utf-8")
         client.log_artifact(outcome.parent_run_id, str(outcome.winner_config))
-    _write_recommended(client, plan, outcome, folder)
-    parent_tags = {tag.SWEEP_WINNER: outcome.winner, tag.SWEEP_WINNER_RUN: outcome.winner_run_id,
-                   tag.SWEEP_TIED: ", ".join(tied)[:MAX_PARAM_CHARS], tag.SWEEP_HEADLINE: outcome.headline or "",
-                   tag.MLFLOW_NOTE: _parent_note(plan, outcome, tied, report),
-                   tag.SWEEP_RECOMMEND_BY: recommend_by_tag(plan.baseline.recommend)}
-    if outcome.recommendation is not None:
-        parent_tags[tag.SWEEP_RECOMMENDATION] = (outcome.recommendation.config or "none")[:MAX_PARAM_CHARS]
+    found = outcome.recommendation
+    parent_tags = {tag.SWEEP_WINNER: outcome.winner or "none", tag.SWEEP_WINNER_RUN: outcome.winner_run_id or "",
+                   tag.SWEEP_HEADLINE: outcome.headline or "",
+                   tag.MLFLOW_NOTE: _parent_note(plan, outcome, report),
+                   tag.SWEEP_RECOMMEND_BY: recommend_by_tag(plan.baseline.recommend),
+                   tag.SWEEP_RECOMMENDATION: (outcome.winner or "none")[:MAX_PARAM_CHARS]}
+    if found is not None:
+        parent_tags[tag.SWEEP_DECIDED] = str(found.decided).lower()
+        parent_tags[tag.SWEEP_WITHIN_MARGIN] = ", ".join(found.within_margin)[:MAX_PARAM_CHARS]
     fill_run(client, outcome.parent_run_id, params={}, metrics=metrics, run_dir=None, tags=parent_tags)
     knobs = list(dict.fromkeys(f"{tag.KNOB_PREFIX}{k}" for c in plan.configs for k in c.knobs))
     describe(client, outcome.experiment_id, plan.baseline.tracking.experiment, metrics, plan.baseline.tracking,
              knobs=knobs, headline=outcome.headline)
-    if config is not None:  # the winner's resolved config as an MLflow LoggedModel the runs link to
+    if config is not None:  # the recommended config as an MLflow LoggedModel the runs link to
         log_winner_model(client, outcome.experiment_id, sweep_key=plan.sweep_key, sweep_name=plan.name,
                          label=outcome.winner, parent_run_id=outcome.parent_run_id,
                          winner_run_id=outcome.winner_run_id, params=run_params(config.experiment),
                          metrics=metrics, config_file=outcome.winner_config)
 
 
-def _write_recommended(client, plan: SweepPlan, outcome: SweepOutcome, folder: Path) -> None:
-    """The recommended config's resolved file: winner.yaml when it is the winner, else recommended.yaml (also an
-    artifact of the parent run)."""
-    chosen = outcome.recommendation.config if outcome.recommendation is not None else None
-    config = plan.by_label().get(chosen) if chosen else None
-    if config is None:
-        return
-    if chosen == outcome.winner and outcome.winner_config is not None:
-        outcome.recommended_config = outcome.winner_config
-        return
-    outcome.recommended_config = folder / "recommended.yaml"
-    outcome.recommended_config.write_text(
-        f"# The recommendation of sweep {plan.name} (parent run {outcome.parent_run_id}): {chosen}, in the top tie "
-        f"on {', '.join(outcome.recommendation.metrics)}, the cheapest by {outcome.recommendation.cost}.\n"
-        f"# Its resolved config; run it again with: kbench run {outcome.recommended_config}\n"
-        + yaml.safe_dump(config.experiment.resolved(), sort_keys=False), encoding="utf-8")
-    client.log_artifact(outcome.parent_run_id, str(outcome.recommended_config))
+def _verdict(outcome: SweepOutcome) -> str:
+    """The recommendation line without its prefix; with one config finished, that it is the only one."""
+    if outcome.recommendation is not None:
+        return outcome.recommendation.reason
+    value = f", {outcome.headline} {outcome.headline_value:.4f}" if outcome.headline_value is not None else ""
+    return f"{outcome.winner} (the only config that finished{value}: nothing to compare it with)"
 
 
-def _parent_note(plan: SweepPlan, outcome: SweepOutcome, tied: list[str], report: bool) -> str:
-    """The parent run's MLflow description: the winner, the ranking table, each config's knobs, the report."""
-    value = f" ({outcome.headline} {outcome.headline_value:.4f})" if outcome.headline_value is not None else ""
-    lines = [f"**Winner: {outcome.winner}**{value}, child run `{outcome.winner_run_id}`; its resolved config is the "
-             "artifact `winner.yaml`, its metrics are this run's metrics."]
-    if tied:
-        lines.append(f"Tied with it (no significant difference): {', '.join(tied)}.")
+def _parent_note(plan: SweepPlan, outcome: SweepOutcome, report: bool) -> str:
+    """The parent run's MLflow description: the recommendation (the sweep's one pick), the ranking table, each
+    config's knobs, the report."""
+    lines = [f"**Recommended: {outcome.winner or 'none'}**"
+             + (f", child run `{outcome.winner_run_id}`; its resolved config is the artifact `winner.yaml`, its "
+                "metrics are this run's metrics." if outcome.winner else ".")]
     if outcome.recommendation is not None:
         lines += ["", *(line.strip() for line in outcome.recommendation.lines())]
+    else:
+        lines += ["", f"recommendation: {_verdict(outcome)}"]
     lines += [f"Warning: {w}" for w in outcome.warnings]
     if outcome.comparison is not None:
         lines += ["", f"Ranking on {outcome.headline}, best first:", "", md_table(ranking_rows(outcome.comparison))]

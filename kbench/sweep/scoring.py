@@ -4,6 +4,7 @@
     frames = scorer.score(["chunk_size=300", "chunk_size=600"], question_ids)   # label -> per-query DataFrame
     scorer.release(alive)            # close the corpora no alive config needs
     scorer.cost                      # embedding and search seconds, groups and configs embedded
+    scorer.costs                     # label -> run costs (cost_index_bytes, ...), as a grid's runs log them
 
 Configs with equal dataset, chunking, enrichment and embedding (the executors' ``warm_key``), indexes and
 store search one corpus (``corpus_key``): it is prepared (chunked, embedded, indexed) the first time one of them is scored and kept until none of
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field, replace
 import pandas as pd
 
 from kbench.datasets import read_dataset
-from kbench.pipeline import Corpus, evaluate_run, prepare_corpus, search_corpus
+from kbench.pipeline import Corpus, evaluate_run, prepare_corpus, run_costs, search_corpus
 from kbench.retrieval.stage import build_legs, leg_contexts
 from kbench.errors import UserError
 from kbench.hashing import stable_hash
@@ -79,6 +80,7 @@ class ConfigScorer:
     _scored: set[str] = field(default_factory=set)
     _embedded_groups: set[str] = field(default_factory=set)
     _encoders: dict[str, object] = field(default_factory=dict)  # embedding section -> one loaded encoder
+    costs: dict[str, dict[str, float]] = field(default_factory=dict)  # label -> run_costs of its corpus
 
     def __post_init__(self):
         datasets = {stable_hash(c.experiment.dataset.model_dump(mode="json")) for c in self.plan.configs}
@@ -127,6 +129,7 @@ class ConfigScorer:
         for label in labels:
             config = self.by_label[label]
             corpus = self._corpus(config)
+            self.costs.setdefault(label, run_costs(corpus))
             wanted = set(question_ids)
             dataset = corpus.dataset
             batch = replace(dataset, queries=[q for q in dataset.queries if q.query_id in wanted])

@@ -1,12 +1,13 @@
 """What a search of a sweep (race, stage-wise) ends with, the same way for each: the configs scored on every
 question compared as a grid sweep's are, one recommendation, the cost, and one MLflow run.
 
-The comparison at the end is ``compare.compare_scores`` (paired test, Holm, ties to the best), as for a grid
-sweep's children, and the recommendation comes from the one function ``recommend``. The outcome is logged as
-one MLflow run (``<name> race`` / ``<name> stagewise``, tag ``kbench.sweep.search``): the recommended config's
-metrics over every question, the search's cost as ``search_*`` metrics, and ``search.md`` / ``search.json`` /
-``winner.yaml`` as artifacts. No child run per config: a race scores most configs on part of the questions
-only, which is no run a child could stand for.
+The comparison at the end is ``compare.compare_scores`` (paired test, Holm), as for a grid sweep's children,
+and the recommendation is ``evaluation.recommend`` with the sweep's ``recommend`` section, through the one
+function ``recommend`` here (each config's ``cost_index_bytes`` from the scorer, as a grid's runs log it). The
+outcome is logged as one MLflow run (``<name> race`` / ``<name> stagewise``, tag ``kbench.sweep.search``): the
+recommended config's metrics over every question, the search's cost as ``search_*`` metrics, and
+``search.md`` / ``search.json`` / ``winner.yaml`` (the recommended config) as artifacts. No child run per config:
+a race scores most configs on part of the questions only, which is no run a child could stand for.
 """
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ import yaml
 
 from kbench.compare import Comparison, compare_scores
 from kbench.compare.compare import RunScores
-from kbench.compare.recommendation import recommend_comparison
+from kbench.compare.recommendation import recommend_by_tag, recommend_comparison
 from kbench.compare.report import ranking_lines
+from kbench.evaluation.recommend import Recommendation, RecommendConfig
 from kbench.evaluation.stage import summarize
 from kbench.hashing import stable_hash
 from kbench.paths import workspace_dir
@@ -43,8 +45,8 @@ class SearchOutcome:
     cost: SearchCost
     frames: dict[str, pd.DataFrame]  # per config scored on every question: its per-query results
     comparison: Comparison | None  # the configs scored on every question, compared as a grid's are
-    recommended: str
-    tied: list[str]
+    recommended: str | None  # None only when a budget excludes every config
+    recommendation: Recommendation | None  # None when only one config was scored on every question
     race: RaceResult | None = None
     notes: list[str] = field(default_factory=list)  # what the strategy assumes, what it checked
     steps: list[str] = field(default_factory=list)  # stagewise: what each stage fixed
@@ -69,9 +71,11 @@ class SearchOutcome:
         out += [f"  note: {n}" for n in self.notes]
         if self.comparison is not None:
             out += [""] + ranking_lines(self.comparison)
-        out.append(f"recommended: {self.recommended} ({self.headline} "
-                   f"{self.frames[self.recommended][self.headline].mean():.4f} over every question)"
-                   + (f"; tied with it: {', '.join(self.tied)}" if self.tied else ""))
+        if self.recommendation is not None:
+            out += self.recommendation.lines()
+        else:
+            out.append(f"recommendation: {self.recommended} (the only config scored on every question, {self.headline} "
+                       f"{self.frames[self.recommended][self.headline].mean():.4f}: nothing to compare it with)")
         if self.winner_config:
             out.append(f"  resolved config: {self.winner_config} (run it: kbench run {self.winner_config})")
         return out
@@ -88,7 +92,8 @@ class SearchOutcome:
     def summary(self) -> dict:
         return {"strategy": self.strategy, "headline": self.headline, "questions": self.n_questions,
                 "configs": self.n_configs, "cost": self.cost.as_dict(), "recommended": self.recommended,
-                "tied": self.tied, "notes": self.notes, "steps": self.steps,
+                "recommendation": self.recommendation.as_dict() if self.recommendation else None,
+                "notes": self.notes, "steps": self.steps,
                 "dropped": self.dropped(),
                 "threshold": self.race.threshold if self.race else None,
                 "stage_thresholds": {stage: r.threshold for stage, r in self.stage_races.items()},
@@ -106,28 +111,26 @@ def race_lines(r: RaceResult, indent: str) -> list[str]:
     return out
 
 
-def recommend(comparison: Comparison | None, frames: dict[str, pd.DataFrame], headline: str) -> tuple[str, list[str]]:
-    """The recommended config and the others in its tie: the cheapest config in the top tie on the headline and
-    every guard (``compare.recommendation.recommend_comparison``, as a grid sweep ends); when no config is in
-    every tie, the best on the headline and its tie.
-
-    The one place a search takes its recommendation from."""
+def recommend(comparison: Comparison | None, frames: dict[str, pd.DataFrame], headline: str,
+              config: RecommendConfig | None = None) -> tuple[str | None, Recommendation | None]:
+    """The recommended config and the recommendation behind it (``compare.recommendation.recommend_comparison``
+    with the sweep's ``recommend`` section, as a grid sweep ends); with one config scored on every question, that
+    config. The one place a search takes its recommendation from."""
     if comparison is None:
-        label = max(frames, key=lambda k: frames[k][headline].mean())
-        return label, []
-    found = recommend_comparison(comparison)
-    if found.config is not None:
-        return found.config, [c for c in found.tie if c != found.config]
-    ranking = comparison.ranking()
-    return str(ranking.iloc[0]["config"]), [str(c) for c in ranking[ranking["vs_best"] == "tied"]["config"]]
+        return max(frames, key=lambda k: frames[k][headline].mean()), None
+    found = recommend_comparison(comparison, config)
+    return found.config, found
 
 
-def compare_frames(frames: dict[str, pd.DataFrame], headline: str, plan: SweepPlan | None = None) -> Comparison | None:
+def compare_frames(frames: dict[str, pd.DataFrame], headline: str, plan: SweepPlan | None = None,
+                   costs: dict[str, dict[str, float]] | None = None) -> Comparison | None:
     """The configs scored on every question, compared as a grid sweep's children are; the baseline is the
-    plan's baseline config when it is among them (the config whose knobs are the baseline's), else the first."""
+    plan's baseline config when it is among them (the config whose knobs are the baseline's), else the first.
+    ``costs``: each config's run-level costs (``cost_index_bytes``, ...), what the recommendation prices by."""
     if len(frames) < 2:
         return None
-    runs = [RunScores(label, "", frame, "") for label, frame in frames.items()]
+    costs = costs or {}
+    runs = [RunScores(label, "", frame, "", summary=dict(costs.get(label, {}))) for label, frame in frames.items()]
     baseline = next((c.label for c in (plan.configs if plan else []) if not c.knobs and c.label in frames), None)
     return compare_scores(runs, baseline=baseline)  # the grid's metrics: nDCG, recall, MRR of the finest level
 
@@ -139,11 +142,13 @@ def log_search(plan: SweepPlan, outcome: SearchOutcome) -> None:
     key = stable_hash({"sweep": plan.sweep_key, "search": plan.search.model_dump(mode="json")}, 16)
     folder = workspace / "sweeps" / key
     folder.mkdir(parents=True, exist_ok=True)
-    config = plan.by_label()[outcome.recommended]
-    outcome.winner_config = folder / "winner.yaml"
-    outcome.winner_config.write_text(
-        f"# Recommended by the {outcome.strategy} search of sweep {plan.name}: {outcome.recommended}.\n"
-        + yaml.safe_dump(config.experiment.resolved(), sort_keys=False), encoding="utf-8")
+    config = plan.by_label().get(outcome.recommended) if outcome.recommended else None
+    if config is not None:
+        verdict = outcome.recommendation.reason if outcome.recommendation else outcome.recommended
+        outcome.winner_config = folder / "winner.yaml"
+        outcome.winner_config.write_text(
+            f"# The recommendation of the {outcome.strategy} search of sweep {plan.name}: {verdict}\n"
+            + yaml.safe_dump(config.experiment.resolved(), sort_keys=False), encoding="utf-8")
     (folder / "search.md").write_text("\n".join(outcome.lines()) + "\n", encoding="utf-8")
     (folder / "search.json").write_text(json.dumps(outcome.summary(), indent=2, default=float), encoding="utf-8")
     if not baseline.tracking.enabled:
@@ -153,14 +158,19 @@ def log_search(plan: SweepPlan, outcome: SearchOutcome) -> None:
     name = f"{plan.name} {outcome.strategy}"
     run_id = client.create_run(experiment_id, run_name=name, tags={
         "mlflow.runName": name, tag.SWEEP_KEY: key, tag.SWEEP_ROLE: "parent", SEARCH_TAG: outcome.strategy,
-        tag.SWEEP_CONFIGS: str(len(plan.configs)), tag.SWEEP_WINNER: outcome.recommended,
-        tag.SWEEP_TIED: ", ".join(outcome.tied)[:5000], tag.SWEEP_HEADLINE: outcome.headline,
+        tag.SWEEP_CONFIGS: str(len(plan.configs)), tag.SWEEP_WINNER: outcome.recommended or "none",
+        tag.SWEEP_RECOMMENDATION: outcome.recommended or "none", tag.SWEEP_HEADLINE: outcome.headline,
+        tag.SWEEP_RECOMMEND_BY: recommend_by_tag(plan.baseline.recommend),
+        **({tag.SWEEP_DECIDED: str(outcome.recommendation.decided).lower(),
+            tag.SWEEP_WITHIN_MARGIN: ", ".join(outcome.recommendation.within_margin)[:5000]}
+           if outcome.recommendation else {}),
         tag.MLFLOW_NOTE: "\n".join(outcome.lines())[:5000], **owner_tags()}).info.run_id
-    metrics = summarize(outcome.frames[outcome.recommended])
+    metrics = summarize(outcome.frames[outcome.recommended]) if outcome.recommended else {}
     metrics.update({f"search_{k}": float(v) for k, v in outcome.cost.as_dict().items()})
     fill_run(client, run_id, params={"search": json.dumps(plan.search.model_dump(mode="json"))[:6000]},
              metrics=metrics, run_dir=None)
     for file in ("search.md", "search.json", "winner.yaml"):
-        client.log_artifact(run_id, str(folder / file))
+        if (folder / file).is_file() and (file != "winner.yaml" or outcome.winner_config is not None):
+            client.log_artifact(run_id, str(folder / file))
     client.set_terminated(run_id, "FINISHED")
     outcome.run_id, outcome.tracking_uri = run_id, str(client.tracking_uri)

@@ -2,12 +2,12 @@
 
 Each grid axis belongs to a stage: its config section (``chunking.chunk_size`` -> chunking). Stage by stage in
 ``order``, every combination of that stage's axes is scored on every question with the other axes at their
-current values (earlier stages: their winners; later stages: the baseline's value, or the axis's first value
-when the baseline's is not on it); the best on the headline (``search_outcome.recommend``) is fixed and the
-next stage goes on. So a grid of a x b x c values costs a + b + c configs, not a x b x c.
+current values (earlier stages: their picks; later stages: the baseline's value, or the axis's first value
+when the baseline's is not on it); the stage's recommendation (``search_outcome.recommend``: the best on the
+headline, or a cheaper config shown within the margin of it) is fixed and the next stage goes on. So a grid of a x b x c values costs a + b + c configs, not a x b x c.
 
 With ``race: true`` each stage's configs are raced (``race_run.race_configs``) instead of each being scored on
-every question: a config significantly worse than the stage's best leaves early, and the stage's winner is
+every question: a config significantly worse than the stage's best leaves early, and the stage's pick is
 chosen among the configs left, scored on every question. ``alpha`` is split evenly over the stages that race
 (those with more than one config), so the chance that any stage drops its best config is at most ``alpha``.
 
@@ -128,15 +128,21 @@ def run_stagewise(plan: SweepPlan, scorer: ConfigScorer, say: Callable[[str], No
             combos.append(tuple(point[p] for p in paths))
         labels = race_stage(stage, combos) if plan.search.race and sizes[stage] > 1 else score(combos)
         subset = {label: frames[label] for label in labels}
-        winner, tied = recommend(compare_frames(subset, headline, plan), subset, headline)
-        chosen = next(c for c in combos if config_of[points[c]] == winner)
+        pick, found = recommend(compare_frames(subset, headline, plan, scorer.costs), subset, headline,
+                                  plan.baseline.recommend)
+        if pick is None:  # every config of the stage over a budget: the stage has nothing to fix
+            raise SearchStrategyError(f"stagewise: every config of the {stage} stage is over a recommend budget "
+                                      f"({'; '.join(found.budgets)}); raise the budget or drop those axes")
+        chosen = next(c for c in combos if config_of[points[c]] == pick)
         current = dict(zip(paths, chosen))
         fixed = ", ".join(f"{p.rsplit('.', 1)[-1]}={_value(sweep[p][current[p]])}" for p in axes)
         raced = races.get(stage)
         among = (f"{len(labels) + len(raced.dropped)} configs raced, {len(raced.dropped)} dropped; best of the "
                  f"{len(labels)} left" if raced else f"best of {len(labels)} configs")
-        steps.append(f"{stage}: {fixed} fixed ({among}: {winner}"
-                     + (f"; tied with it: {', '.join(tied)}" if tied else "") + ")")
+        how = ("best" if found is None or pick == found.best else "cheapest within the margin of the best")
+        steps.append(f"{stage}: {fixed} fixed ({among}: {pick}, the {how}"
+                     + ("" if found is None or found.decided else "; provisional: the questions cannot decide")
+                     + ")")
         say(f"  {steps[-1]}")
     final = config_of[points[tuple(current[p] for p in paths)]]
     notes = [ASSUMPTION]
@@ -152,7 +158,7 @@ def run_stagewise(plan: SweepPlan, scorer: ConfigScorer, say: Callable[[str], No
                     neighbours.append(tuple(i if p == path else current[p] for p in paths))
         labels = score(neighbours)
         around = {label: frames[label] for label in dict.fromkeys([final, *labels])}
-        comparison = compare_frames(around, headline, plan)
+        comparison = compare_frames(around, headline, plan, scorer.costs)
         better = []
         if comparison is not None:  # the final config significantly worse than the best around it
             ranking = comparison.ranking().set_index("config")
@@ -161,9 +167,10 @@ def run_stagewise(plan: SweepPlan, scorer: ConfigScorer, say: Callable[[str], No
         notes.append(f"checked {len(around) - 1} configs one axis away from {final}: "
                      + (f"{', '.join(better)} significantly better, so the stages interact there"
                         if better else "none is significantly better"))
-    comparison = compare_frames(frames, headline, plan)
-    recommended, tied = recommend(comparison, frames, headline)
+    comparison = compare_frames(frames, headline, plan, scorer.costs)
+    recommended, recommendation = recommend(comparison, frames, headline, plan.baseline.recommend)
     if recommended != final:
-        notes.append(f"the stage-wise path ended at {final}; of every config it scored, {recommended} is best")
+        notes.append(f"the stage-wise path ended at {final}; of every config it scored, {recommended} is the "
+                     "recommendation")
     return SearchOutcome("stagewise", headline, len(ids), len(plan.configs), scorer.cost, dict(frames), comparison,
-                         recommended, tied, notes=notes, steps=steps, stage_races=races)
+                         recommended, recommendation, notes=notes, steps=steps, stage_races=races)

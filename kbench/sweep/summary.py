@@ -138,14 +138,16 @@ def knob_markdown(plan: SweepPlan) -> tuple[list[dict[str, str]], list[str]]:
 
 def summary_lines(plan: SweepPlan, outcome) -> list[str]:
     """The end of a sweep (``outcome``: the ``run.SweepOutcome``): what ran, failures, warnings, the ranking, each
-    config's knobs in ranking order, the winner with where its resolved config is, and the recommendation (the
-    config in the top tie on the headline and every guard metric, the cheapest; ``evaluation/recommend.py``)."""
+    config's knobs in ranking order, the factor effects, and last the recommendation (``evaluation/recommend.py``:
+    the best by mean, or a cheaper config shown within the margin of it; provisional when the set cannot decide)
+    with its knobs and where its resolved config is. The recommendation is the sweep's one pick: the parent run,
+    winner.yaml and ``kbench compare`` name the same config."""
     lines = [f"sweep {plan.name}: {outcome.count('ran')} ran, {outcome.count('done')} finished before, "
              f"{outcome.count('reused')} reused, {outcome.count('failed')} failed"]
     lines += [f"  FAILED {label}: {error}" for label, error in outcome.errors.items()]
     lines += [f"warning: {w}" for w in outcome.warnings]
     lines.append("")
-    if outcome.winner is None:
+    if outcome.winner is None and outcome.recommendation is None:
         return lines + ["no config finished: nothing to rank"
                         + (f" ({outcome.report_error})" if outcome.report_error else "")]
     table = plan_knob_table(plan)
@@ -156,43 +158,38 @@ def summary_lines(plan: SweepPlan, outcome) -> list[str]:
         lines += ["Each config's knobs that differ between configs (resolved: the strategies' own defaults "
                   "filled in), in ranking order:"]
         lines += knob_table_lines(table, order=order, indent="  ") + label_legend_lines(plan, "  ") + [""]
-    else:
-        lines.append("only one config finished: it wins by default, with nothing to compare it with")
-    value = f" {outcome.headline} {outcome.headline_value:.4f}" if outcome.headline_value is not None else ""
-    lines.append(f"winner: {outcome.winner}{value} (run {outcome.winner_run_id})")
-    if outcome.winner in table.labels and table.paths:
-        lines.append("  its knobs: " + ", ".join(f"{p}={v}" for p, v in table.of(outcome.winner).items()
-                                                 if v != MISSING))
-    if outcome.comparison is not None:
-        ranking = outcome.comparison.ranking()
-        tied = list(ranking[ranking["vs_best"] == "tied"]["config"])
-        if tied:
-            lines.append(f"  not significantly better than {len(tied)} other configs: "
-                         + ", ".join(tied[:3]) + (" ..." if len(tied) > 3 else ""))
-    if outcome.winner_config:
-        lines.append(f"  resolved config: {outcome.winner_config} (run it: kbench run {outcome.winner_config})")
-    lines.append("  also on the parent run: its metrics, artifact winner.yaml, the ranking as description")
     if outcome.report_error:
-        lines.append(f"  (comparison incomplete: {outcome.report_error})")
+        lines.append(f"(comparison incomplete: {outcome.report_error})")
     if getattr(outcome, "effects", None):
-        lines += [""] + effect_lines(outcome.effects, outcome.headline)
-        lines.append("  (also on the parent run: metrics effect_*, artifacts factor_effects.md/.json)")
+        lines += effect_lines(outcome.effects, outcome.headline)
+        lines += ["  (also on the parent run: metrics effect_*, artifacts factor_effects.md/.json)", ""]
     elif getattr(outcome, "effects_note", "") and (plan.raw_blocks.get("sweep") or {}):
-        lines.append(f"factor effects: none ({outcome.effects_note})")
+        lines += [f"factor effects: none ({outcome.effects_note})", ""]
     if outcome.recommendation is not None:
-        lines += [""] + recommendation_lines(outcome.recommendation, plan, outcome.recommended_config)
+        lines += recommendation_lines(outcome.recommendation, plan, outcome.winner_config)
+    else:
+        value = f", {outcome.headline} {outcome.headline_value:.4f}" if outcome.headline_value is not None else ""
+        lines += [f"recommendation: {outcome.winner} (the only config that finished{value}: nothing to compare it "
+                  "with)"] + recommendation_knobs(outcome.winner, plan, outcome.winner_config)
+    lines.append("  also on the parent run: its metrics, artifact winner.yaml, the recommendation and ranking as "
+                 "description")
     return lines
 
 
 def recommendation_lines(recommendation, plan: SweepPlan | None = None, config_file=None) -> list[str]:
     """The ``recommendation:`` line and why (``evaluation.recommend.Recommendation.lines``); with a plan, the
     recommended config's knobs that differ between configs, and its resolved config file."""
-    lines = recommendation.lines()
-    if recommendation.config is not None and plan is not None and recommendation.config in plan.by_label():
+    return recommendation.lines() + recommendation_knobs(recommendation.config, plan, config_file)
+
+
+def recommendation_knobs(label: str | None, plan: SweepPlan | None, config_file=None) -> list[str]:
+    """The recommended config's knobs that differ between configs, and where its resolved config is."""
+    lines = []
+    if label is not None and plan is not None and label in plan.by_label():
         table = plan_knob_table(plan)
-        knobs = ", ".join(f"{p}={v}" for p, v in table.of(recommendation.config).items() if v != MISSING)
+        knobs = ", ".join(f"{p}={v}" for p, v in table.of(label).items() if v != MISSING)
         if knobs and table.paths:
             lines.append(f"  its knobs: {knobs}")
-    if recommendation.config is not None and config_file is not None:
+    if label is not None and config_file is not None:
         lines.append(f"  resolved config: {config_file} (run it: kbench run {config_file})")
     return lines

@@ -1,5 +1,5 @@
 """What makes kbench's MLflow pages open well: the experiment's description and headline view, the LLM stages'
-prompts in the Prompt Registry, and a sweep winner's resolved config as a LoggedModel.
+prompts in the Prompt Registry, and a sweep's recommended config as a LoggedModel.
 
 - **The headline view.** MLflow keeps a runs-list layout (sort, columns) as an experiment tag
   ``mlflow.sharedViewState.<key>`` and opens it at ``#/experiments/<id>/runs?viewStateShareKey=<key>``. kbench
@@ -12,9 +12,10 @@ prompts in the Prompt Registry, and a sweep winner's resolved config as a Logged
   holds its hash), never one edited in MLflow's UI.
 - **Prompts**: each LLM stage's template (a run folder's ``prompts.json``) as a Prompt Registry version (a new
   version only when the text changed), linked to the run.
-- **The sweep winner**: a LoggedModel (type ``kbench-config``) holding the winner's resolved config (params, the
-  artifact ``winner.yaml``) and metrics, its source the winner's child run; the parent and the winner's child run
-  list it as a model input.
+- **The sweep's recommendation** (its "winner": ``evaluation.recommend``, the one pick every surface names): a
+  LoggedModel (type ``kbench-config``, named ``<sweep>-recommended``) holding its resolved config (params, the
+  artifact ``winner.yaml``) and metrics, its source the config's child run; the parent and that child run list
+  it as a model input.
 """
 from __future__ import annotations
 
@@ -65,11 +66,12 @@ def default_description(name: str, experiment_id: str, headline: list[str]) -> s
         f"**{name}**: kbench retrieval runs. **[Open the runs ranked on {best}, with the knobs that differ]({link})** "
         "(a saved view: sort and columns).",
         "",
-        "One run per config; a sweep's configs are child runs of its parent run, whose description names the winner. "
-        "Per run: its question set in the **Dataset** column; one trace per question under **Traces** (the run's "
+        "One run per config; a sweep's configs are child runs of its parent run, whose description names the "
+        "recommended config. Per run: its question set in the **Dataset** column; one trace per question under "
+        "**Traces** (the run's "
         "ranking as a RETRIEVER span, each leg, the fusion and the reranker as child spans, the labels as "
         "expectations); per-question scores in the **Evaluation** view (table `per_query_results.json`); the LLM "
-        "stages' prompts under **Prompts**; a sweep winner's config under **Models**.",
+        "stages' prompts under **Prompts**; a sweep's recommended config under **Models**.",
     ])
 
 
@@ -141,8 +143,8 @@ def linked_prompts(client, run_id: str) -> set[tuple[str, str]]:
 def log_winner_model(client, experiment_id: str, *, sweep_key: str, sweep_name: str, label: str,
                      parent_run_id: str, winner_run_id: str, params: dict[str, str], metrics: dict[str, float],
                      config_file: Path | None) -> str:
-    """The sweep winner's resolved config as a LoggedModel that the parent and the winner's run link to; an equal
-    winner logged before (same sweep, same child run) is reused. Returns its model id."""
+    """The sweep's recommended config (its winner) as a LoggedModel that the parent and the config's run link to;
+    an equal one logged before (same sweep, same child run) is reused. Returns its model id."""
     from mlflow.entities import LoggedModelInput, LoggedModelStatus, Metric
 
     found = client.search_logged_models(
@@ -152,7 +154,7 @@ def log_winner_model(client, experiment_id: str, *, sweep_key: str, sweep_name: 
         model_id = found[0].model_id
     else:
         model = client.create_logged_model(
-            experiment_id, name=f"{sweep_name}-winner", source_run_id=winner_run_id, params=params,
+            experiment_id, name=f"{sweep_name}-recommended", source_run_id=winner_run_id, params=params,
             tags={tag.SWEEP_KEY: sweep_key, tag.SWEEP_WINNER: label, tag.SWEEP_WINNER_RUN: winner_run_id},
             model_type=MODEL_TYPE)
         model_id = model.model_id

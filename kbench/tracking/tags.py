@@ -32,11 +32,12 @@ SWEEP_EXECUTOR = "kbench.sweep.executor"
 KNOB_PREFIX = "kbench.knob."          # one tag per knob of a sweep child
 SWEEP_WARNINGS = "kbench.sweep.warnings"  # what makes some configs lose by construction (e.g. top_k below a k)
 SWEEP_HEADLINE = "kbench.sweep.headline"  # the metric the sweep's configs are ranked on
-SWEEP_WINNER = "kbench.sweep.winner"  # the best config's label on the headline metric
+SWEEP_WINNER = "kbench.sweep.winner"  # the recommended config's label (evaluation.recommend): the sweep's one pick
 SWEEP_WINNER_RUN = "kbench.sweep.winner_run_id"  # its child run
-SWEEP_TIED = "kbench.sweep.tied_with_winner"  # labels not significantly worse than the winner
-SWEEP_RECOMMENDATION = "kbench.sweep.recommendation"  # the recommended config's label, or "none"
-SWEEP_RECOMMEND_BY = "kbench.sweep.recommend_by"  # the recommend section it used (JSON: guards, cost)
+SWEEP_RECOMMENDATION = "kbench.sweep.recommendation"  # the recommended config's label, or "none" (every over budget)
+SWEEP_DECIDED = "kbench.sweep.decided"  # "true": shown within the margin of every other config; "false": provisional
+SWEEP_WITHIN_MARGIN = "kbench.sweep.within_margin"  # the best and the configs shown within the margin of it
+SWEEP_RECOMMEND_BY = "kbench.sweep.recommend_by"  # the recommend section it used (JSON: margin, guards, cost, budgets)
 SWEEP_CONFIRMED = "kbench.sweep.confirmed"  # the confirmation split: "<winner> on <held-back queries>"
 
 MLFLOW_NOTE = "mlflow.note.content"   # MLflow's run description (markdown, shown on the run's page)

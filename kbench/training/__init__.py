@@ -1,4 +1,4 @@
 """Training kbench's own models (a cross-encoder reranker), since no trained one ships offline."""
-from kbench.training.reranker import RerankerTrainingConfig, train_reranker
+from kbench.lazy import lazy_exports
 
-__all__ = ["RerankerTrainingConfig", "train_reranker"]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {".reranker": ["RerankerTrainingConfig", "train_reranker"]})

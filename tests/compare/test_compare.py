@@ -212,21 +212,67 @@ def test_compare_cli_sorts_by_the_metric_and_marks_the_best(sweep, tmp_path, cap
         assert re.split(r"\s{2,}", lines[2].strip())[5] == "best"
 
 
-def test_compare_cli_recommends_by_the_guards_and_cost_given(sweep, tmp_path, capsys):
+def test_compare_cli_recommends_by_the_margin_guards_cost_and_budget_given(sweep, tmp_path, capsys):
     out = tmp_path / "guarded"
     assert main(["compare", "--sweep", sweep.parent_run_id, "--tracking-uri", sweep.tracking_uri, "--out", str(out),
-                 "--guard", "latency_ms_total_p95", "--recommend-cost", "cost_embed_seconds"]) == 0
+                 "--guard", "recall_at_10", "--recommend-cost", "cost_embed_seconds", "--margin", "2%",
+                 "--latency-budget-ms", "1000"]) == 0
     printed = capsys.readouterr().out
     cmp = compare_runs(sweep.parent_run_id, tracking_uri=sweep.tracking_uri)
-    found = recommend_comparison(cmp, RecommendConfig(guards=["latency_ms_total_p95"], cost="cost_embed_seconds"))
-    assert found.metrics == [cmp.headline, "latency_ms_total_p95"] and found.cost == "cost_embed_seconds"
+    found = recommend_comparison(cmp, RecommendConfig(guards=["recall_at_10"], cost="cost_embed_seconds",
+                                                      margin="2%", latency_budget_ms=1000))
+    assert found.metrics == [cmp.headline, "chunk_recall_at_10"] and found.cost == "cost_embed_seconds"
+    assert found.margin == "2%" and found.budgets == ["p95 latency of total at most 1000 ms"]
     assert "\n".join(found.lines()) in printed
     assert "## Recommendation\n\n- " + found.lines()[0] in (out / "report.md").read_text()
-    with pytest.raises(SystemExit) as exit_:  # a user error: one line and exit 2, from the CLI's one handler
-        main(["compare", "--sweep", sweep.parent_run_id, "--tracking-uri", sweep.tracking_uri, "--out", str(out),
-              "--guard", "nDCG@10"])
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err.startswith("kbench: error: --guard / --recommend-cost: ")
+    for bad in (["--guard", "nDCG@10"], ["--guard", "latency_ms_total_p95"], ["--margin", "two"]):
+        with pytest.raises(SystemExit) as exit_:  # a user error: one line and exit 2, from the CLI's one handler
+            main(["compare", "--sweep", sweep.parent_run_id, "--tracking-uri", sweep.tracking_uri, "--out", str(out),
+                  *bad])
+        assert exit_.value.code == 2
+        assert capsys.readouterr().err.startswith("kbench: error: --margin / --guard / --recommend-cost / "
+                                                  "--latency-budget-ms: ")
+
+
+def test_compare_cli_ranks_a_latency_fastest_first_and_accepts_its_p95(sweep, tmp_path, capsys):
+    assert main(["compare", "--sweep", sweep.parent_run_id, "--tracking-uri", sweep.tracking_uri,
+                 "--out", str(tmp_path / "latency"), "--metric", "latency_ms_total", "--metric",
+                 "latency_ms_total_p95", "--metric", "chunk_ndcg_at_10"]) == 0
+    printed = capsys.readouterr().out
+    cmp = compare_runs(sweep.parent_run_id, tracking_uri=sweep.tracking_uri,
+                       metrics=["latency_ms_total", "latency_ms_total_p95", "chunk_ndcg_at_10"])
+    for metric, value in (("latency_ms_total", np.mean), ("latency_ms_total_p95", lambda x: np.percentile(x, 95))):
+        ranking = cmp.ranking(metric)
+        values = {label: value(cmp.scores(label, "latency_ms_total")) for label in ranking["config"]}
+        assert list(ranking["mean"]) == pytest.approx(sorted(values.values()))  # the fastest first
+        assert (ranking["diff_to_best"] >= 0).all()
+    overview = printed.split("\n\n")[0].splitlines()
+    fastest = cmp.ranking("latency_ms_total").iloc[0]["config"]
+    row = next(line for line in overview if re.search(rf"\b{re.escape(fastest)}\b", line))
+    assert re.split(r"\s{2,}", row.strip())[2].endswith("*")  # the fastest marked best on latency
+    found = recommend_comparison(cmp)  # ranked on a latency, still recommended by quality
+    assert found.headline == "chunk_ndcg_at_10" and "\n".join(found.lines()) in printed
+
+
+def test_latency_and_cost_are_lower_is_better_everywhere_compare_says_better():
+    index = pd.Index([f"q{i:02d}" for i in range(30)], name="query_id")
+    rng = np.random.default_rng(12)
+    base_ms = rng.gamma(2.0, 2.0, 30)
+    runs = [RunScores(label, f"id-{label}", pd.DataFrame({"latency_ms_total": base_ms * factor,
+                                                           "chunk_ndcg_at_10": rng.uniform(0, 1, 30)}, index=index),
+                      f"id-{label}", "baseline" if label == "slow" else "")
+            for label, factor in (("slow", 3.0), ("fast", 1.0))]
+    cmp = compare_scores(runs, metrics=["latency_ms_total", "latency_ms_total_p95"], test="t")
+    assert list(cmp.ranking("latency_ms_total")["config"]) == ["fast", "slow"]
+    assert list(cmp.ranking("latency_ms_total_p95")["config"]) == ["fast", "slow"]
+    row = cmp.table[(cmp.table.config == "fast") & (cmp.table.metric == "latency_ms_total")].iloc[0]
+    assert row["diff"] < 0 and row["wins"] == 30 and row["losses"] == 0  # 30 questions faster: 30 better
+    p95 = cmp.table[(cmp.table.config == "fast") & (cmp.table.metric == "latency_ms_total_p95")].iloc[0]
+    assert p95["mean"] == pytest.approx(np.percentile(base_ms, 95))
+    assert np.isnan(p95["p_t"]) and p95["p_randomization"] < 0.05 and p95["significant"]
+    assert any("a percentile, tested by the paired permutation test" in n for n in cmp.notes)
+    better, worse = differences(cmp)
+    assert len(better) == 2 and not worse and all(line.startswith("fast: latency_ms_total") for line in better)
 
 
 def test_cli_frontier_constraint_slices_and_fdr(sweep, tmp_path, capsys):

@@ -34,12 +34,12 @@ def test_tau_winners_and_flips_of_two_sets():
     assert flip.p_a < 0.05 and flip.p_b < 0.05
     lines = found.lines()
     assert "Kendall's tau-b +0.333 [95% bootstrap over questions:" in "\n".join(lines)
-    assert "winner: heading: x, ict: y; x is outside the top tie on ict; y is outside the top tie on heading" in lines
+    assert "best by mean: heading: x, ict: y; x is outside the top tie on ict; y is outside the top tie on heading" in lines
     assert any(line.startswith("flips: 1 of 3 pairs") for line in lines)
     assert any(line.startswith("  x > y on heading (") and line.endswith("significant on both") for line in lines)
     same = compare_sets(A, A, names=("a", "b"))
     assert same.tau == 1.0 and same.flips == [] and "flips: none of the 3 pairs" in "\n".join(same.lines())
-    assert "winner: the same on both sets: x" in same.lines()
+    assert "best by mean: the same on both sets: x" in same.lines()
 
 
 def test_configs_in_one_set_only_are_left_out_and_said():

@@ -1,5 +1,6 @@
-"""The recommendation rule on hand-built rankings: a config in every tie, none, the cheapest inside the tie, and
-the headline tie being exactly the one ``kbench compare`` ranks by."""
+"""The recommendation rule on hand-built per-query tables: a cheap config truly within the margin is chosen, a
+cheap config merely tied is not, budgets exclude, a relative margin, every guard must pass, the set that cannot
+decide says so with its MDE and the questions it needs; and the recommend section's checks."""
 from __future__ import annotations
 
 import math
@@ -12,145 +13,193 @@ from kbench.compare import RunScores, compare_scores
 from kbench.compare.recommendation import recommend_comparison
 from kbench.config import ConfigError, load_experiment
 from kbench.evaluation.recommend import ConfigRecord, RecommendConfig, recommend, resolve_metrics
-from kbench.evaluation.significance import holm, randomization_test
+from kbench.evaluation.significance import (holm, minimum_detectable_difference, non_inferiority,
+                                            questions_to_decide, rank_against_best)
 
-N = 40
+N = 60
 BASE = np.random.default_rng(11).uniform(0.3, 0.7, N)
+HEADLINE = "chunk_ndcg_at_10"
+ONLY_HEADLINE = RecommendConfig(guards=[])
 
 
-def record(label: str, ndcg, latency_ms, cost: float | None = None, **more) -> ConfigRecord:
-    per_query = {"chunk_ndcg_at_10": np.asarray(ndcg, dtype=float),
-                 "latency_ms_total": np.broadcast_to(np.asarray(latency_ms, dtype=float), (N,)).copy(),
+def record(label: str, ndcg, cost: float | None = None, latency_ms=1.0, **more) -> ConfigRecord:
+    n = len(ndcg)
+    per_query = {HEADLINE: np.asarray(ndcg, dtype=float),
+                 "latency_ms_total": np.broadcast_to(np.asarray(latency_ms, dtype=float), (n,)).copy(),
                  **{k: np.asarray(v, dtype=float) for k, v in more.items()}}
     return ConfigRecord(label, per_query, {} if cost is None else {"cost_index_bytes": cost})
 
 
-GUARD_LATENCY = RecommendConfig(guards=["latency_ms_total_p95"])
+def noise(seed: int, sd: float, n: int = N) -> np.ndarray:
+    return np.random.default_rng(seed).normal(0, sd, n)
 
 
-def test_the_one_config_in_every_tie_is_recommended():
-    near = BASE + np.random.default_rng(1).normal(0, 0.05, N)  # not significantly different from BASE
-    records = [record("fast-worse", BASE - 0.3, 1.0, 10),  # fast, far below on nDCG
-               record("slow-best", BASE + 0.01, 5.0, 10),  # best on nDCG, slow
-               record("fast-good", near, 1.0, 99)]  # tied on nDCG, as fast as the fastest
-    found = recommend(records, "chunk_ndcg_at_10", GUARD_LATENCY)
-    assert found.ties["chunk_ndcg_at_10"].tie == ["slow-best", "fast-good"]
-    assert found.ties["latency_ms_total_p95"].tie == ["fast-worse", "fast-good"]
-    assert found.in_every_tie == ["fast-good"] and found.config == "fast-good"
-    assert found.lines()[0] == ("recommendation: fast-good (the only config in the top tie on every metric: "
-                                "chunk_ndcg_at_10, latency_ms_total_p95)")
-    assert found.tie == ["fast-good"] and found.reason == ("fast-good (the only config in the top tie on every "
-                                                           "metric: chunk_ndcg_at_10, latency_ms_total_p95)")
+def test_a_cheap_config_truly_within_the_margin_is_chosen_and_the_set_decides():
+    records = [record("best", BASE + 0.004, 1_000_000), record("cheap", BASE + noise(1, 0.002), 0),
+               record("worse", BASE - 0.2, 0)]
+    found = recommend(records, HEADLINE, ONLY_HEADLINE)
+    test = found.versus_best["cheap"].tests[HEADLINE]
+    assert test.lower_bound > -0.01 and found.versus_best["cheap"].shown  # within the 0.01 margin, shown
+    assert not found.versus_best["worse"].shown
+    assert found.best == "best" and found.within_margin == ["best", "cheap"]
+    assert found.config == "cheap" and found.decided and found.undecided == []
+    assert found.lines()[0] == (
+        f"recommendation: cheap (within the 0.01 margin of the best, best, on {HEADLINE}: {HEADLINE} "
+        f"{BASE.mean() + noise(1, 0.002).mean():.4f} against {BASE.mean() + 0.004:.4f}, lower bound "
+        f"{test.lower_bound:+.4f}; the cheapest of 2 such configs: cost_index_bytes 0; shown within the 0.01 "
+        f"margin of every other config on {HEADLINE}, {N} questions)")
+    assert found.lines()[1] == ("  also within the margin of the best: best (the best itself, cost_index_bytes "
+                                "1,000,000)")
 
 
-def test_no_config_in_every_tie_says_which_metrics_disagree_and_why():
-    records = [record("hybrid", BASE + 0.2, 5.0, 100), record("bm25", BASE, 0.3, 0),
-               record("bm25-small", BASE - 0.01, 0.3, 0)]
-    found = recommend(records, "chunk_ndcg_at_10", GUARD_LATENCY)
-    assert found.config is None and found.in_every_tie == []
-    assert found.ties["chunk_ndcg_at_10"].tie == ["hybrid"]
-    assert found.ties["latency_ms_total_p95"].tie == ["bm25", "bm25-small"]
-    assert found.conflict == "latency_ms_total_p95" and found.closest == "hybrid"
-    lines = found.lines()
-    assert lines[0] == ("recommendation: none: no config is in the top tie on every metric (chunk_ndcg_at_10, "
-                        "latency_ms_total_p95)")
-    assert lines[1] == ("  they disagree: the configs in the top tie on chunk_ndcg_at_10 (hybrid) are not in the top "
-                        "tie on latency_ms_total_p95 (bm25, bm25-small): latency_ms_total_p95 5.00 ms at best "
-                        "(hybrid) against 0.30 ms (bm25), beyond the 1 ms tolerance")
-    assert lines[2].startswith("  closest: hybrid, in the top tie on 1 of 2 (not latency_ms_total_p95)")
-    assert found.tie == [] and found.reason == (
-        "none: no config is in the top tie on every metric (chunk_ndcg_at_10, latency_ms_total_p95): the configs "
-        "in the top tie on chunk_ndcg_at_10 (hybrid) are not in the top tie on latency_ms_total_p95 (bm25, "
-        "bm25-small): latency_ms_total_p95 5.00 ms at best (hybrid) against 0.30 ms (bm25), beyond the 1 ms "
-        "tolerance")
+def test_a_cheap_config_merely_tied_is_not_chosen_and_the_best_is_provisional():
+    n = 20
+    base = BASE[:n]
+    records = [record("best", base + 0.01, 1_000_000), record("cheap-tied", base + noise(2, 0.15, n), 0)]
+    scores = {r.label: r.per_query[HEADLINE] for r in records}
+    assert [v.verdict for v in rank_against_best(scores)] == ["best", "tied"]  # the old rule's "tie"
+    found = recommend(records, HEADLINE, ONLY_HEADLINE)
+    assert not found.versus_best["cheap-tied"].shown  # not significantly worse is not shown as good
+    assert found.config == "best" and not found.decided and found.undecided == ["cheap-tied"]
+    d = records[0].per_query[HEADLINE] - records[1].per_query[HEADLINE]
+    mde = minimum_detectable_difference(float(d.std(ddof=1)), n, 0.05)
+    needed = questions_to_decide(float(d.std(ddof=1)), 0.01, 0.05, 0.8)
+    line = found.lines()[0]
+    assert line.startswith(f"recommendation: provisional: best (the best on {HEADLINE}, ")
+    assert line.endswith(f"; the set cannot decide: it is not shown within the 0.01 margin of cheap-tied (the minimum "
+                         f"detectable difference on {HEADLINE} is {mde:.4f} at {n} questions; if they are truly "
+                         f"equal, about {needed:,} questions would show it at the 0.01 margin)")
+    assert "tied" not in line.replace("cheap-tied", "") and "equivalent" not in line
+    # the cheaper config the set cannot judge is said too, with what deciding would take
+    assert found.cheaper_unresolved == ["cheap-tied"]
+    assert any(x.startswith("  cheaper, within the set's minimum detectable difference of the best but not shown "
+                            "within the margin: cheap-tied (cost_index_bytes 0;") for x in found.lines())
 
 
-def test_the_cheapest_config_inside_the_tie_wins_then_the_faster():
-    rng = np.random.default_rng(2)
-    same = [BASE + rng.normal(0, 0.005, N) for _ in range(3)]
-    records = [record("a", same[0], 2.0, 300), record("b", same[1], 2.0, 100), record("c", same[2], 2.0, 200)]
-    found = recommend(records, "chunk_ndcg_at_10", GUARD_LATENCY)
-    assert sorted(found.in_every_tie) == ["a", "b", "c"] and found.config == "b"
-    assert "the cheapest of 3 such configs: cost_index_bytes 100)" in found.lines()[0]
-    # equal costs: the lower p95 latency; a cost no run logged: said, and latency decides
-    records = [record("a", same[0], 2.0, 100), record("b", same[1], 2.0, 100), record("c", same[2], 1.9, 100)]
-    found = recommend(records, "chunk_ndcg_at_10", RecommendConfig(guards=[]))
-    assert found.config == "c" and "as low for 3 of them; then p95 latency 1.90 ms" in found.lines()[0]
-    records = [record("a", same[0], 2.0), record("b", same[1], 1.5), record("c", same[2], 1.9)]
-    found = recommend(records, "chunk_ndcg_at_10", RecommendConfig(guards=[]))
-    assert found.config == "b"
-    assert found.left_out["cost_index_bytes"].startswith("not logged by these runs")
+def test_a_budget_excludes_configs_and_the_lines_name_each_and_why():
+    records = [record("slow-best", BASE + 0.05, 100, latency_ms=72.8), record("fast", BASE, 100, latency_ms=23.9),
+               record("costly", BASE + 0.04, 5_000, latency_ms=10.0)]
+    found = recommend(records, HEADLINE, RecommendConfig(guards=[], latency_budget_ms=50, cost_budget=1_000))
+    assert found.excluded == {"slow-best": "p95 72.80 ms over the 50 ms budget",
+                              "costly": "cost_index_bytes 5,000 over the 1,000 budget"}
+    assert found.config == "fast" and found.order == ["fast"]
+    assert found.lines()[0] == ("recommendation: fast (the only config within the budgets: p95 latency of total at "
+                                "most 50 ms; cost_index_bytes at most 1,000)")
+    assert "  excluded: slow-best (p95 72.80 ms over the 50 ms budget); costly (cost_index_bytes 5,000 over the "\
+           "1,000 budget)" in found.lines()
+    none = recommend(records, HEADLINE, RecommendConfig(guards=[], latency_budget_ms=5))
+    assert none.config is None and not none.decided
+    assert none.lines()[0] == "recommendation: none: every config is over a budget (p95 latency of total at most 5 ms)"
+    # a stage's budget: a config without the stage spends nothing in it; a latency the runs lack cannot be checked
+    staged = [record("a", BASE, 1, **{"latency_ms_leg_vector": np.full(N, 9.0)}), record("b", BASE - 0.3, 1)]
+    found = recommend(staged, HEADLINE, RecommendConfig(guards=[], latency_budget_ms=5, latency_stage="leg_vector"))
+    assert found.latency == {"a": 9.0, "b": 0.0} and found.config == "b"
+    assert found.excluded == {"a": "p95 9.00 ms over the 5 ms budget"}
+    unmeasured = [ConfigRecord("x", {HEADLINE: BASE}), ConfigRecord("y", {HEADLINE: BASE})]
+    found = recommend(unmeasured, HEADLINE, RecommendConfig(guards=[], latency_budget_ms=5))
+    assert found.config is None and found.excluded["x"].startswith("latency_ms_total not measured")
 
 
-def test_the_latency_tie_is_a_paired_bootstrap_of_the_p95_difference():
-    rng = np.random.default_rng(3)
-    base = rng.uniform(1.0, 2.0, N)
-    records = [record("fast", BASE, base), record("noisy", BASE, base + rng.normal(0, 0.05, N)),
-               record("slow", BASE, base + 1.0)]
-    strict = RecommendConfig(guards=["latency_ms_total_p95"], latency_tolerance_ms=0)
-    found = recommend(records, "chunk_ndcg_at_10", strict)
-    tie = found.ties["latency_ms_total_p95"]
-    assert tie.values == {label: pytest.approx(float(np.percentile(r.per_query["latency_ms_total"], 95)))
-                          for label, r in zip(["fast", "noisy", "slow"], records)}
-    assert "slow" not in tie.tie and tie.best in ("fast", "noisy") and set(tie.tie) == {"fast", "noisy"}
-    # about 1 ms slower at p95: tied within a 1.5 ms tolerance; 2 ms slower: outside the default 1 ms
-    assert set(recommend(records, "chunk_ndcg_at_10", strict.model_copy(update={"latency_tolerance_ms": 1.5}))
-               .ties["latency_ms_total_p95"].tie) == {"fast", "noisy", "slow"}
-    records[2] = record("slow", BASE, base + 2.0)
-    assert "slow" not in recommend(records, "chunk_ndcg_at_10", GUARD_LATENCY).ties["latency_ms_total_p95"].tie
+def test_latency_never_settles_equal_costs_the_better_headline_mean_does():
+    records = [record("a", BASE + 0.003, 100, latency_ms=0.44), record("b", BASE + noise(3, 0.001), 100,
+                                                                       latency_ms=0.22)]
+    found = recommend(records, HEADLINE, ONLY_HEADLINE)
+    assert found.within_margin == ["a", "b"] and found.config == "a"  # equal costs: the better mean, not 0.22 ms
+    # no cost logged at all: said, and the better mean decides
+    records = [record("a", BASE + 0.003, latency_ms=0.44), record("b", BASE + noise(3, 0.001), latency_ms=0.22)]
+    found = recommend(records, HEADLINE, ONLY_HEADLINE)
+    assert found.config == "a" and found.left_out["cost_index_bytes"].startswith("not logged by these runs")
+
+
+def test_a_relative_margin_is_a_share_of_the_reference_mean():
+    cheap = BASE - 0.015 + noise(4, 0.003)
+    records = [record("best", BASE, 100), record("cheap", cheap, 0)]
+    absolute = recommend(records, HEADLINE, RecommendConfig(guards=[], margin=0.01))
+    assert absolute.config == "best" and not absolute.versus_best["cheap"].shown
+    relative = recommend(records, HEADLINE, RecommendConfig(guards=[], margin="5%"))
+    test = relative.versus_best["cheap"].tests[HEADLINE]
+    assert test.margin == pytest.approx(0.05 * BASE.mean())
+    assert relative.config == "cheap" and relative.versus_best["cheap"].shown and relative.margin == "5%"
+    assert "within the 5% margin of the best, best" in relative.lines()[0]
+
+
+def test_every_guard_must_pass_one_p_value_per_config_and_holm_over_the_configs():
+    recall = np.clip(BASE + 0.1, 0, 1)
+    records = [record("best", BASE + 0.004, 100, chunk_recall_at_10=recall),
+               record("cheap-bad-recall", BASE + noise(5, 0.002), 0, chunk_recall_at_10=recall - 0.2),
+               record("cheap-good", BASE + noise(6, 0.002), 10, chunk_recall_at_10=recall + noise(7, 0.002))]
+    config = RecommendConfig(guards=["recall_at_10"])
+    found = recommend(records, HEADLINE, config)
+    assert found.metrics == [HEADLINE, "chunk_recall_at_10"]
+    bad = found.versus_best["cheap-bad-recall"]
+    assert bad.tests[HEADLINE].p_value < 0.05 and not bad.shown and bad.weakest == "chunk_recall_at_10"
+    assert found.config == "cheap-good"  # the cheapest of those within the margin on both metrics
+    for label, v in found.versus_best.items():  # intersection-union: the largest p over the metrics
+        assert v.p_value == max(t.p_value for t in v.tests.values())
+        best, cand = records[0].per_query, next(r for r in records if r.label == label).per_query
+        assert v.tests[HEADLINE].p_value == non_inferiority(best[HEADLINE], cand[HEADLINE], 0.01).p_value
+    labels = list(found.versus_best)
+    assert [found.versus_best[c].p_adjusted for c in labels] == pytest.approx(
+        list(holm([found.versus_best[c].p_value for c in labels])))
+
+
+def test_decided_is_on_the_headline_a_config_ahead_on_a_guard_is_a_trade_off_it_settles():
+    recall = np.clip(BASE, 0, 1)
+    records = [record("best", BASE + 0.3, 100, chunk_recall_at_10=recall),
+               record("recall-strong", BASE, 100, chunk_recall_at_10=recall + 0.2)]
+    found = recommend(records, HEADLINE, RecommendConfig(guards=["recall_at_10"]))
+    assert found.config == "best" and found.decided and list(found.versus_pick["recall-strong"].tests) == [HEADLINE]
 
 
 def test_guards_take_the_headline_level_and_unmeasured_ones_are_said():
-    assert resolve_metrics("chunk_ndcg_at_10", ["doc_ndcg_at_10", "chunk_ndcg_at_10", "recall_at_10",
-                                                "latency_ms_total_p95"]) == [
-        "chunk_ndcg_at_10", "doc_ndcg_at_10", "chunk_recall_at_10", "latency_ms_total_p95"]
+    assert resolve_metrics(HEADLINE, ["doc_ndcg_at_10", "chunk_ndcg_at_10", "recall_at_10"]) == [
+        HEADLINE, "doc_ndcg_at_10", "chunk_recall_at_10"]
     assert resolve_metrics("doc_ndcg_at_10", ["recall_at_5"]) == ["doc_ndcg_at_10", "doc_recall_at_5"]
-    records = [record("a", BASE, 1.0, 1, chunk_recall_at_10=BASE), record("b", BASE - 0.3, 1.0, 1,
-                                                                          chunk_recall_at_10=BASE)]
-    found = recommend(records, "chunk_ndcg_at_10", RecommendConfig())  # the default guards
-    assert found.metrics == ["chunk_ndcg_at_10", "chunk_recall_at_10", "latency_ms_total_p95"]
+    records = [record("a", BASE, 1, chunk_recall_at_10=BASE), record("b", BASE - 0.3, 1, chunk_recall_at_10=BASE)]
+    found = recommend(records, HEADLINE, RecommendConfig())  # the default guards
+    assert found.metrics == [HEADLINE, "chunk_recall_at_10"]
     assert found.left_out == {"doc_ndcg_at_10": "not measured by these runs"}
     assert found.lines()[-1] == "  left out: doc_ndcg_at_10 (not measured by these runs)"
-    assert found.config == "a"
+    assert found.config == "a" and found.decided
 
 
-def test_the_headline_tie_is_kbench_compares_ranking():
+def test_a_comparison_recommends_by_its_own_alpha_and_quality_headline():
     index = pd.Index([f"q{i:02d}" for i in range(N)], name="query_id")
-    rng = np.random.default_rng(4)
     runs = []
-    for label, shift in (("base", 0.0), ("close", 0.025), ("far", -0.2), ("up", 0.03)):
-        frame = pd.DataFrame({"chunk_ndcg_at_10": np.clip(BASE + shift + rng.normal(0, 0.05, N), 0, 1),
+    for label, shift, cost in (("base", 0.0, 100.0), ("close", -0.002, 0.0), ("far", -0.2, 0.0)):
+        frame = pd.DataFrame({HEADLINE: np.clip(BASE + shift + noise(9, 0.002), 0, 1),
                               "latency_ms_total": np.full(N, 1.0)}, index=index)
         runs.append(RunScores(label, f"id-{label}", frame, f"id-{label}", "baseline" if label == "base" else "",
-                              {"cost_index_bytes": 1.0}))
-    cmp = compare_scores(runs, metrics=["chunk_ndcg_at_10"])
-    ranking = cmp.ranking()
-    found = recommend_comparison(cmp, RecommendConfig(guards=[]))
-    assert found.ties["chunk_ndcg_at_10"].tie == list(ranking[ranking["vs_best"] != "worse"]["config"])
-    best = ranking.iloc[0]["config"]
-    others = list(ranking["config"].iloc[1:])
-    p = [randomization_test(cmp.scores(best, "chunk_ndcg_at_10"), cmp.scores(o, "chunk_ndcg_at_10")).p_value
-         for o in others]
-    assert found.ties["chunk_ndcg_at_10"].tie == [best] + [o for o, q in zip(others, holm(p)) if q >= 0.05]
-    assert found.ties["chunk_ndcg_at_10"].tie == ["up", "close"]  # one tied, two significantly worse
+                              {"cost_index_bytes": cost}))
+    cmp = compare_scores(runs, metrics=["latency_ms_total_p95", HEADLINE])  # ranked on a latency first
+    found = recommend_comparison(cmp, ONLY_HEADLINE)
+    assert found.headline == HEADLINE and found.config == "close" and found.decided
+    assert found.as_dict()["config"] == "close"
 
 
 def test_the_recommend_section_is_checked_and_changes_no_run_key(tmp_path):
     base = {"dataset": {"name": "demo"}, "workspace": str(tmp_path)}
     plain = load_experiment(base)
-    guarded = load_experiment({**base, "recommend": {"guards": ["recall_at_5"], "cost": "cost_embed_seconds"}})
+    guarded = load_experiment({**base, "recommend": {"guards": ["recall_at_5"], "cost": "cost_embed_seconds",
+                                                     "margin": "2%", "latency_budget_ms": 50}})
     assert guarded.recommend.guards == ["recall_at_5"] and plain.recommend.guards[0] == "doc_ndcg_at_10"
+    assert plain.recommend.margin == 0.01 and guarded.recommend.margin_text() == "2%"
     assert guarded.run_key() == plain.run_key()
-    with pytest.raises(ConfigError, match="recommend.guards"):
-        load_experiment({**base, "recommend": {"guards": ["nDCG@10"]}})
-    with pytest.raises(ConfigError, match="recommend"):
-        load_experiment({**base, "recommend": {"gaurds": ["recall_at_5"]}})
+    for bad, match in (({"guards": ["nDCG@10"]}, "recommend.guards"),
+                       ({"gaurds": ["recall_at_5"]}, "recommend"),
+                       ({"guards": ["latency_ms_total_p95"]}, "latencies and costs are budgets now"),
+                       ({"latency_tolerance_ms": 1.0}, "latency_tolerance_ms is gone.*latency_budget_ms"),
+                       ({"margin": "2 percent"}, "no margin"), ({"margin": 1.5}, "no margin"),
+                       ({"margin": "150%"}, "below 100%"), ({"latency_budget_ms": 0}, "latency_budget_ms")):
+        with pytest.raises(ConfigError, match=match):
+            load_experiment({**base, "recommend": bad})
 
 
-def test_fewer_than_two_configs_or_no_headline_scores_are_refused():
+def test_fewer_than_two_configs_no_headline_scores_or_a_latency_headline_are_refused():
     with pytest.raises(ValueError, match="at least 2 configs"):
-        recommend([record("a", BASE, 1.0)], "chunk_ndcg_at_10")
+        recommend([record("a", BASE)], HEADLINE)
     with pytest.raises(ValueError, match="no per-query scores"):
-        recommend([record("a", BASE, 1.0), record("b", BASE, 1.0)], "doc_ndcg_at_10")
-    assert math.isnan(recommend([record("a", BASE, 1.0), record("b", BASE, 1.0)],
-                                "chunk_ndcg_at_10").costs["a"])
+        recommend([record("a", BASE), record("b", BASE)], "doc_ndcg_at_10")
+    with pytest.raises(ValueError, match="quality metric"):
+        recommend([record("a", BASE), record("b", BASE)], "latency_ms_total")
+    assert math.isnan(recommend([record("a", BASE), record("b", BASE)], HEADLINE).costs["a"])

@@ -9,8 +9,11 @@ import pytest
 from scipy import stats
 
 from kbench.config import load_experiment
-from kbench.evaluation.significance import (adjust_p_values, bonferroni, bootstrap_ci, holm, paired_effect_size,
-                                            paired_t_test, randomization_test, wilcoxon_signed_rank)
+from kbench.evaluation.significance import (adjust_p_values, bonferroni, bootstrap_ci, holm,
+                                            minimum_detectable_difference, non_inferiority, paired_effect_size,
+                                            paired_t_test, percentile_difference_ci, percentile_permutation_test,
+                                            questions_to_decide, randomization_test, rank_against_best,
+                                            wilcoxon_signed_rank)
 from kbench.runner import run_experiment
 from tests.conftest import link_shared_cache, make_config
 
@@ -167,3 +170,63 @@ def test_adjust_leaves_nan_out_and_rejects_unknown_methods():
 def test_paired_inputs_are_checked():
     with pytest.raises(ValueError, match="equal length"):
         paired_t_test([1, 2, 3], [1, 2])
+
+
+def test_non_inferiority_is_scipys_one_sided_t_on_the_shifted_differences(two_runs):
+    for metric, a, b in metric_pairs(two_runs)[:6]:
+        for margin in (0.0, 0.01, 0.05):
+            found = non_inferiority(a, b, margin)
+            expected = stats.ttest_1samp(b - a + margin, 0.0, alternative="greater")
+            assert found.p_value == pytest.approx(expected.pvalue, rel=1e-10, abs=1e-15), metric
+            # the rule as the issue states it: the one-sided 95% lower bound above -margin <=> p < 0.05
+            low = expected.confidence_interval(0.95).low - margin  # scipy's bound on mean(d + margin)
+            assert found.lower_bound == pytest.approx(low, rel=1e-10, abs=1e-12)
+            assert (found.lower_bound > -margin) == (found.p_value < 0.05)
+            assert found.difference == pytest.approx(float((b - a).mean()))
+
+
+def test_non_inferiority_without_spread_is_decided_by_the_sign():
+    a = np.full(15, 0.5)
+    assert non_inferiority(a, a, 0.01).p_value == 0.0  # equal on every question: within any margin > 0
+    assert non_inferiority(a, a - 0.02, 0.01).p_value == 1.0  # 0.02 worse on every question: outside 0.01
+    assert non_inferiority(a, a, 0.0).p_value == 1.0  # a zero margin asks for better, not equal
+    with pytest.raises(ValueError, match="margin"):
+        non_inferiority(a, a, -0.01)
+
+
+@pytest.mark.parametrize("sd, margin", [(0.3, 0.01), (0.25, 0.05), (0.1, 0.02), (0.02, 0.01)])
+def test_questions_to_decide_is_the_smallest_n_whose_one_sided_mde_fits_the_margin(sd, margin):
+    n = questions_to_decide(sd, margin, alpha=0.05, power=0.8)
+    assert minimum_detectable_difference(sd, n, 0.1, 0.8) <= margin
+    assert n == 2 or minimum_detectable_difference(sd, n - 1, 0.1, 0.8) > margin
+    normal = ((stats.norm.ppf(0.95) + stats.norm.ppf(0.8)) * sd / margin) ** 2  # the large-n answer
+    assert normal <= n <= normal + 10
+    assert questions_to_decide(0.0, 0.01) == 2 and questions_to_decide(0.3, 0.0) is None
+
+
+def test_percentile_tests_match_scipy(two_runs):
+    a, b = two_runs
+    latency_a = np.random.default_rng(5).gamma(2.0, 3.0, 12)
+    latency_b = latency_a * np.random.default_rng(6).uniform(0.8, 1.6, 12)
+    statistic = lambda x, y, axis: np.percentile(y, 95, axis=axis) - np.percentile(x, 95, axis=axis)  # noqa: E731
+    exact = stats.permutation_test((latency_a, latency_b), statistic, permutation_type="samples",
+                                   n_resamples=np.inf)
+    found = percentile_permutation_test(latency_a, latency_b, 95, n_resamples=10_000)
+    assert found.p_value == pytest.approx(exact.pvalue, rel=1e-12)
+    assert found.statistic == pytest.approx(exact.statistic)
+    low, high = percentile_difference_ci(latency_a, latency_b, 95, n_resamples=4_000)
+    assert low <= found.statistic <= high
+    low, high = bootstrap_ci(latency_b, q=95, n_resamples=4_000)
+    assert low <= np.percentile(latency_b, 95) <= high
+
+
+def test_rank_against_best_ranks_a_latency_fastest_first():
+    rng = np.random.default_rng(8)
+    fast = rng.uniform(1, 2, 40)
+    scores = {"slow": fast + 5, "fast": fast, "close": fast + rng.normal(0, 0.01, 40)}
+    ranked = rank_against_best(scores, lower_is_better=True)
+    assert [r.label for r in ranked][:1] in (["fast"], ["close"]) and ranked[-1].label == "slow"
+    assert ranked[-1].verdict == "worse" and ranked[0].verdict == "best"
+    by_p95 = rank_against_best(scores, lower_is_better=True, percentile=95, n_resamples=2_000)
+    assert by_p95[0].mean == pytest.approx(min(np.percentile(v, 95) for v in scores.values()))
+    assert by_p95[-1].label == "slow" and by_p95[-1].verdict == "worse"

@@ -40,3 +40,11 @@ def test_none_and_empty_lists():
 def test_unknown_name_lists_the_allowed_ones():
     with pytest.raises(ValueError, match="min-max"):
         normalize([1.0], "softmax")
+
+
+def test_the_names_a_config_may_give_are_the_methods():
+    from typing import get_args
+
+    from kbench.retrieval.fusion.normalization import Normalization
+
+    assert list(NORMALIZATIONS) == list(get_args(Normalization))

@@ -2,12 +2,14 @@
 grouping, the 'similar' search type, and the mode configs under configs/retrieval/."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from kbench.config import RetrievalConfig, load_experiment
+from kbench.config import EmbeddingConfig, RetrievalConfig, load_experiment
+from kbench.embedding.stage import CachedEmbedder
 from kbench.paths import REPO_ROOT
 from kbench.records import Query
 from kbench.retrieval.filters import filter_mask
@@ -50,6 +52,36 @@ def test_batch_mode_amortizes_and_ranks_the_same(demo):
     same = sum([h.chunk_index for h in per_query.rankings[q.query_id]] ==
                [h.chunk_index for h in batch.rankings[q.query_id]] for q in queries)
     assert same >= len(queries) - 1  # one query at a time vs a batch: equal up to float noise in near ties
+
+
+def test_batch_latency_times_query_encoding_apart_from_the_vector_cache(demo, tmp_path, monkeypatch):
+    """Under latency: batch the query vectors come through the vector cache, so a sweep's first vector config
+    computed them and the next read them; embed_query is timed apart (the encoder itself, never the cache), so
+    both configs' latencies are measured the same way."""
+    legs, queries = demo
+    embedder = CachedEmbedder(EmbeddingConfig(), tmp_path / "cache")  # a cache of its own: nothing cached yet
+    encoded: list[int] = []
+    encode = embedder.encoder.encode
+    monkeypatch.setattr(embedder.encoder, "encode",
+                        lambda texts, **kw: encoded.append(len(texts)) or encode(texts, **kw))
+    timed: list[float] = []
+
+    def time_queries(texts: list[str]) -> float | None:
+        timed.append(embedder.time_queries(texts))
+        return timed[-1]
+
+    context = replace(legs.context, embed_queries=embedder.embed_queries, time_queries=time_queries)
+    config = retrieval(legs=["vector"], top_k=10)
+    first = search(queries, context, config)  # the questions embedded (and cached) by this search
+    encoded.clear()
+    second = search(queries, context, config)  # an equal config after it: its vectors come from the cache
+    assert encoded == [1, len(queries)]  # yet the encoder ran: one untimed warm-up, then the timed questions
+    for out, seconds in zip((first, second), timed):
+        assert np.array_equal(out.latency_ms["embed_query"], np.full(len(queries), seconds * 1000))
+    assert all(t > 0 for t in timed)
+    assert all([h.chunk_index for h in first.rankings[q.query_id]]
+               == [h.chunk_index for h in second.rankings[q.query_id]] for q in queries)  # the same vectors either way
+    assert search(queries, replace(context, time_queries=None), config).latency_ms["embed_query"][0] > 0
 
 
 def test_filters_reach_every_leg(demo):

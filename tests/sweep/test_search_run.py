@@ -13,6 +13,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from kbench.cli import main
+from kbench.compare.recommendation import recommend_comparison
 from kbench.config import ConfigError
 from kbench.sweep import expand_sweep
 from kbench.sweep.scoring import ConfigScorer
@@ -52,7 +53,10 @@ def test_race_drops_with_rounds_and_p_values_and_ranks_the_rest_over_every_quest
     # the recommended config's metrics are its means over every question
     assert run.data.metrics["search_scorings"] == summary["cost"]["scorings"]
     assert summary["cost"]["scorings"] <= 6 * n
-    assert summary["recommended"] == run.data.tags["kbench.sweep.winner"]
+    assert summary["recommended"] == run.data.tags["kbench.sweep.winner"] == run.data.tags["kbench.sweep.recommendation"]
+    assert summary["recommendation"]["config"] == summary["recommended"]  # the one rule, as a grid sweep ends
+    assert run.data.tags["kbench.sweep.decided"] == str(summary["recommendation"]["decided"]).lower()
+    assert re.search(rf"^recommendation: (provisional: )?{re.escape(summary['recommended'])} \(", out, re.M)
 
 
 def test_race_on_synthetic_scorer_equals_the_grid_ranking_of_survivors(workspace):
@@ -69,6 +73,10 @@ def test_race_on_synthetic_scorer_equals_the_grid_ranking_of_survivors(workspace
     for label, frame in outcome.frames.items():
         assert frame[outcome.headline].to_numpy() == pytest.approx(full[label][outcome.headline].to_numpy(), abs=1e-12)
     assert len(outcome.frames[outcome.recommended]) == len(ids)
+    # the search recommends by the one function, with the sweep's recommend section and each config's index cost
+    found = recommend_comparison(outcome.comparison, plan.baseline.recommend)
+    assert outcome.recommended == found.config and outcome.recommendation.lines() == found.lines()
+    assert all(r.summary["cost_index_bytes"] == 0.0 for r in outcome.comparison.runs)  # BM25 only: no vectors
 
 
 def test_stagewise_scores_a_plus_b_configs_and_states_its_assumption(workspace, tmp_path, capsys):

@@ -316,11 +316,14 @@ def _seconds(text: str) -> float:
     return hours * 3600 + minutes * 60 + seconds
 
 
+PICK = re.compile(r"^recommendation: (?:provisional: )?(\S+) \(", re.M)  # the label a recommendation line names
+
+
 @pytest.mark.slow
-def test_sweep_ends_with_a_ranking_names_its_winner_and_logs_it_on_the_parent(workspace, tmp_path, capsys):
+def test_sweep_console_compare_and_the_mlflow_parent_name_one_recommended_config(workspace, tmp_path, capsys):
     """A variants-only sweep through `kbench sweep`: its baseline runs too, each config's line gives its own
-    time, the end ranks the configs, names the winner and its resolved config, and the parent run carries the
-    winner's metrics, config and name."""
+    time, the end ranks the configs and ends with the recommendation and its resolved config; `kbench compare`
+    on the sweep and the MLflow parent (tags, description, winner.yaml, metrics) name the same config."""
     data = sweep_data(workspace, variants=[{"name": "small-chunks", "chunking.chunk_size": 300,
                                             "chunking.chunk_overlap": 0},
                                            {"name": "few", "retrieval.top_k": 3}])
@@ -349,41 +352,45 @@ def test_sweep_ends_with_a_ranking_names_its_winner_and_logs_it_on_the_parent(wo
         stages = sum(v for k, v in children[label].data.metrics.items() if k.startswith("time_s_"))
         assert stages <= seconds + 0.06, label  # a config's stages fit in its own time
 
-    # the ranking, best first, then the winner and where its resolved config is
+    # the ranking, best first, then the recommendation (the last word) and where its resolved config is
     cmp = compare_runs(parent_id, tracking_uri=str(client.tracking_uri))
     assert cmp.baseline == "baseline"
     ranking = cmp.ranking()
-    headline = {label: run.data.metrics["chunk_ndcg_at_10"] for label, run in children.items()}
-    winner = ranking.iloc[0]["config"]
-    assert headline[winner] == max(headline.values())
-    assert out.index("Ranking on chunk_ndcg_at_10") < out.index("winner: ")
     positions = [out.index(f"  {rank}  {label}") for rank, label in zip(ranking["rank"], ranking["config"])]
     assert positions == sorted(positions)
-    assert f"winner: {winner} chunk_ndcg_at_10 {headline[winner]:.4f} (run {children[winner].info.run_id})" in out
+    found = recommend_comparison(cmp, RecommendConfig())
+    pick = found.config
+    assert found.metrics == ["chunk_ndcg_at_10", "doc_ndcg_at_10", "chunk_recall_at_10"]
+    assert found.best == ranking.iloc[0]["config"] and pick in found.within_margin
+    assert out.index("Ranking on chunk_ndcg_at_10") < out.index(found.lines()[0])
+    assert "winner: " not in out and "tied with it" not in out
     winner_yaml = Path(re.search(r"resolved config: (\S+)", out).group(1))
-    assert load_experiment(winner_yaml).run_key() == children[winner].data.tags["kbench.run_key"]
 
-    # the parent run: the winner's metrics, its config as artifact, its name, the ranking as description
-    for key, value in children[winner].data.metrics.items():
-        assert parent.data.metrics[key] == pytest.approx(value), key
-    assert parent.data.tags["kbench.sweep.winner"] == winner
-    assert parent.data.tags["kbench.sweep.winner_run_id"] == children[winner].info.run_id
-    assert parent.data.tags["kbench.sweep.headline"] == "chunk_ndcg_at_10"
+    # three surfaces, one config: the sweep's console, kbench compare on the sweep, the MLflow parent
+    console = PICK.findall(out)
+    assert main(["compare", "--sweep", parent_id, "--tracking-uri", str(client.tracking_uri),
+                 "--out", str(tmp_path / "compared")]) == 0
+    compared = PICK.findall(capsys.readouterr().out)
     note = parent.data.tags["mlflow.note.content"]
-    assert f"**Winner: {winner}**" in note and "| rank | config |" in note
+    assert console == compared == PICK.findall(note) == [pick]
+    assert f"**Recommended: {pick}**" in note and "Winner" not in note and "| rank | config |" in note
+    assert found.lines()[0] in note
+    assert parent.data.tags["kbench.sweep.winner"] == parent.data.tags["kbench.sweep.recommendation"] == pick
+    assert parent.data.tags["kbench.sweep.winner_run_id"] == children[pick].info.run_id
+    assert parent.data.tags["kbench.sweep.decided"] == str(found.decided).lower()
+    assert parent.data.tags["kbench.sweep.headline"] == "chunk_ndcg_at_10"
+    assert json.loads(parent.data.tags["kbench.sweep.recommend_by"]) == RecommendConfig().model_dump()
+    for key, value in children[pick].data.metrics.items():  # the parent carries the recommended config's metrics
+        assert parent.data.metrics[key] == pytest.approx(value), key
+    assert load_experiment(winner_yaml).run_key() == children[pick].data.tags["kbench.run_key"]
+    assert winner_yaml.read_text().startswith(f"# The recommendation of sweep t (parent run {parent_id}): "
+                                              f"{found.reason}\n")
     artifacts = {a.path for a in client.list_artifacts(parent_id)}
-    assert "winner.yaml" in artifacts and "report" in artifacts
+    assert "winner.yaml" in artifacts and "report" in artifacts and "recommended.yaml" not in artifacts
     logged = client.download_artifacts(parent_id, "winner.yaml", str(tmp_path))
     assert Path(logged).read_text() == winner_yaml.read_text()
-
-    # the last word: one recommendation, from the same numbers kbench compare ranks by, tagged on the parent
-    found = recommend_comparison(cmp, RecommendConfig())
-    assert found.metrics[:3] == ["chunk_ndcg_at_10", "doc_ndcg_at_10", "chunk_recall_at_10"]
-    assert out.index("winner: ") < out.index(found.lines()[0])
-    assert found.ties["chunk_ndcg_at_10"].tie == list(ranking[ranking["vs_best"] != "worse"]["config"])
-    assert parent.data.tags["kbench.sweep.recommendation"] == (found.config or "none")
-    assert json.loads(parent.data.tags["kbench.sweep.recommend_by"]) == RecommendConfig().model_dump()
-    assert found.lines()[0].removeprefix("recommendation: ") in note
+    report = client.download_artifacts(parent_id, "report/report.md", str(tmp_path))
+    assert "## Recommendation\n\n- " + found.lines()[0] in Path(report).read_text()  # the HTML report's source
 
 
 def test_each_child_run_and_the_report_show_what_the_configs_ran(workspace, tmp_path, capsys):

@@ -20,7 +20,10 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
+
+from kbench.lazy import lazy_module
+
+sp = lazy_module("scipy.sparse")  # half a second to import: `kbench datasets --help` reads this package's names
 
 TOKEN = re.compile(r"\w+")
 MIN_PASSAGE_CHARS = 200

@@ -1,2 +1,1 @@
-"""Unit kinds, one module each; importing this package registers them (kbench/indexes/registry.py)."""
-from kbench.indexes.kinds import chunking, code_example, heading  # noqa: F401
+"""Unit kinds, one module each, registered in ``kbench.indexes.registry.UNIT_KINDS`` (imported on first use)."""

@@ -3,15 +3,21 @@ and ``document``, one unit per document (exactly the ``none`` chunker's output, 
 that leg run with ``chunking: none``). Built through the chunk cache; timed as stage ``units``."""
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
-from kbench.chunking import chunk_dataset
+from kbench import chunking
 from kbench.chunking.config import ChunkingConfig
 from kbench.indexes.index import BuildLog, IndexSections, IndexSpec, Units
 from kbench.indexes.registry import UNIT_KINDS, UnitKind
 from kbench.records import Dataset
 
-DOCUMENT_CHUNKING = ChunkingConfig(strategy="none")
+
+@cache
+def document_chunking() -> ChunkingConfig:
+    """The ``none`` chunker's section: one unit per document. Made on first use: a section made when the module is
+    imported would build pydantic's validators (and look for its plugins) whenever a config is merely read."""
+    return ChunkingConfig(strategy="none")
 
 
 @UNIT_KINDS.register("chunking")
@@ -24,7 +30,8 @@ class ChunkingUnits(UnitKind):
               cache_root: Path) -> Units:
         counts: dict[str, int] = {}
         with log.timer.stage("units"):
-            units = chunk_dataset(dataset, spec.chunking or DOCUMENT_CHUNKING, cache_dir=cache_root, counts=counts)
+            units = chunking.chunk_dataset(dataset, spec.chunking or document_chunking(), cache_dir=cache_root,
+                                           counts=counts)
         log.counts.update({f"units_{spec.name}_{k}": v for k, v in counts.items()})
         return Units(units)
 

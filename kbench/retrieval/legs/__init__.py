@@ -1,2 +1,1 @@
-"""First-stage legs, one module each; importing registers them."""
-from kbench.retrieval.legs import bm25, code_examples, pg_hybrid, postgres_fts, vector  # noqa: F401
+"""First-stage legs, one module each, registered in ``kbench.retrieval.registry.LEGS`` (imported on first use)."""

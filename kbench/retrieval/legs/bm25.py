@@ -24,15 +24,17 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-import scipy.sparse as sp
 from pydantic import Field, field_validator, model_validator
 
+from kbench.lazy import lazy_module
 from kbench.records import Query
 from kbench.registry import StrictModel
 from kbench.retrieval.contracts import Leg, LegResult, SearchContext
 from kbench.retrieval.registry import LEGS
 from kbench.retrieval.text.stopwords import resolve_list_path
 from kbench.retrieval.text.tokenizers import Analyzer
+
+sp = lazy_module("scipy.sparse")  # half a second to import: a config naming bm25 is checked without it
 
 TokenizerName = Literal["regex", "word", "postgres", "code"]
 

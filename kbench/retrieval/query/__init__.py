@@ -1,6 +1,7 @@
 """Query pre-stages (the GWI spec's query processing): expansion, decomposition, HyDE."""
-from kbench.retrieval.query.config import DecompositionConfig, ExpansionConfig, HydeConfig, QueryConfig
-from kbench.retrieval.query.stage import QueryPlan, check_query, plan_queries, search_planned
+from kbench.lazy import lazy_exports
 
-__all__ = ["DecompositionConfig", "ExpansionConfig", "HydeConfig", "QueryConfig", "QueryPlan", "check_query",
-           "plan_queries", "search_planned"]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    ".config": ["DecompositionConfig", "ExpansionConfig", "HydeConfig", "QueryConfig"],
+    ".stage": ["QueryPlan", "check_query", "plan_queries", "search_planned"],
+})

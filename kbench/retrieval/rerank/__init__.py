@@ -1,7 +1,7 @@
-"""Rerankers, one module each; importing registers them. ``check_reranker`` runs their start-time checks."""
+"""Rerankers, one module each, registered in ``kbench.retrieval.registry.RERANKERS`` (imported on first use).
+``check_reranker`` runs their start-time checks."""
 from kbench.retrieval.config import RerankConfig
 from kbench.retrieval.registry import RERANKERS
-from kbench.retrieval.rerank import bi_encoder, cross_encoder, llm  # noqa: F401
 
 
 def check_reranker(config: RerankConfig) -> None:

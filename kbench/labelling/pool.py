@@ -1,0 +1,242 @@
+"""The pool a labelling session works on, built from logged runs (or a sweep), kept as one JSON file.
+
+    pool = build_pool(["<sweep parent id>"], k=10, judged=None, seed=0, random_share=0.5)
+    pool.write(path); LabelPool.read(path)
+
+- **Contenders**: the runs' logged per-query scores go through the recommendation (``evaluation.recommend``, the
+  runs' headline, ``recommend`` section as given): the recommended config and the configs in
+  ``Recommendation.undecided`` (those it cannot yet be told apart from). A decided recommendation still pools
+  the recommended config and the runner-up, so the labels can check it.
+- **Pairs**: the top ``k`` of each contender per question (``judging.pool_runs``: one pair per document and
+  character range), with the passage's text, its document's title and the text around it.
+- **The model's grades** (Yhat's labels): a ``kbench judge`` file's chunk-level judgements (``--judged``), else
+  the dataset's own labels (a generated set's qrels or reference spans, ``judging.dataset_label``); a pair with
+  neither is left ungraded (counted as not relevant by the metric, and the least certain for the order).
+- **Plan**: the order the page serves (``labelling.order.label_plan``), fixed by the seed.
+
+The file's ``fingerprint`` (SHA-256 of the pairs, rankings, model grades and plan) ties a labels file to its pool.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kbench.compare.compare import CompareError, headline_metric, load_runs
+from kbench.errors import UserError
+from kbench.evaluation.recommend import ConfigRecord, RecommendConfig, recommend
+from kbench.judging.judge import Pair, dataset_label, load_logged_run, pool_runs
+from kbench.judging.prompt import GRADES
+from kbench.labelling.estimate import PoolArrays
+from kbench.labelling.order import LabelPlan, label_plan
+from kbench.tracking.read import RunReadError, tracking_client
+
+POOL_KIND = "kbench-label-pool"
+CONTEXT_CHARS = 600  # of the document shown before and after the passage
+# grade -> what it means (the judge's 0-3 scale, so human and judge grade alike)
+SCALES = {"graded": {g: GRADES[g] for g in range(4)},
+          "binary": {0: "does not help answer the question", 1: "helps answer the question"}}
+
+
+class LabelError(UserError, ValueError):
+    pass
+
+
+@dataclass
+class PoolPair:
+    query_id: str
+    doc_id: str
+    start: int
+    end: int
+    text: str
+    title: str = ""
+    before: str = ""  # the document's text just before the passage
+    after: str = ""
+
+    @property
+    def pair_id(self) -> str:
+        """The passage's id in the labels file's qrels: ``<doc id>@<start>-<end>`` (its character range)."""
+        return f"{self.doc_id}@{self.start}-{self.end}"
+
+
+@dataclass
+class LabelPool:
+    dataset: str
+    k: int
+    configs: list[str]  # contenders, the recommended one first
+    runs: dict[str, str]  # config -> run id
+    questions: dict[str, str]  # query id -> text, in the pool's question order
+    pairs: list[PoolPair]
+    ranks: np.ndarray  # [C, P]
+    model_grades: np.ndarray  # [P], NaN: none
+    model: str  # where the model's grades come from
+    plan: LabelPlan
+    scale: str = "graded"
+    recommendation: list[str] = field(default_factory=list)  # at pool time, from the logged scores
+    sweep: str | None = None  # the sweep parent's run id
+
+    @property
+    def question_ids(self) -> list[str]:
+        return list(self.questions)
+
+    @property
+    def question_of(self) -> np.ndarray:
+        index = {q: i for i, q in enumerate(self.questions)}
+        return np.array([index[p.query_id] for p in self.pairs], dtype=int)
+
+    def arrays(self) -> PoolArrays:
+        return PoolArrays(self.question_of, self.ranks, self.model_grades, self.configs, self.k, len(self.questions))
+
+    @property
+    def grades(self) -> dict[int, str]:
+        return SCALES[self.scale]
+
+    def _content(self) -> dict:
+        return {"kind": POOL_KIND, "version": 1, "dataset": self.dataset, "k": self.k, "configs": self.configs,
+                "runs": self.runs, "sweep": self.sweep, "scale": self.scale, "model": self.model,
+                "recommendation": self.recommendation,
+                "questions": [{"id": q, "text": t} for q, t in self.questions.items()],
+                "pairs": [vars(p) for p in self.pairs], "ranks": self.ranks.tolist(),
+                "model_grades": [None if np.isnan(g) else int(g) for g in self.model_grades],
+                "plan": self.plan.as_dict()}
+
+    @property
+    def fingerprint(self) -> str:
+        content = self._content()
+        keyed = {k: content[k] for k in ("dataset", "k", "configs", "scale", "ranks", "model_grades", "plan")}
+        keyed["pairs"] = [[p.query_id, p.pair_id] for p in self.pairs]
+        return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()
+
+    def write(self, path: Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".partial-{path.name}")
+        tmp.write_text(json.dumps({**self._content(), "fingerprint": self.fingerprint}), encoding="utf-8")
+        tmp.replace(path)
+
+    @classmethod
+    def read(cls, path: Path) -> "LabelPool":
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise LabelError(f"--pool {path}: no such file; give the .pool.json `kbench label` wrote beside its "
+                             "labels file") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise LabelError(f"--pool {path}: not a pool file ({e}); give the .pool.json `kbench label` wrote") from None
+        if not isinstance(data, dict) or data.get("kind") != POOL_KIND:
+            raise LabelError(f"--pool {path}: not a kbench label pool (no \"kind\": \"{POOL_KIND}\"); give the "
+                             ".pool.json `kbench label` wrote beside its labels file")
+        pool = cls(data["dataset"], int(data["k"]), list(data["configs"]), dict(data["runs"]),
+                   {q["id"]: q["text"] for q in data["questions"]}, [PoolPair(**p) for p in data["pairs"]],
+                   np.array(data["ranks"], dtype=int).reshape(len(data["configs"]), len(data["pairs"])),
+                   np.array([np.nan if g is None else g for g in data["model_grades"]], dtype=float), data["model"],
+                   LabelPlan.from_dict(data["plan"]), data.get("scale", "graded"), list(data.get("recommendation", [])),
+                   data.get("sweep"))
+        if data.get("fingerprint") != pool.fingerprint:
+            raise LabelError(f"--pool {path}: its content does not match its fingerprint (edited by hand?); build it "
+                             "again from the runs (kbench label RUN... or --sweep)")
+        return pool
+
+
+def contenders(run_ids: list[str], tracking_uri: str | None, config: RecommendConfig | None = None
+               ) -> tuple[list[str], dict[str, str], list[str], str | None]:
+    """(contender labels, recommended first; label -> run id; the recommendation's lines; the sweep parent id)
+    from the runs' logged per-query scores."""
+    try:
+        scores, parent, _ = load_runs(run_ids, tracking_uri)
+    except (CompareError, RunReadError) as e:
+        raise LabelError(str(e)) from None
+    if len(scores) < 2:
+        raise LabelError(f"kbench label compares configs: {len(scores)} finished run given; give two or more run ids "
+                         "or a sweep's parent run id")
+    common = sorted(set.intersection(*(set(s.per_query.index) for s in scores)))
+    columns = set.intersection(*(set(c for c in s.per_query.columns if s.per_query[c].dtype.kind in "fi")
+                                 for s in scores))
+    headline = headline_metric(columns)
+    if headline is None or len(common) < 2:
+        raise LabelError("the runs share no per-query quality metric (nDCG@10 ...) on two or more questions: are they "
+                         "kbench runs of one dataset?")
+    records = [ConfigRecord(s.label, {headline: s.per_query.loc[common, headline].to_numpy(dtype=float)},
+                            dict(s.summary)) for s in scores]
+    found = recommend(records, headline, (config or RecommendConfig()).model_copy(update={"guards": []}))
+    if found.config is None:
+        raise LabelError("every config is over a budget: nothing to label for")
+    others = found.undecided or [c for c in found.order if c != found.config][:1]
+    chosen = [found.config, *others]
+    return chosen, {s.label: s.run_id for s in scores if s.label in chosen}, found.lines(), parent
+
+
+def judged_grades(path: Path) -> tuple[dict[tuple, int], str]:
+    """The chunk-level grades of a ``kbench judge`` output (its ``<out>.json``) by (query, doc, start, end)."""
+    path = Path(path)
+    side = path if path.suffix == ".json" else path.with_name(path.name + ".json")
+    try:
+        provenance = json.loads(side.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LabelError(f"--judged {path}: no {side.name} beside it; give the --out of `kbench judge` (its .json "
+                         "holds the chunk-level grades)") from None
+    except json.JSONDecodeError as e:
+        raise LabelError(f"--judged {side}: not JSON ({e}); rewrite it with `kbench judge`") from None
+    grades = {(str(j["query_id"]), str(j["doc_id"]), int(j["start"]), int(j["end"])): int(j["grade"])
+              for j in provenance.get("judgements", []) if j.get("grade") is not None}
+    return grades, f"judge {provenance.get('judge_model', '?')} ({side.name})"
+
+
+def set_label(dataset, pair: Pair) -> int | None:
+    """The evaluation set's own label as the model's grade: a span set labels every passage (1 overlapping a
+    reference, else 0); qrels grade the documents they name (others: None, not graded)."""
+    if dataset.spans.get(pair.query_id):
+        return dataset_label(dataset, pair) or 0
+    return dataset_label(dataset, pair)
+
+
+def build_pool(run_ids: list[str], *, k: int = 10, judged: Path | None = None, seed: int = 0,
+               random_share: float = 0.5, scale: str = "graded", tracking_uri: str | None = None,
+               recommend_config: RecommendConfig | None = None) -> LabelPool:
+    chosen, runs, lines, parent = contenders(run_ids, tracking_uri, recommend_config)
+    client = tracking_client(tracking_uri)
+    logged = [load_logged_run(client, runs[label]) for label in chosen]
+    dataset = logged[0].dataset
+    texts = pool_runs(logged, k)  # Pair -> text; raises on runs of different datasets
+    questions = {q.query_id: q.text for q in dataset.queries if any(q.query_id in r.run.hits for r in logged)}
+    position = {q: i for i, q in enumerate(questions)}
+    keys = sorted((p for p in texts if p.query_id in questions),
+                  key=lambda p: (position[p.query_id], p.doc_id, p.start, p.end))
+    index = {p: i for i, p in enumerate(keys)}
+    ranks = np.zeros((len(chosen), len(keys)), dtype=int)
+    for c, r in enumerate(logged):
+        for qid, hits in r.run.hits.items():
+            for rank, h in enumerate(hits[:k], start=1):
+                chunk = r.chunks.get(h.chunk_id)
+                if chunk is not None and (pair := Pair(qid, chunk.doc_id, chunk.start, chunk.end)) in index:
+                    ranks[c, index[pair]] = ranks[c, index[pair]] or rank
+    if judged is not None:
+        by_pair, model = judged_grades(judged)
+        model_grades = np.array([by_pair.get((p.query_id, p.doc_id, p.start, p.end), np.nan) for p in keys], float)
+    else:
+        model = f"the dataset's labels ({dataset.name})"
+        model_grades = np.array([np.nan if (g := set_label(dataset, p)) is None else g for p in keys], float)
+    if scale == "binary":
+        model_grades = np.where(np.isnan(model_grades), np.nan, (model_grades >= (2 if judged else 1)).astype(float))
+    documents = {d.doc_id: d for d in dataset.documents}
+    pairs = []
+    for p in keys:
+        doc = documents.get(p.doc_id)
+        text = doc.text if doc is not None else ""
+        pairs.append(PoolPair(p.query_id, p.doc_id, p.start, p.end, texts[p], getattr(doc, "title", "") or "",
+                              text[max(0, p.start - CONTEXT_CHARS):p.start], text[p.end:p.end + CONTEXT_CHARS]))
+    if not pairs:
+        raise LabelError(f"the contenders ({', '.join(chosen)}) ranked nothing in their top {k}: nothing to label")
+    arrays = PoolArrays(np.array([position[p.query_id] for p in pairs]), ranks, model_grades, chosen, k,
+                        len(questions))
+    plan = label_plan(arrays.question_of, ranks, model_grades, len(questions), k, seed=seed, random_share=random_share)
+    return LabelPool(dataset.name, k, chosen, runs, questions, pairs, ranks, model_grades, model, plan, scale, lines,
+                     parent)
+
+
+__all__ = ["CONTEXT_CHARS", "LabelError", "LabelPool", "PoolPair", "SCALES", "build_pool", "contenders",
+           "judged_grades"]
