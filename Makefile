@@ -35,8 +35,13 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/kbench run configs/quickstart.yaml
 
+# pytest-xdist workers: most tests wait on subprocesses, servers and SQLite, so 3 workers keep 2 cores busy;
+# --dist loadgroup keeps the tests of one xdist_group (a shared server or fixture) on one worker, and
+# --no-loadscope-reorder keeps tests/conftest.py's order (the slow ones first, so no worker ends on a long test).
+TEST_WORKERS ?= 3
 test: $(STAMP) browser
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
+		--durations=30 tests
 
 # The labelling page's test drives a real headless Chromium over the DevTools protocol (tests/labelling/browser.py):
 # Debian's chromium, installed when missing (CI runs as root with Debian's registry); no driver is needed.

@@ -10,12 +10,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 from kbench.paths import REPO_ROOT, exports_dir
-from tests.conftest import make_config
+from tests.conftest import CHECKOUT_MODELS, make_config
 
-SKIPPED = {".git", ".venv", "__pycache__"}
+# .hypothesis is the example database the test process (Hypothesis, on other xdist workers) keeps in the checkout
+SKIPPED = {".git", ".venv", "__pycache__", ".hypothesis"}
 # Files libraries write on import, whoever imports them (left alone, reported): ONNX Runtime's device id and
 # telemetry database in ~/.cache and a .ses file in the temporary directory, OpenVINO's telemetry client id in
 # ~/intel, matplotlib's font list in ~/.cache/matplotlib. Anything else in HOME or TMPDIR is kbench's, and a defect.
@@ -34,6 +36,7 @@ def written_since(root: Path, start: float) -> list[Path]:
     return found
 
 
+@pytest.mark.xdist_group(CHECKOUT_MODELS)  # no other test may write into the checkout meanwhile
 def test_a_run_with_a_workspace_writes_nothing_outside_it_and_the_models_directory(tmp_path):
     from sentence_transformers import CrossEncoder
 

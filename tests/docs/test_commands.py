@@ -1,10 +1,13 @@
 """Docs are tests: every shell block of README.md and docs/ runs, page by page, as a reader would run it.
 
-Each page runs in a scratch checkout of its own (the repository's folders linked, `../shared` beside it, a fresh
-default workspace `experiments/` whose `cache/` is the test session's shared cache, so a text embedded by any test is
-embedded once), in one bash session from its first block to its last, so a variable one block sets is there in the
-next and a server a block starts in the background is stopped when the page ends. A block whose page says
-`<!-- skip: reason -->` right before it is not run; tests/docs/blocks.py finds the blocks.
+Each page runs in a scratch checkout of its own (the repository's folders linked, `../shared` beside it, fresh
+workspaces (`experiments/` and the others the pages name) whose `cache/` is the test run's shared cache, so a text
+embedded by any test is embedded once), in one bash session from its first block to its last, so a variable one block
+sets is there in the next and a server a block starts in the background is stopped when the page ends. A block whose
+page says `<!-- skip: reason -->` right before it is not run; tests/docs/blocks.py finds the blocks.
+
+The pages are the suite's slowest tests because each `kbench` line is a process of its own that imports its stack
+and loads its model, as a reader's does: that is what they check. They run side by side on the xdist workers.
 """
 from __future__ import annotations
 
@@ -18,13 +21,23 @@ from pathlib import Path
 import pytest
 
 from kbench.paths import REPO_ROOT
+from tests.conftest import PGSERVER_DEFAULT
 from tests.docs.blocks import SKIP, every_block, pages, shell_blocks
 
 LINKED = [".venv", "benchmarks", "configs", "datasets", "docs", "kbench", "notebooks", "tools", "Makefile",
           "mkdocs.yml", "pyproject.toml", "requirements.lock"]
-WORKSPACES = ["experiments", "ci-workspace"]  # the default one, and the CI gate configs' own
+# the default one, the CI gate configs' own, and the one docs/how-to/configs.md moves a run to with KBENCH_WORKSPACE
+WORKSPACES = ["experiments", "ci-workspace", "scratch"]
 PAGE_TIMEOUT_S = 900
 RUNNABLE = [page for page in pages() if any(block.skip is None for block in shell_blocks(page))]
+
+
+def page_param(page: Path):
+    """A page as a test; one that runs a pgvector store without a DSN shares the machine's default PostgreSQL data
+    directory with other tests, so it joins their xdist group."""
+    code = "\n".join(block.code for block in shell_blocks(page) if block.skip is None)
+    marks = [pytest.mark.xdist_group(PGSERVER_DEFAULT)] if "store.backend=pgvector" in code and "dsn" not in code else []
+    return pytest.param(page, marks=marks, id=str(page.relative_to(REPO_ROOT)))
 
 
 def scratch_checkout(root: Path, cache: Path) -> Path:
@@ -60,7 +73,7 @@ def page_script(page: Path) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page", RUNNABLE, ids=[str(p.relative_to(REPO_ROOT)) for p in RUNNABLE])
+@pytest.mark.parametrize("page", [page_param(page) for page in RUNNABLE])
 def test_every_command_on_the_page_runs(page, tmp_path, shared_cache_workspace):
     cache = shared_cache_workspace / "cache"
     cache.mkdir(exist_ok=True)

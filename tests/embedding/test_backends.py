@@ -11,7 +11,9 @@ import pytest
 from kbench.embedding import onnx_export
 from kbench.embedding.config import EmbeddingConfig
 from kbench.embedding.stage import CachedEmbedder, l2_normalize, load_encoder
-from tests.conftest import SCIFACT
+from tests.conftest import CHECKOUT_MODELS, SCIFACT
+
+pytestmark = pytest.mark.xdist_group(CHECKOUT_MODELS)  # exports without a workspace go to the checkout's models
 
 
 @pytest.fixture(scope="module")

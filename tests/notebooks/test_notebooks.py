@@ -13,6 +13,7 @@ import pytest
 
 from kbench.studies import NOTEBOOKS_DIR, NotebookError, notebook_names, run_all, run_notebook
 from kbench.studies.driver import load_profile
+from tests.conftest import CHECKOUT_MODELS
 
 pytestmark = pytest.mark.slow
 NOTEBOOKS = ["00_quickstart", "01_chunking", "02_embeddings", "03_retrieval", "04_rerank", "05_compare", "06_eval_sets", "07_diagnose"]
@@ -53,6 +54,7 @@ def test_committed_notebooks_are_clean_and_parameterized():
         assert nb.metadata.kernelspec.name == "kbench"
 
 
+@pytest.mark.xdist_group(CHECKOUT_MODELS)  # 04_rerank trains into the models folder if it has no reranker
 def test_every_notebook_finishes_with_ci_profile(ci_run):
     ws, results = ci_run
     assert list(results) == NOTEBOOKS
@@ -69,6 +71,7 @@ def test_every_notebook_finishes_with_ci_profile(ci_run):
         print(f"{name}: {r.seconds:.1f} s")
 
 
+@pytest.mark.xdist_group(CHECKOUT_MODELS)  # 04_rerank trains into the models folder if it has no reranker
 def test_mlflow_holds_one_run_per_notebook_with_notebook_and_plots(ci_run):
     ws, results = ci_run
     client = _client(next(iter(results.values())).tracking_uri)
@@ -94,6 +97,7 @@ def test_mlflow_holds_one_run_per_notebook_with_notebook_and_plots(ci_run):
     assert not [r for r in runs if r.data.tags.get("mlflow.parentRunId") == compare.info.run_id]
 
 
+@pytest.mark.xdist_group(CHECKOUT_MODELS)  # 04_rerank trains into the models folder if it has no reranker
 def test_executed_notebooks_pass_nbval(ci_run):
     ws, results = ci_run
     paths = [str(r.output) for r in results.values()]

@@ -22,7 +22,7 @@ from kbench.retrieval.registry import SearchContext
 from kbench.retrieval.text.pg_tsearch import TextSearchConfig
 from kbench.retrieval.text.stopwords import LUCENE_STOP_WORDS, list_key, stop_words
 from kbench.retrieval.text.tokenizers import Analyzer, code_tokens
-from tests.conftest import SCIFACT
+from tests.conftest import PGSERVER_DEFAULT, SCIFACT
 
 needs_scifact = pytest.mark.skipif(not (SCIFACT / "corpus.jsonl").is_file(), reason="SciFact not in ../shared/datasets")
 BM25S_PATTERN = r"(?u)\b\w\w+\b"  # bm25s' (and scikit-learn's) default token pattern
@@ -156,6 +156,7 @@ def test_postgres_fts_stop_lists():
 
 
 @pytest.mark.pg
+@pytest.mark.xdist_group(PGSERVER_DEFAULT)
 @needs_scifact
 def test_postgres_fts_without_stop_words_matches_postgresql(tmp_path):
     """stopwords: none is a snowball dictionary without a StopWords file, mapped in place of english_stem (created

@@ -21,7 +21,7 @@ from kbench.retrieval.registry import SearchContext
 from kbench.retrieval.text.pg_tsearch import TextSearchConfig, TsQuery, ts_rank, ts_rank_cd
 from kbench.retrieval.text.pg_websearch import websearch_or_text, websearch_to_tsquery
 from kbench.runner import run_experiment
-from tests.conftest import SCIFACT
+from tests.conftest import PGSERVER_DEFAULT, SCIFACT
 
 
 def chunk(i: int, text: str) -> Chunk:
@@ -108,6 +108,7 @@ def float4(value: float) -> float:
     return struct.unpack("f", struct.pack("f", value))[0]
 
 
+@pytest.mark.xdist_group(PGSERVER_DEFAULT)
 @pytest.mark.pg
 @pytest.mark.slow
 def test_to_tsvector_matches_postgresql_on_every_scifact_abstract(scifact, postgres):
@@ -128,6 +129,7 @@ def test_to_tsvector_matches_postgresql_on_every_scifact_abstract(scifact, postg
 _LEXEME = re.compile(r"'((?:[^']|'')*)'")
 
 
+@pytest.mark.xdist_group(PGSERVER_DEFAULT)
 @pytest.mark.pg
 @pytest.mark.slow
 def test_plainto_tsquery_matches_postgresql(scifact, postgres):
@@ -182,6 +184,7 @@ def postgres_scores(conn, queries: list[TsQuery], normalization: int, plainto_cl
     return {(i, d): (cd, r) for i, d, cd, r in cur.fetchall()}
 
 
+@pytest.mark.xdist_group(PGSERVER_DEFAULT)
 @pytest.mark.pg
 @pytest.mark.slow
 def test_match_sets_and_scores_match_postgresql(scifact, postgres):
@@ -218,6 +221,7 @@ WEBSEARCH_EDGES = ['IL-6 or cells', '"foo or bar" or baz', '-based or x', 'a or 
                    'x -"a b c" d', 'Or OR oR', '--x or -y', 'a&b|c!d or e', 'x "y', 'x or(y', 'a1:b2:c3']
 
 
+@pytest.mark.xdist_group(PGSERVER_DEFAULT)
 @pytest.mark.pg
 def test_websearch_or_queries_are_postgresqls_text_for_text(scifact, postgres):
     """Every SciFact claim as production builds it (words joined by ' or '), and the websearch syntax's edge
@@ -250,6 +254,7 @@ def websearch_scores(corpus: Corpus, queries: list[TsQuery], normalization: int)
     return out
 
 
+@pytest.mark.xdist_group(PGSERVER_DEFAULT)
 @pytest.mark.pg
 @pytest.mark.slow
 def test_websearch_or_matches_and_scores_match_postgresql(scifact, postgres):

@@ -126,7 +126,8 @@ def test_stagewise_race_races_each_stage_with_alpha_split_and_scores_less(worksp
 def test_a_reranker_is_loaded_once_per_corpus_and_section_across_batches(workspace, tmp_path, monkeypatch):
     """Scored in batches (as a race scores), a rerank config loads its cross-encoder once, and its results equal
     one scoring on every question. The model: MiniLM with a seeded one-logit head (its scores mean nothing for
-    relevance; reuse is what is checked)."""
+    relevance; reuse is what is checked), on 10 candidates a question (top_k 5 x 2) cut to 32 tokens: each pair is
+    a transformer pass, and the 4 scorings of 40 questions at 5x and 128 tokens took minutes."""
     import torch
     from sentence_transformers import CrossEncoder
 
@@ -135,10 +136,11 @@ def test_a_reranker_is_loaded_once_per_corpus_and_section_across_batches(workspa
 
     torch.manual_seed(0)
     folder = tmp_path / "seeded-minilm-ce"
-    CrossEncoder(str(resolve_model_path("all-MiniLM-L6-v2")), num_labels=1, max_length=128, device="cpu").save(
+    CrossEncoder(str(resolve_model_path("all-MiniLM-L6-v2")), num_labels=1, max_length=32, device="cpu").save(
         str(folder))
     d = make_config(workspace, dataset=DEMO, retrieval={"legs": ["bm25"], "top_k": 5},
-                    rerank={"enabled": True, "strategy": "cross_encoder", "model": str(folder), "max_length": 128})
+                    rerank={"enabled": True, "strategy": "cross_encoder", "model": str(folder), "max_length": 32,
+                            "candidate_multiplier": 2})
     d.update(name="t", sweep={"retrieval.leg_params.bm25.k1": [0.3, 1.2]})
     plan = expand_sweep(d)
     built = []

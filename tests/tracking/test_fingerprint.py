@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from kbench.config import load_experiment
 from kbench.runner import run_experiment
 from kbench.sweep import expand_sweep, make_executor, run_sweep
 from kbench.tracking.fingerprint import run_fingerprint
-from tests.conftest import DEMO, make_config
+from tests.conftest import CHECKOUT_MODELS, DEMO, make_config
 
 BM25 = {"legs": ["bm25"], "top_k": 10}  # no embedding: these tests are about data, not models
 
@@ -71,6 +73,7 @@ def test_resumed_sweep_reruns_configs_whose_dataset_changed(tmp_path):
     assert again.parent_run_id != first.parent_run_id
 
 
+@pytest.mark.xdist_group(CHECKOUT_MODELS)  # its OpenVINO export, made with no workspace, goes to the checkout
 def test_openvino_precision_is_fingerprinted_and_tagged_as_what_runs(tmp_path, workspace):
     """``precision: auto`` computes in bf16 on a CPU with bf16 instructions and in f32 elsewhere: the same
     config gives different scores on two machines, so the fingerprint (and a tag) say which ran."""
