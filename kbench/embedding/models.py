@@ -62,8 +62,9 @@ TRANSFORMER_BACKENDS = ("torch", "onnx", "onnx-int8", "openvino", "openvino-int8
 # embedding.backend: fast per kind of CPU (kbench/embedding/cpu.py). OpenVINO at its float precision kept nDCG@10
 # within 0.002 of torch on every model measured: bf16 where the CPU has bf16 instructions, f32 elsewhere. It is the
 # choice for a model folder outside the catalogue on every CPU, and the catalogue's on a CPU with bf16 and on one
-# whose flags are unknown. A catalogue entry names an int8 backend for a kind of CPU (ModelSpec.fast) only once
-# benchmarks/encoding.py has shown it within 0.005 of torch and faster than OpenVINO there.
+# whose flags are unknown. A catalogue entry names an int8 backend for a kind of CPU (ModelSpec.fast) only where
+# benchmarks/encoding.py measured it faster than OpenVINO there and within 0.005 of torch by its point estimate on
+# every set measured; no set here is large enough for its 95% interval to show that (docs/how-to/fast-embedding.md).
 FOLDER_FAST = "openvino"
 OPENVINO_EVERYWHERE = {"bf16": "openvino", "avx2": "openvino", "other": "openvino"}
 
