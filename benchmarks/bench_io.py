@@ -14,6 +14,15 @@ from kbench.paths import workspace_dir
 # a sweep reads its children's artifacts back; MLflow's per-file progress bars would bury the figures
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
+# The 8-config grid (2 chunkers x 4 retrieval modes) that recommend_regret.py and synthetic_agreement.py both run,
+# so their figures are about the same configs
+CHUNKERS = {"fixed-400": {"strategy": "fixed", "chunk_size": 400, "chunk_overlap": 0},
+            "recursive-1000": {"strategy": "recursive", "chunk_size": 1000, "chunk_overlap": 200}}
+MODES = {"vector": {"legs": ["vector"]},
+         "bm25": {"legs": ["bm25"]},
+         "rrf": {"legs": ["vector", "bm25"], "fusion": {"strategy": "rrf", "k": 60}},
+         "weighted": {"legs": ["vector", "bm25"], "fusion": {"strategy": "weighted", "weight": 0.5}}}
+
 
 def interleaved_best(rounds: int, candidates: dict, *args) -> dict[str, float]:
     """Best wall time per candidate over ``rounds`` rounds, candidates run in turn within each round, so

@@ -49,12 +49,8 @@ from kbench.datasets.synthetic import (ALL_METHODS, METHODS, VERBATIM_SCOPE, Fil
 from kbench.evaluation.agreement import kendall_tau, split_half_ceiling
 from kbench.evaluation.significance import rank_against_best
 
-CHUNKERS = {"fixed-400": {"strategy": "fixed", "chunk_size": 400, "chunk_overlap": 0},
-            "recursive-1000": {"strategy": "recursive", "chunk_size": 1000, "chunk_overlap": 200}}
-MODES = {"vector": {"legs": ["vector"]},
-         "bm25": {"legs": ["bm25"]},
-         "rrf": {"legs": ["vector", "bm25"], "fusion": {"strategy": "rrf", "k": 60}},
-         "weighted": {"legs": ["vector", "bm25"], "fusion": {"strategy": "weighted", "weight": 0.5}}}
+from bench_io import CHUNKERS, MODES
+
 ALPHA = 0.05
 
 

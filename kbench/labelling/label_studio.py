@@ -22,7 +22,7 @@ from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
 from kbench.labelling.labels import LabelsFile
-from kbench.labelling.pool import LabelError
+from kbench.labelling.pool import LabelError, read_json
 
 GRADE_CONTROL = "grade"
 
@@ -108,13 +108,8 @@ def _grade(annotation: dict, task_id) -> int | None:
 def import_annotations(labels: LabelsFile, export: Path) -> ImportReport:
     """Every annotated task of a Label Studio JSON export into ``labels`` (see the module's docstring)."""
     export = Path(export)
-    try:
-        data = json.loads(export.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise LabelError(f"--import-label-studio {export}: no such file; export the project as JSON from Label "
-                         "Studio (Export > JSON)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise LabelError(f"--import-label-studio {export}: not JSON ({e}); export the project as JSON") from None
+    data = read_json(export, "--import-label-studio", missing="export the project as JSON from Label Studio "
+                     "(Export > JSON)", not_json="not JSON ({error}); export the project as JSON")
     if not isinstance(data, list):
         raise LabelError(f"--import-label-studio {export}: a Label Studio JSON export is a list of tasks; export as "
                          "JSON (not JSON-MIN or CSV)")

@@ -46,6 +46,17 @@ class LabelError(UserError, ValueError):
     pass
 
 
+def read_json(path: Path, option: str, missing: str, not_json: str):
+    """The JSON in ``path``, or a LabelError that names the option and says what to give instead (``not_json``
+    may hold ``{error}``: the decoder's message, never the file's text)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LabelError(f"{option} {path}: no such file; {missing}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise LabelError(f"{option} {path}: " + not_json.format(error=e)) from None
+
+
 @dataclass
 class PoolPair:
     query_id: str
@@ -121,13 +132,8 @@ class LabelPool:
     @classmethod
     def read(cls, path: Path) -> "LabelPool":
         path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise LabelError(f"--pool {path}: no such file; give the .pool.json `kbench label` wrote beside its "
-                             "labels file") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise LabelError(f"--pool {path}: not a pool file ({e}); give the .pool.json `kbench label` wrote") from None
+        data = read_json(path, "--pool", missing="give the .pool.json `kbench label` wrote beside its labels file",
+                         not_json="not a pool file ({error}); give the .pool.json `kbench label` wrote")
         if not isinstance(data, dict) or data.get("kind") != POOL_KIND:
             raise LabelError(f"--pool {path}: not a kbench label pool (no \"kind\": \"{POOL_KIND}\"); give the "
                              ".pool.json `kbench label` wrote beside its labels file")
