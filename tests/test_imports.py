@@ -1,7 +1,8 @@
 """What start-up imports, in fresh interpreters: a contract, not a timing (benchmarks/startup.py times it).
 
 ``import kbench`` and the ``kbench`` command's own start load no heavy library; a command's parser (its --help, a
-mistyped option) and a config (a refused run) load none either; a BM25 run never loads torch. A test names the
+mistyped option) and a config (a refused run) load none either; a BM25 run never loads torch, nor does an
+exported backend's encoder (onnx, onnx-int8, openvino) once its file exists. A test names the
 heavy modules it found and what imported them, read from ``python -X importtime``.
 """
 from __future__ import annotations
@@ -105,3 +106,24 @@ def test_a_bm25_run_never_imports_torch(workspace, tmp_path):
     modules = modules_after(code, cwd=tmp_path)
     assert "kbench.retrieval.legs.bm25" in modules and "mlflow" in modules  # it ran, searched and logged
     assert not heavy_in(modules, TORCH), heavy_in(modules, TORCH)
+
+
+def test_an_exported_backend_encodes_without_torch(tmp_path):
+    """openvino, onnx and onnx-int8 run the exported file: once it exists, encoding imports no torch (the export
+    itself is torch's, done once per model and export version)."""
+    from kbench.embedding.config import EmbeddingConfig
+    from kbench.embedding.stage import load_encoder
+
+    exports = tmp_path / "exports"
+    for backend in ("onnx", "onnx-int8", "openvino"):
+        load_encoder(EmbeddingConfig(backend=backend), exports=exports)  # exports in this process, with torch
+    for backend in ("onnx", "onnx-int8", "openvino"):
+        code = (f"from kbench.embedding.config import EmbeddingConfig\n"
+                f"from kbench.embedding.stage import load_encoder\n"
+                f"from pathlib import Path\n"
+                f"vectors = load_encoder(EmbeddingConfig(backend={backend!r}), exports=Path({str(exports)!r}))"
+                f".encode(['how do I add a path parameter?', 'query strings'])\n"
+                f"assert vectors.shape == (2, 384), vectors.shape")
+        modules = modules_after(code, cwd=tmp_path)
+        assert "tokenizers" in modules, backend  # it tokenized and encoded
+        assert not heavy_in(modules, TORCH), f"{backend}: {importers(code, heavy_in(modules, TORCH))}"
