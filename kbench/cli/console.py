@@ -36,3 +36,14 @@ def show_notes_plainly() -> None:
             shown(message, category, filename, lineno, file, line)
 
     warnings.showwarning = show
+
+
+def serve_until_interrupted(server) -> None:
+    """Serve ``server`` (a socketserver) in this thread until Ctrl-C, then close its socket: the end of
+    ``kbench serve`` and of ``kbench label``'s page."""
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from kbench import compare, labelling, tracking
 from kbench.cli import add_command
+from kbench.cli.console import serve_until_interrupted
 from kbench.cli.outputs import output_problem
 from kbench.evaluation.config import RecommendConfig
 from kbench.paths import workspace_dir
@@ -157,12 +158,7 @@ def serve(labels, port: int) -> int:
     signal.signal(signal.SIGTERM, stop)  # a stop from outside (kill, a test) still prints the estimate
     print(f"kbench label: {running.url} ({len(labels.pool.pairs)} pairs of {len(labels.pool.questions)} questions, "
           f"{labels.count} graded; labels: {labels.path}); Ctrl-C stops", flush=True)
-    try:
-        running.server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        running.server.server_close()
+    serve_until_interrupted(running.server)
     print("\n".join(labelling.estimate_lines(labels)))
     print(f"kbench label: stopped; {labels.count} grades in {labels.path} (`kbench label --pool "
           f"{labels.path}{SUFFIX} --report` logs them to MLflow)", flush=True)

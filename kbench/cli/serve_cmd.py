@@ -6,6 +6,7 @@ import sys
 
 from kbench import serve as serving
 from kbench.cli import add_command
+from kbench.cli.console import serve_until_interrupted
 
 # One thread: SmolLM2 answered a 19-token request in 5.1 s with one thread and 84 s with torch's default (one per
 # core) on a 2-core machine another job kept busy (issue 29); measure yours with benchmarks/serve_threads.py.
@@ -43,11 +44,6 @@ def serve(args) -> int:
     chat = "off" if args.no_chat else "SmolLM2-135M-Instruct (loading in the background)"
     print(f"kbench serve: ready at {running.base_url} (embeddings: the kbench catalogue; chat: {chat}; "
           f"{args.threads} torch thread{'s' if args.threads > 1 else ''}); Ctrl-C stops", flush=True)
-    try:
-        running.server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        running.server.server_close()
+    serve_until_interrupted(running.server)
     print("kbench serve: stopped", file=sys.stderr)
     return 0
