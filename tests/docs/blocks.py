@@ -14,6 +14,7 @@ from kbench.paths import REPO_ROOT
 SHELLS = ("bash", "sh", "console")
 FENCE = re.compile(r"^(?P<indent>\s*)```(?P<lang>[\w-]*)\s*$")
 SKIP = re.compile(r"^\s*<!--\s*skip:\s*(?P<reason>.+?)\s*-->\s*$")
+ANY_FENCE = re.compile(r"^\s*(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,27 @@ def shell_blocks(path: Path) -> list[Block]:
         blocks.append(Block(str(where), start + 1, lang, "\n".join(body),
                             skip.group("reason") if skip else None))
     return blocks
+
+
+def fence_defects(path: Path) -> list[str]:
+    """Fences that do not pair up: an opening fence (one with a language) inside a fence of the same kind, which
+    `mkdocs build --strict` renders without a word, so the rest of the page becomes code; or a fence never closed."""
+    defects, opened_at, opened = [], 0, ""
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        fence = ANY_FENCE.match(line)
+        if not fence:
+            continue
+        marks, info = fence.group("fence"), fence.group("info").strip()
+        if not opened:
+            opened_at, opened = number, marks
+        elif marks[0] == opened[0] and len(marks) >= len(opened):
+            if not info:
+                opened = ""
+            else:
+                defects.append(f"{path.name}:{number}: a {marks}{info} fence opened inside the fence of line {opened_at}")
+    if opened:
+        defects.append(f"{path.name}:{opened_at}: a fence never closed")
+    return defects
 
 
 def every_block() -> list[Block]:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from kbench.paths import REPO_ROOT
-from tests.docs.blocks import every_block, shell_blocks
+from tests.docs.blocks import every_block, fence_defects, shell_blocks
 
 README = REPO_ROOT / "README.md"
 
@@ -49,3 +49,17 @@ def test_the_docs_say_how_many_commands_run():
     for block in skipped:
         print(f"  skipped {block.where}: {block.skip}")
     assert ran
+
+
+def test_every_code_fence_of_the_readme_and_docs_closes_where_it_should():
+    """mkdocs --strict passed docs/how-to/llm-stages.md with a yaml fence opened inside another (issue 42)."""
+    pages = [README, *sorted((REPO_ROOT / "docs").rglob("*.md"))]
+    assert [defect for page in pages for defect in fence_defects(page)] == []
+
+
+def test_a_fence_opened_inside_another_or_never_closed_is_found(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("```yaml\n```yaml\na: 1\n```\n\n````markdown\n```bash\nkbench list\n```\n````\n\n```bash\n",
+                    encoding="utf-8")
+    assert fence_defects(page) == ["page.md:2: a ```yaml fence opened inside the fence of line 1",
+                                   "page.md:12: a fence never closed"]
