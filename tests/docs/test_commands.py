@@ -63,13 +63,31 @@ def reader_environment() -> dict[str, str]:
     return env
 
 
-def page_script(page: Path) -> str:
-    """One bash script: the page's runnable blocks in order, each announced on stderr so a failure names it."""
+def page_script(page: Path, timings: Path | None = None) -> str:
+    """One bash script: the page's runnable blocks in order, each announced on stderr so a failure names it. With
+    ``timings``, bash traces every command with its start time into that file (not the page's log)."""
     parts = ["set -euo pipefail", "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT"]
+    if timings is not None:
+        parts += [f"exec 9>{shlex.quote(str(timings))}", "BASH_XTRACEFD=9", "PS4='+ $EPOCHREALTIME '", "set -x"]
     for block in shell_blocks(page):
         if block.skip is None:
             parts += [f"echo {shlex.quote('### ' + block.where)} >&2", block.code]
     return "\n".join(parts) + "\n"
+
+
+def slowest_commands(timings: Path, count: int = 5) -> list[tuple[float, str]]:
+    """(seconds, command) of the page's slowest top-level commands, from the bash trace: a command runs until the
+    next top-level one starts (the last one until the trace ends)."""
+    steps = []
+    for line in timings.read_text(encoding="utf-8", errors="replace").splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[0] == "+":
+            try:
+                steps.append((float(parts[1]), parts[2]))
+            except ValueError:
+                continue
+    took = [(round(after[0] - at, 1), command) for (at, command), after in zip(steps, steps[1:])]
+    return sorted(took, reverse=True)[:count]
 
 
 @pytest.mark.slow
@@ -78,12 +96,12 @@ def test_every_command_on_the_page_runs(page, tmp_path, shared_cache_workspace):
     cache = shared_cache_workspace / "cache"
     cache.mkdir(exist_ok=True)
     checkout = scratch_checkout(tmp_path, cache)
-    log = tmp_path / "page.log"
+    log, timings = tmp_path / "page.log", tmp_path / "page.timings"
     started = time.perf_counter()
     with open(log, "w", encoding="utf-8") as out:
         # its own session: a page that times out is killed with every process it started, not just its shell
         # (an orphaned benchmark once kept both cores busy for the rest of the suite)
-        shell = subprocess.Popen(["bash", "-c", page_script(page)], cwd=checkout, env=reader_environment(),
+        shell = subprocess.Popen(["bash", "-c", page_script(page, timings)], cwd=checkout, env=reader_environment(),
                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             code = shell.wait(timeout=PAGE_TIMEOUT_S)
@@ -94,7 +112,8 @@ def test_every_command_on_the_page_runs(page, tmp_path, shared_cache_workspace):
     text = log.read_text(encoding="utf-8", errors="replace")
     ran = [b for b in shell_blocks(page) if b.skip is None]
     failed_at = ([line[4:] for line in text.splitlines() if line.startswith("### ")] or ["before the first block"])[-1]
-    print(f"{page.relative_to(REPO_ROOT)}: {len(ran)} blocks in {time.perf_counter() - started:.0f} s")
+    print(f"{page.relative_to(REPO_ROOT)}: {len(ran)} blocks in {time.perf_counter() - started:.0f} s; slowest: "
+          + "; ".join(f"{seconds} s {command[:100]}" for seconds, command in slowest_commands(timings)))
     assert code == 0, f"{failed_at}: exit {code}\n{text[-4000:]}"
     assert "Traceback (most recent call last)" not in text, text[-4000:]
 
