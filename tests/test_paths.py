@@ -48,7 +48,7 @@ def test_a_run_with_a_workspace_writes_nothing_outside_it_and_the_models_directo
     reranker = roots["models"] / "seeded-minilm-ce"  # a cross-encoder given by path, inside the models dir
     CrossEncoder(str(resolve_model_path("all-MiniLM-L6-v2")), num_labels=1, max_length=128, device="cpu").save(
         str(reranker))
-    config = make_config(roots["ws"], dataset={"name": "demo", "max_queries": 3},
+    config = make_config(roots["ws"], dataset={"name": "demo", "max_queries": 3, "max_documents": 2},
                          embedding={"backend": "openvino-int8", "threads": 1},
                          retrieval={"legs": ["vector", "bm25"], "top_k": 10, "fusion": {"strategy": "rrf"}},
                          rerank={"enabled": True, "strategy": "cross_encoder", "model": str(reranker),

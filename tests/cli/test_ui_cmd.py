@@ -34,7 +34,10 @@ def test_ui_without_a_store_is_one_line_and_exit_2(tmp_path):
 
 
 def test_quiet_run_prints_no_bar_and_no_mlflow_info(tmp_path):
-    config = {"name": "quiet", "workspace": str(tmp_path / "ws"), "dataset": {"name": "demo", "max_documents": 2},
+    # 6 questions (all 98 kept the documents they point at: most of the demo); the workspace's cache is fresh, so
+    # the run still embeds, loads weights and logs to MLflow: what would print a bar or INFO lines
+    dataset = {"name": "demo", "max_documents": 2, "max_queries": 6}
+    config = {"name": "quiet", "workspace": str(tmp_path / "ws"), "dataset": dataset,
               "chunking": {"strategy": "fixed", "chunk_size": 600}, "retrieval": {"legs": ["vector"]}}
     path = tmp_path / "quiet.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
