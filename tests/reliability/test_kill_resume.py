@@ -5,14 +5,16 @@ store is torn, nothing is left RUNNING, and every run folder with a final name i
 The sweep is small (4 configs on 5 demo documents: two chunk sizes, vector alone or fused with BM25, the DuckDB
 store with its saved FAISS index) and embeds with wordllama-l2-supercat, a real static model that loads in under a
 second with no torch and embeds these chunks in milliseconds: with MiniLM on torch a start paid about 2 s to load
-the model and the uninterrupted sweep 9.5 s to embed (the test took 446 s in CI), and what is killed and resumed (the embedding cache, the store, the run folder, MLflow) does not depend on
-which model fills the cache. It stays the slowest reliability test because 20 kills need 20 fresh processes. Every start writes its stage markers (``KBENCH_TRACE``, kbench/trace.py). A kill
-waits for the chosen stage to begin (chunking, embedding, index write, run folder, MLflow logging), then for a
-random part of how long that stage took in the uninterrupted run, and kills. The trace then says which stage the
-kill really hit (the stage begun and not ended), and the next kill prefers a stage not hit yet. Most kills land in
-the first config still to do; every fifth lets one config finish first, so the kills reach all four configs (the
-first embedding of each chunk size, and the cached ones) and the resumes make progress. The first five kills
-aim at the five stages in pipeline order, so the one aimed at embedding lands while the first config computes.
+the model and the uninterrupted sweep 9.5 s to embed (the test took 446 s in CI), and what is killed and resumed
+(the embedding cache, the store, the run folder, MLflow) does not depend on which model fills the cache. It stays
+the slowest reliability test because 20 kills need 20 fresh processes. Every start writes its stage markers
+(``KBENCH_TRACE``, kbench/trace.py). A kill waits for the chosen stage to begin (chunking, embedding, index write,
+run folder, MLflow logging), then for a random part of how long that stage took in the uninterrupted run, and kills.
+The trace then says which stage the kill really hit (the stage begun and not ended), and the next kill prefers a
+stage not hit yet. Most kills land in the first config still to do; every fifth lets one config finish first, so the
+kills reach all four configs (the first embedding of each chunk size, and the cached ones) and the resumes make
+progress. The first five kills aim at the five stages in pipeline order, so the one aimed at embedding lands while
+the first config computes.
 """
 from __future__ import annotations
 
