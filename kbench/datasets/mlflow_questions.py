@@ -20,6 +20,7 @@ from kbench.datasets.reading import (EMPTY_QUERY, NO_REFERENCES, QRELS_UNKNOWN_D
 from kbench.hashing import stable_hash
 from kbench.paths import tracking_uri, workspace_dir
 from kbench.records import Dataset, Query, Span
+from kbench.filter_strings import literal
 
 QUERY_ID_TAG = "kbench.query_id"  # a record's tag naming the question it was published from
 EXPECTED = "expected_retrieved_context"
@@ -50,7 +51,8 @@ def find_evaluation_dataset(reference: str):
             return get_dataset(dataset_id=reference)
         except Exception:
             pass
-    found = [d for d in search_datasets(filter_string=f"name = '{reference}'") if d.name == reference]
+    found = [d for d in search_datasets(filter_string=f"name = {literal(reference, 'dataset.questions_from')}")
+             if d.name == reference]
     if not found:
         raise DatasetError(f"dataset.questions_from: no MLflow evaluation dataset {reference!r}; publish one with "
                            "`kbench datasets publish DATASET --name NAME` or give an id (d-...)")
