@@ -257,6 +257,8 @@ def print_misses(found, limit: int) -> None:
 
 def export_mlflow(args) -> int:
     _quiet()
+    if args.judgements:  # a file that is not `kbench judge`'s is refused before anything is exported
+        tracking.mlflow_feedback.read_judgements(args.judgements)
     report = tracking.mlflow_export.export_run_folder(args.run_folder, args.tracking_uri, args.experiment)
     traces = report.traces
     print(f"{'exported' if report.created else 'found'} run {report.run_id} in {report.tracking_uri}")
