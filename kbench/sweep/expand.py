@@ -36,6 +36,7 @@ import copy
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ from kbench.config import MAX_NAME_CHARS
 from kbench.dotted import flatten_dotted
 from kbench.hashing import stable_hash
 from kbench.registry import Registry
-from kbench.sweep.search import SearchConfig, parse_search
+from kbench.sweep.search import SearchConfig, check_candidates, parse_search
 from kbench.tracking.mlflow_run import flatten
 
 BASELINE_LABEL = "baseline"  # the label of the baseline config a variants-only sweep adds
@@ -226,6 +227,19 @@ def grid_factors(sweep: dict[str, list[Any]]) -> tuple[dict[str, dict[str, str]]
     return levels, factors
 
 
+def check_grid_size(sweep: dict[str, Any], variants: list, search: SearchConfig, origin: str) -> None:
+    """The grid's size counted, not built: every strategy (grid, race, stage-wise) expands and validates each point
+    before the first runs, so a grid too large to hold is refused here (ConfigError naming the knob)."""
+    lengths = {path: len(values) for path, values in sweep.items() if isinstance(values, list)}
+    count = math.prod(lengths.values()) if sweep else 0
+    widest = max(lengths, key=lengths.get) if lengths else None
+    knob = f"give sweep.{widest} fewer values" if widest else "give variants: fewer entries"
+    try:
+        check_candidates(count + len(variants), search.max_configs, f"{origin}: the {search.strategy} search", knob)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
 def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
     """Every config of a sweep, validated (all errors at once) before anything runs."""
     raw = copy.deepcopy(data)
@@ -243,6 +257,7 @@ def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
     if not isinstance(variants, list) or not all(isinstance(v, dict) for v in variants):
         raise ConfigError(f"{origin}: variants: must be a list of mappings (name: ..., path: value ...)")
     baseline = validate_experiment(raw, f"{origin} (baseline, without sweep/variants)")
+    check_grid_size(sweep, variants, search, origin)
 
     points, legend = labelled_grid_points(sweep) if sweep else ([], {})
     if not sweep:  # variants only: run the baseline they vary, so the comparison has it
