@@ -240,6 +240,33 @@ def check_grid_size(sweep: dict[str, Any], variants: list, search: SearchConfig,
         raise ConfigError(str(e)) from None
 
 
+# the dataset knobs that choose which questions a config is scored on (the seed only picks a sample)
+QUESTION_SET_KNOBS = ("name", "path", "split", "subset", "max_queries", "max_documents", "questions_from",
+                      "questions_tracking_uri")
+
+
+def question_set(experiment: Experiment) -> dict[str, Any]:
+    dataset = experiment.dataset
+    chosen = {knob: getattr(dataset, knob) for knob in QUESTION_SET_KNOBS}
+    if dataset.max_queries or dataset.max_documents:
+        chosen["seed"] = dataset.seed
+    return chosen
+
+
+def check_one_question_set(configs: list[SweepConfig], origin: str) -> None:
+    """A sweep ranks configs by paired differences over the same questions: configs on different question sets (a
+    ``dataset.seed`` axis over a sample, another dataset) cannot be ranked, and once ran every config to end in
+    "no config finished" with exit 0. Refused before anything runs, naming the knobs that differ."""
+    sets = [question_set(c.experiment) for c in configs]
+    differing = sorted({k for s in sets for k in s if any(s.get(k) != other.get(k) for other in sets)})
+    if differing:
+        knobs = ", ".join(f"dataset.{k}" for k in differing)
+        verb = "differs" if len(differing) == 1 else "differ"
+        raise ConfigError(f"{origin}: the configs would be scored on different question sets ({knobs} {verb} between "
+                          "them); a sweep ranks configs on the same questions: run one sweep per value (kbench sweep "
+                          f"FILE --set dataset.{differing[0]}=...) and compare the two with kbench compare --sets")
+
+
 def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
     """Every config of a sweep, validated (all errors at once) before anything runs."""
     raw = copy.deepcopy(data)
@@ -290,6 +317,7 @@ def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
                                    resolved_knobs=resolved_knobs(experiment))
     if errors:
         raise ConfigError("\n".join(errors))
+    check_one_question_set(list(configs.values()), origin)
     sweep_key = hashlib.sha256(json.dumps(
         {"name": baseline.name, "baseline": baseline.run_key(), "configs": sorted(configs)},
         sort_keys=True).encode()).hexdigest()[:16]
