@@ -140,9 +140,12 @@ def test_kbench_serve_as_query_rewriter_and_judge_for_mlflow(kbench_server, work
     assert not [a for t in run_traces(client, experiment_id, result.run_id) for a in t.info.assessments
                 if a.name == FEEDBACK]  # judge grades as Feedback: tests/tracking/test_mlflow_native.py
 
+    # SmolLM2 mostly answers prose MLflow cannot read: below the floor without --allow-partial (tested above on
+    # the test server); with it, what it answered is logged and the run tagged partial
     assert main(["runs", "mlflow-judge", result.run_id, "--model", "SmolLM2-135M-Instruct", "--base-url",
                  kbench_server.base_url, "--max-traces", "1", "--scorers", "relevance", "--max-tokens", "24",
-                 "--concurrency", "1", "--timeout-s", "600", "--tracking-uri", result.tracking_uri]) == 0
+                 "--concurrency", "1", "--timeout-s", "600", "--allow-partial",
+                 "--tracking-uri", result.tracking_uri]) == 0
     graded = [a for t in run_traces(client, experiment_id, result.run_id) for a in t.info.assessments
               if a.name == "retrieval_relevance"]
     assert graded
