@@ -145,7 +145,8 @@ def _score(task: _Task, expectations) -> None:
 
         task.feedbacks = [Feedback(name=name, source=AssessmentSource("CODE", name),
                                    error=AssessmentError(error_code="SCORER_ERROR", error_message=str(e)[:500]))]
-        task.failed = task.expected
+        # an answer MLflow could not read is an unusable answer; anything else (no answer in time, a refusal) failed
+        task.failed = 0 if "parse" in str(e).lower() else task.expected
         return
     answers = [f for f in task.feedbacks if f.name == name]  # not the per-trace aggregate (.../precision)
     task.usable = sum(f.error is None and str(f.value).lower() in ("yes", "no") for f in answers)
