@@ -179,8 +179,12 @@ def score_traces(tasks: list[_Task], expectations: dict[str, dict], *, concurren
                 task = todo.get_nowait()
             except queue.Empty:
                 return
-            _score(task, expectations.get(task.trace.info.trace_id))
-            finished.put(task)
+            try:
+                _score(task, expectations.get(task.trace.info.trace_id))
+            except Exception:  # noqa: BLE001 (never leave the main thread waiting for a task that died)
+                task.feedbacks, task.usable, task.failed = [], 0, task.expected
+            finally:
+                finished.put(task)
 
     shown = AnswerProgress(label, total)
     shown.start(f", {concurrency} at a time")
