@@ -87,7 +87,8 @@ def describe(client, experiment_id: str, name: str, metrics: dict[str, float], t
 
 
 def find_exported(client, experiment_id: str, folder_name: str):
-    runs = client.search_runs([experiment_id], f"tags.`{tag.RUN_FOLDER}` = {literal(folder_name, 'RUN_FOLDER')}", max_results=1)
+    runs = client.search_runs([experiment_id], f"tags.`{tag.RUN_FOLDER}` = {literal(folder_name, 'RUN_FOLDER')}",
+                              max_results=1)
     return runs[0] if runs else None
 
 

@@ -45,10 +45,11 @@ def read_judgements(path: str | Path) -> dict:
         raise JudgementsFileError(f"--judgements: {path}:{e.lineno}: not JSON ({e.msg}); {JUDGEMENTS_HINT}") from None
     except RecursionError:
         raise JudgementsFileError(f"--judgements: {path}: JSON nested too deeply; {JUDGEMENTS_HINT}") from None
+    wanted = {"query_id", "doc_id", "start", "end"}
     if not isinstance(provenance, dict) or not isinstance(provenance.get("judgements"), list) or not all(
-            isinstance(j, dict) and {"query_id", "doc_id", "start", "end"} <= j.keys() for j in provenance["judgements"]):
-        raise JudgementsFileError(f"--judgements: {path} holds no list of judgements (query_id, doc_id, start, end, grade); "
-                                  f"{JUDGEMENTS_HINT}")
+            isinstance(j, dict) and wanted <= j.keys() for j in provenance["judgements"]):
+        raise JudgementsFileError(f"--judgements: {path} holds no list of judgements (query_id, doc_id, start, end, "
+                                  f"grade); {JUDGEMENTS_HINT}")
     return provenance
 
 

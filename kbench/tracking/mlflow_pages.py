@@ -150,7 +150,8 @@ def log_winner_model(client, experiment_id: str, *, sweep_key: str, sweep_name: 
 
     found = client.search_logged_models(
         [experiment_id], filter_string=f"tags.`{tag.SWEEP_KEY}` = {literal(sweep_key, 'sweep key')} AND "
-                                       f"tags.`{tag.SWEEP_WINNER_RUN}` = {literal(winner_run_id, 'run id')}", max_results=1)
+                                       f"tags.`{tag.SWEEP_WINNER_RUN}` = {literal(winner_run_id, 'run id')}",
+        max_results=1)
     if found:
         model_id = found[0].model_id
     else:

@@ -25,8 +25,8 @@ def cases(tmp_path):
         # issue 45: ValueError "... is a static model" traceback, for fast and onnx-int8
         "static model, backend fast": ["run", config, "--set", "embedding.model=tokenlearn-static-64",
                                        "--set", "embedding.backend=fast"],
-        "static model, backend onnx-int8": ["run", config, "--set", "embedding.model=tokenlearn-static-64",
-                                            "--set", "embedding.provider=static", "--set", "embedding.backend=onnx-int8"],
+        "static model, backend onnx-int8": ["run", config, "--set", "embedding.model=tokenlearn-static-64", "--set",
+                                            "embedding.provider=static", "--set", "embedding.backend=onnx-int8"],
         "API provider, backend openvino-int8": ["run", config, "--set", "embedding.provider=openai", "--set",
                                                 "embedding.base_url=http://127.0.0.1:9/v1", "--set",
                                                 "embedding.backend=openvino-int8"],

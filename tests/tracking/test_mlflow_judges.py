@@ -226,10 +226,10 @@ def test_ctrl_c_stops_mlflow_judge_at_once_and_the_run_stays_finished(workspace,
 
     judge_server.reply = slow
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    process = subprocess.Popen([str(REPO_ROOT / ".venv" / "bin" / "kbench"), "runs", "mlflow-judge", result.run_id, "--model",
-                                "judge-model", "--base-url", judge_server.base_url, "--tracking-uri",
-                                result.tracking_uri, "--concurrency", "2"], env=env, stderr=subprocess.PIPE,
-                               stdout=subprocess.DEVNULL, text=True)
+    command = [str(REPO_ROOT / ".venv" / "bin" / "kbench"), "runs", "mlflow-judge", result.run_id, "--model",
+               "judge-model", "--base-url", judge_server.base_url, "--tracking-uri", result.tracking_uri,
+               "--concurrency", "2"]
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     deadline = time.monotonic() + 120
     while not judge_server.requests and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)  # until the judges are asking
