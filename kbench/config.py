@@ -182,9 +182,20 @@ class Experiment(StrictModel):
         data["dataset_content"] = self.dataset_content_hash()
         if not data["evaluation"].get("metrics"):  # added later: an empty list keeps the keys runs had before
             data["evaluation"].pop("metrics", None)
-        if self.llm.policy.allow_partial:  # a run that may rest on fallbacks never stands in for a strict one
-            data["llm_allow_partial"] = True
+        if self.llm.policy.allow_partial and self.llm_stages():  # a run that may rest on fallbacks never stands in
+            data["llm_allow_partial"] = True                     # for a strict one; without an LLM stage it cannot
         return data
+
+    def llm_stages(self) -> list[str]:
+        """The sections of this config that ask a chat model (what ``llm.policy`` holds to its floor)."""
+        q = self.query
+        stages = {"enrichment": self.enrichment.enabled,
+                  "enrichment.code_examples": self.enrichment.code_examples.enabled,
+                  "query.expansion": q.expansion.enabled and q.expansion.strategy == "llm",
+                  "query.decomposition": q.decomposition.enabled, "query.hyde": q.hyde.enabled,
+                  "rerank": self.rerank.enabled and self.rerank.strategy == "llm",
+                  "evaluation.ragas_llm": bool(self.evaluation.ragas)}
+        return [name for name, on in stages.items() if on]
 
 
 

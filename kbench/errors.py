@@ -72,8 +72,37 @@ _ECHO.maxlevel, _ECHO.maxdict, _ECHO.maxlist, _ECHO.maxtuple, _ECHO.maxset = 3, 
 _ECHO.maxstring, _ECHO.maxother, _ECHO.maxlong = MAX_ECHO, MAX_ECHO, 40
 
 
+QUOTED_TOKEN_MAX = 24  # characters of a word from a user's file an error may repeat
+SECRET_LIKE = re.compile(r"(?i)key|token|secret|passw|bearer|auth|cred|^sk-|^xox|^gh[pousr]_|=")
+
+
+def quoted_token(text: Any, limit: int = QUOTED_TOKEN_MAX) -> str:
+    """What an error about a user's file may repeat of a line or field: its first word, quoted, when that word is
+    short and not key-like; never the rest of the line. A file named by mistake may be a ``.env`` or a shell
+    profile (``export OPENAI_API_KEY=sk-live-...``), and the message reaches terminals, CI logs and notebooks.
+
+        quoted_token("export OPENAI_API_KEY=sk-live-123")  ->  "'export' and 1 more word (not shown)"
+    """
+    words = str(text).split()
+    if not words:
+        return "an empty value"
+    first = words[0]
+    shown = (repr(first) if len(first) <= limit and first.isprintable() and not SECRET_LIKE.search(first)
+             else f"a {len(first)}-character word (not shown)")
+    more = len(words) - 1
+    return shown + (f" and {more} more word{'s' if more > 1 else ''} (not shown)" if more else "")
+
+
+# a value that holds a key: a provider's key prefix, or an assignment to a key-like name
+SECRET_VALUE = re.compile(r"(?i)\b(sk|pk|rk)-[a-z0-9_-]{6,}|\bxox[abpr]-|\bgh[pousr]_|\bAKIA[0-9A-Z]{12}|bearer\s|"
+                          r"(api[_-]?key|token|secret|passw(or)?d?)\w*\s*[=:]")
+
+
 def shorten(value: Any, limit: int = MAX_ECHO) -> str:
-    """A repr of ``value`` that stays short however big or deep the value is."""
+    """A repr of ``value`` that stays short however big or deep the value is; a string that holds something
+    key-like (``sk-...``, ``OPENAI_API_KEY=...``) is not shown at all."""
+    if isinstance(value, str) and SECRET_VALUE.search(value):
+        return "(a value not shown: it looks like it holds a key)"
     text = _ECHO.repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

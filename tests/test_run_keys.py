@@ -104,3 +104,14 @@ def test_the_run_keys_of_the_shipped_configs_stay_put(path, monkeypatch):
     if experiment.sweep or experiment.variants:
         found.update({f"{path}[{c.label}]": c.run_key for c in load_sweep(path).configs})
     assert found == {k: v for k, v in PINNED.items() if k == path or k.startswith(f"{path}[")}
+
+
+def test_allow_partial_changes_the_run_key_only_of_a_config_with_an_llm_stage():
+    """Issue 45: --allow-partial changed the run key of a config with no LLM stage (so a finished run was run again
+    for nothing). It still separates a run that may rest on fallbacks from a strict one where an LLM answers."""
+    path = REPO_ROOT / "configs" / "quickstart.yaml"
+    strict, partial = (load_experiment(path, extra) for extra in ([], ["llm.policy.allow_partial=true"]))
+    assert strict.llm_stages() == [] and strict.run_key() == partial.run_key()
+    hyde = ["query.hyde.enabled=true", "query.hyde.model=m", "query.hyde.base_url=http://127.0.0.1:9/v1"]
+    strict, partial = (load_experiment(path, hyde + extra) for extra in ([], ["llm.policy.allow_partial=true"]))
+    assert strict.llm_stages() == ["query.hyde"] and strict.run_key() != partial.run_key()

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from pydantic import ValidationError
 
-from kbench.errors import UserError, format_error
+from kbench.errors import SECRET_VALUE, UserError, format_error
 
 # Every error a user can fix is a kbench.errors.UserError (a config, a dataset, a model not installed, an endpoint
 # down, a quota used up: what finished is cached); a path the user gave that is missing or not theirs comes from
@@ -45,3 +45,28 @@ def report_errors():
         problems = "; ".join(format_error(err, "", None) for err in e.errors())
         print(f"kbench: error: {problems}", file=sys.stderr)
         raise SystemExit(2) from None
+    except Exception as e:
+        if (line := mlflow_refusal(e)) is None:
+            raise
+        print(f"kbench: error: {line}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+# What MLflow answers to a request built from bad input (a name, an id, a filter): the user's to fix, not a bug.
+# Any other MlflowException (a store that cannot be read, an internal error) stays a traceback.
+MLFLOW_INPUT_ERRORS = {"INVALID_PARAMETER_VALUE", "RESOURCE_DOES_NOT_EXIST", "BAD_REQUEST", "RESOURCE_ALREADY_EXISTS"}
+
+
+def mlflow_refusal(error: Exception) -> str | None:
+    """One line for an MlflowException that bad input caused, else None (mlflow is not imported for this)."""
+    mlflow_exceptions = sys.modules.get("mlflow.exceptions")
+    if mlflow_exceptions is None or not isinstance(error, mlflow_exceptions.MlflowException):
+        return None
+    if error.error_code not in MLFLOW_INPUT_ERRORS:
+        return None
+    message = " ".join(str(error.message).split())
+    if SECRET_VALUE.search(message):
+        message = "(its message is not shown: it holds something key-like)"
+    elif len(message) > 300:
+        message = message[:297] + "..."
+    return f"MLflow refused the request: {message}; check the name or id you gave"

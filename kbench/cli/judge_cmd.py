@@ -72,6 +72,7 @@ def run_judge(args) -> int:
     endpoint = llm.Endpoint("judge", args.base_url, args.model, args.api_key_env)
     with llm.LLMClient(endpoint, stage="judge", policy=policy, cache_root=workspace_dir(args.workspace) / "cache",
                        cache_params={"prompt_sha256": PROMPT_SHA256}) as client:
+        client.check_endpoint()  # before the runs are read and pooled: a dead port is one line in seconds
         if args.calibrate:
             return print_calibration(judging.calibrate(args.runs, client, k=args.k, sample=args.sample,
                                                        seed=args.seed, tracking_uri=args.tracking_uri))

@@ -17,7 +17,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from kbench import compare, tracking
+from kbench import compare, llm, tracking
 from kbench.cli import add_command
 from kbench.cli.tables import format_table, metrics_table
 from kbench.judging.prompt import GRADES, PROMPT
@@ -71,8 +71,13 @@ def add_parser(sub) -> None:
                    help="requests in flight (default 4; `kbench serve` answers one at a time, so 1 there)")
     j.add_argument("--max-tokens", type=int, default=None, metavar="N", help="cap each relevance answer (a small "
                    "local model rambles)")
-    j.add_argument("--timeout-s", type=float, default=None, metavar="S", help="seconds one scorer may take on one "
-                   "trace (default MLflow's 300)")
+    j.add_argument("--timeout-s", type=float, default=None, metavar="S", help="seconds to wait for one answer "
+                   "(default 60; a small model on a busy CPU needs more)")
+    j.add_argument("--min-usable", type=float, default=None, metavar="F",
+                   help="share of answers that must hold a verdict (default 0.8); below it the command stops with "
+                        "exit 2 and logs nothing into the run")
+    j.add_argument("--allow-partial", action="store_true",
+                   help="log below --min-usable anyway, said loudly, the run tagged kbench.llm.partial")
     j.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or <workspace>/mlflow.db)")
     j.set_defaults(func=mlflow_judge)
 
@@ -252,6 +257,8 @@ def print_misses(found, limit: int) -> None:
 
 def export_mlflow(args) -> int:
     _quiet()
+    if args.judgements:  # a file that is not `kbench judge`'s is refused before anything is exported
+        tracking.mlflow_feedback.read_judgements(args.judgements)
     report = tracking.mlflow_export.export_run_folder(args.run_folder, args.tracking_uri, args.experiment)
     traces = report.traces
     print(f"{'exported' if report.created else 'found'} run {report.run_id} in {report.tracking_uri}")
@@ -269,12 +276,25 @@ def mlflow_judge(args) -> int:
     if (args.max_traces is not None and args.max_traces < 1) or args.concurrency < 1:
         print("kbench: error: --max-traces and --concurrency must be at least 1", file=sys.stderr)
         return 2
-    result = tracking.mlflow_judges.run_mlflow_judges(
-        args.run_id, model=args.model, base_url=args.base_url, api_key_env=args.api_key_env, scorers=args.scorers,
-        max_traces=args.max_traces, concurrency=args.concurrency, max_tokens=args.max_tokens,
-        timeout_s=args.timeout_s, tracking_uri=args.tracking_uri)
+    if (args.timeout_s is not None and args.timeout_s <= 0) or (
+            args.min_usable is not None and not 0 <= args.min_usable <= 1):
+        print("kbench: error: --timeout-s must be > 0 and --min-usable a share between 0 and 1", file=sys.stderr)
+        return 2
+    policy = llm.LLMPolicy(**{k: v for k, v in (("timeout_s", args.timeout_s), ("min_usable", args.min_usable))
+                              if v is not None}, concurrency=args.concurrency, allow_partial=args.allow_partial)
+    try:
+        result = tracking.mlflow_judges.run_mlflow_judges(
+            args.run_id, model=args.model, base_url=args.base_url, api_key_env=args.api_key_env,
+            scorers=args.scorers, max_traces=args.max_traces, concurrency=args.concurrency,
+            max_tokens=args.max_tokens, timeout_s=args.timeout_s, tracking_uri=args.tracking_uri, policy=policy)
+    except KeyboardInterrupt:  # the judges' threads are daemons: nothing waits for their requests
+        print(f"kbench: stopped (Ctrl-C); run {args.run_id} keeps its status (judgements are logged only once "
+              "every answer is in)", file=sys.stderr)
+        return 130
     for note in result.notes:
         print(f"note: {note}")
+    if result.partial:
+        print("WARNING: --allow-partial: logged below --min-usable; the run is tagged kbench.llm.partial")
     print(f"MLflow judges on {result.traces} traces of run {result.run_id}: {result.feedback} assessments, "
           f"{result.errors} of them errors (the judge's answer unusable)")
     rows = [[name, f"{value:.4f}"] for name, value in sorted(result.metrics.items())]

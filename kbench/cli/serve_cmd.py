@@ -1,6 +1,7 @@
 """kbench serve: a local OpenAI-compatible endpoint (embeddings from the catalogue, SmolLM2 chat, faults)."""
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -11,6 +12,14 @@ from kbench.cli.console import serve_until_interrupted
 # One thread: SmolLM2 answered a 19-token request in 5.1 s with one thread and 84 s with torch's default (one per
 # core) on a 2-core machine another job kept busy (issue 29); measure yours with benchmarks/serve_threads.py.
 DEFAULT_THREADS = 1
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, which a container or taskset narrows), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def add_parser(sub) -> None:
@@ -24,7 +33,7 @@ def add_parser(sub) -> None:
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host (no key is checked)")
     p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
                    help=f"torch threads for the models (default {DEFAULT_THREADS}: on a busy CPU more threads thrash; "
-                        "benchmarks/serve_threads.py measures it)")
+                        "at most the CPUs this process may use; benchmarks/serve_threads.py measures it)")
     p.add_argument("--quiet", action="store_true", help="no request log (one line per request on stderr)")
     p.set_defaults(func=serve)
 
@@ -34,6 +43,12 @@ def serve(args) -> int:
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     if args.threads < 1:
         print("kbench: error: --threads must be at least 1", file=sys.stderr)
+        return 2
+    # --threads 10000 was accepted: 19,463 threads, and a 64-text request took 34 s instead of 0.3 s
+    if args.threads > (cap := usable_cpus()):
+        print(f"kbench: error: --threads {args.threads}: more than the {cap} CPU{'s' if cap > 1 else ''} this "
+              f"process may use; give at most {cap} (default {DEFAULT_THREADS}: on a busy CPU more threads thrash)",
+              file=sys.stderr)
         return 2
     import torch  # the models' runtime: its thread pool is this server's (a process of its own)
 

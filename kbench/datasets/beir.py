@@ -18,7 +18,7 @@ from pathlib import Path
 from kbench.datasets.reading import (EMPTY_QUERY, NO_RELEVANT_JUDGEMENT, QRELS_DUPLICATE, QRELS_NOT_RELEVANT,
                                      QRELS_UNKNOWN_DOCUMENT, QRELS_UNKNOWN_QUERY, DatasetError, Problems,
                                      dataset_file, get_id, get_text, iter_jsonl, iter_lines, json_type, note)
-from kbench.errors import shorten
+from kbench.errors import quoted_token
 from kbench.records import Dataset, Document, Query
 
 __all__ = ["DatasetError", "is_beir_folder", "judged_dataset", "load_beir", "read_qrels"]
@@ -48,12 +48,12 @@ def read_qrels(path: Path) -> list[tuple[int, str, str, int]]:
         if n == 1 and row and _grade(row[-1].strip()) is None:
             continue  # header (query-id corpus-id score)
         if len(row) != 3:
-            raise DatasetError(f"{path}:{n}: {len(row)} tab-separated columns (got {shorten(line)}); a qrels line "
+            raise DatasetError(f"{path}:{n}: {len(row)} tab-separated columns (got {quoted_token(line)}); a qrels line "
                                "is query-id<TAB>corpus-id<TAB>score")
         qid, did, score = (cell.strip() for cell in row)
         grade = _grade(score)
         if grade is None:
-            raise DatasetError(f"{path}:{n}: score {shorten(score)} is not a whole number; the third column is "
+            raise DatasetError(f"{path}:{n}: score {quoted_token(score)} is not a whole number; the third column is "
                                "the relevance grade, e.g. 1")
         if not qid or not did:
             raise DatasetError(f"{path}:{n}: empty {'query-id' if not qid else 'corpus-id'}; every judgement names "

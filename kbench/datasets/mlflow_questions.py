@@ -17,9 +17,11 @@ import contextlib
 from typing import Any
 
 from kbench.datasets.reading import (EMPTY_QUERY, NO_REFERENCES, QRELS_UNKNOWN_DOCUMENT, DatasetError)
+from kbench.errors import shorten
 from kbench.hashing import stable_hash
 from kbench.paths import tracking_uri, workspace_dir
 from kbench.records import Dataset, Query, Span
+from kbench.filter_strings import literal
 
 QUERY_ID_TAG = "kbench.query_id"  # a record's tag naming the question it was published from
 EXPECTED = "expected_retrieved_context"
@@ -50,7 +52,8 @@ def find_evaluation_dataset(reference: str):
             return get_dataset(dataset_id=reference)
         except Exception:
             pass
-    found = [d for d in search_datasets(filter_string=f"name = '{reference}'") if d.name == reference]
+    found = [d for d in search_datasets(filter_string=f"name = {literal(reference, 'dataset.questions_from')}")
+             if d.name == reference]
     if not found:
         raise DatasetError(f"dataset.questions_from: no MLflow evaluation dataset {reference!r}; publish one with "
                            "`kbench datasets publish DATASET --name NAME` or give an id (d-...)")
@@ -77,6 +80,31 @@ def questions_digest(reference: str, tracking_uri: str | None) -> str:
     return stable_hash(question_records(reference, tracking_uri))
 
 
+def checked_span(texts: dict[str, str], doc_id: str, entry: dict[str, Any], where: str) -> Span:
+    """A record's span, checked against the documents as the span folder loader checks a reference
+    (``spans.check_reference``): inside the document, and its text there the record's ``content``. A record
+    publishes the first ``REFERENCE_CHARS`` of its text (kbench.tracking.run_records), so the content must start
+    the text at the offsets: documents edited since publishing (a preface added) move every offset, and the
+    spans would silently score other text."""
+    try:
+        start, end = int(entry["start"]), int(entry["end"])
+    except (TypeError, ValueError):
+        raise DatasetError(f"{where}: span offsets of {doc_id!r} are not whole numbers; fix the record in "
+                           "MLflow") from None
+    text = texts[doc_id]
+    if not 0 <= start < end <= len(text):
+        raise DatasetError(f"{where}: span [{start}:{end}] is outside document {doc_id!r} ({len(text)} characters); "
+                           "fix the record in MLflow")
+    content = entry.get("content")
+    if content is not None and (not isinstance(content, str) or not content
+                                or not text[start:end].startswith(content)):
+        raise DatasetError(f"{where}: span [{start}:{end}] of {doc_id!r} does not match its content (the text there "
+                           f"is {shorten(text[start:end], 60)}, content is {shorten(content, 60)}); the documents "
+                           "changed since the questions were published: publish them again from these documents "
+                           "(kbench datasets publish) or point dataset at the documents they were published from")
+    return Span(doc_id, start, end)
+
+
 def with_mlflow_questions(dataset: Dataset, reference: str, tracking_uri: str | None) -> Dataset:
     """``dataset``'s documents with the questions and labels of the MLflow evaluation dataset ``reference``."""
     texts = {d.doc_id: d.text for d in dataset.documents}
@@ -94,11 +122,7 @@ def with_mlflow_questions(dataset: Dataset, reference: str, tracking_uri: str | 
                 skipped.setdefault(QRELS_UNKNOWN_DOCUMENT, []).append(f"{where} {doc_id}")
                 continue
             if "start" in entry and "end" in entry:
-                start, end = int(entry["start"]), int(entry["end"])
-                if not 0 <= start < end <= len(texts[doc_id]):
-                    raise DatasetError(f"{where}: span [{start}:{end}] is outside document {doc_id!r} "
-                                       f"({len(texts[doc_id])} characters); fix the record in MLflow")
-                found_spans.append(Span(doc_id, start, end))
+                found_spans.append(checked_span(texts, doc_id, entry, where))
             grades[doc_id] = max(grades.get(doc_id, 0), int(entry.get("grade", 1)))
         if not grades:
             skipped.setdefault(NO_REFERENCES, []).append(where)

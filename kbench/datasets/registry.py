@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from kbench.errors import shorten
 from kbench.datasets.config import DatasetConfig
 from kbench.datasets.beir import is_beir_folder, load_beir
 from kbench.datasets.mlflow_questions import with_mlflow_questions
@@ -53,7 +54,7 @@ def resolve_dataset_path(config: DatasetConfig) -> tuple[Path, str]:
     entry = DATASETS.get(config.name or "")
     if entry is None:
         raise DatasetError(
-            f"dataset.name: unknown dataset {config.name!r}; registered: {', '.join(DATASETS)} "
+            f"dataset.name: unknown dataset {shorten(config.name)}; registered: {', '.join(DATASETS)} "
             "(or give dataset.path to a BEIR or span folder)"
         )
     path = entry.location()

@@ -65,6 +65,24 @@ class EmbeddingConfig(StrictModel):
         return self
 
     @model_validator(mode="after")
+    def _model_runs_there(self) -> EmbeddingConfig:
+        """A model its provider cannot run, or a backend that does not apply, is refused when the config loads
+        (it was a traceback when the encoder loaded). A sentence-transformers model's own backends are checked
+        by its encoder (a folder's are known only there)."""
+        spec = CATALOGUE.get(self.model)
+        local = self.provider in ("sentence_transformers", "static")
+        if spec is not None and local and spec.provider != self.provider:
+            raise ValueError(f"embedding.model: {self.model} is a {spec.provider} model; "
+                             f"set embedding.provider={spec.provider}")
+        if self.provider == "static" and self.backend != "torch":
+            raise ValueError(f"embedding.backend: {self.model} is a static model with no backend to choose; "
+                             "remove embedding.backend (or set it to torch)")
+        if not local and self.backend != "torch":  # the API computes the vectors: no runtime of ours to choose
+            raise ValueError(f"embedding.backend: {self.backend} does not apply to provider {self.provider} (the API "
+                             "computes the vectors); remove embedding.backend")
+        return self
+
+    @model_validator(mode="after")
     def _dimension_within_the_model(self) -> EmbeddingConfig:
         spec = CATALOGUE.get(self.model)  # a catalogue model's width is known before it loads
         if spec is not None and spec.provider == self.provider and self.dimension and self.dimension > spec.dimension:

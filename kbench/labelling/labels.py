@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kbench.errors import quoted_token
 from kbench.labelling.pool import LabelError, LabelPool
 
 ORDERING = ("kbench.labelling.order: a seeded random permutation of the questions, each served whole (the random "
@@ -66,8 +67,8 @@ def read_qrels(path: Path, pool: LabelPool) -> dict[int, int]:
             continue
         parts = line.split()
         if len(parts) != 4 or not parts[3].lstrip("-").isdigit():
-            raise LabelError(f"{path} line {number}: {line[:80]!r} is not a qrels line (query 0 passage grade); give "
-                             "a labels file `kbench label` wrote")
+            raise LabelError(f"{path} line {number}: {quoted_token(line)} is not a qrels line (query 0 passage "
+                             "grade); give a labels file `kbench label` wrote")
         key = (parts[0], parts[2])
         if key not in index:
             raise LabelError(f"{path} holds labels of another pool: line {number} grades {parts[2]} for question "

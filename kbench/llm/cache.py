@@ -1,9 +1,11 @@
-"""Every answer the client receives, cached by (model, hash of the prompt or text, parameters).
+"""Every answer the client receives, cached by (endpoint, model, hash of the prompt or text, parameters).
 
-A namespace is the hash of ``{"kind", "model", **parameters}`` (max_tokens, temperature, dimensions, a
-stage's prompt template ...); ``key.json`` beside its shards records it. The endpoint URL is not part of
-it: the same model behind a restarted local server, or another port, answers from the cache, so a re-run
-costs nothing. Within a namespace the key is the SHA-256 of the exact prompt (or text to embed).
+A namespace is the hash of ``{"kind", "base_url", "model", **parameters}`` (max_tokens, temperature, dimensions,
+a stage's prompt template ...); ``key.json`` beside its shards records it. The base URL is part of it: one model
+name at two endpoints is two models (a fine-tune served under a stock name, another provider's "gpt-4o-mini"),
+and a cached answer is replayed only after the endpoint answered the client's check (``LLMClient.check_endpoint``),
+so a dead endpoint stops a stage instead of replaying another's answers. Within a namespace the key is the
+SHA-256 of the exact prompt (or text to embed).
 
 Every answer is written as it arrives: one JSON line appended to this cache object's own log file
 (``<host>-<pid>-<random>.jsonl``, opened on the first answer), so a killed run loses at most the answers

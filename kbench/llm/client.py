@@ -14,8 +14,10 @@ What it does for every request:
   says ``insufficient_quota``/quota), a refused key (401/403) or no connection at all (refused, unknown
   host, no connection within ``connect_timeout_s``: a message naming ``<section>.base_url`` in seconds).
   In a batch, requests already answered are kept (and cached); the rest are failures "not attempted".
-- **Caches** every answer by (model, hash of the prompt or text, parameters) in ``<cache_root>/llm/``
-  (kbench.llm.cache), so a re-run sends nothing.
+- **Caches** every answer by (base URL, model, hash of the prompt or text, parameters) in
+  ``<cache_root>/llm/`` (kbench.llm.cache), so a re-run sends no question. Before the first cached answer is
+  replayed the endpoint is checked once (``check_endpoint``: ``GET <base_url>/models``): one that does not
+  connect, or refuses the key, stops the stage as a first request would, never answered from the cache.
 - **Counts** requests, cache hits, retries, failures and tokens per stage and model in a ``UsageMeter``
   (cost comes from the price table, kbench.llm.usage).
 - **Batches** embeddings (``policy.batch_size`` texts per request) and runs up to ``policy.concurrency``
@@ -103,6 +105,7 @@ class LLMClient:
         self._random = random.Random()
         self._stop_reason: str | None = None
         self._lock = threading.Lock()
+        self._endpoint_checked = False
         key = endpoint.api_key()  # ConfigError naming what is missing
         self._http = httpx.Client(
             headers={"Authorization": f"Bearer {key}"},
@@ -136,12 +139,42 @@ class LLMClient:
     def _cache(self, kind: str, params: dict[str, Any]) -> ResponseCache | None:
         if self.cache_root is None:
             return None
-        namespace = {"kind": kind, "model": self.endpoint.model, **self.cache_params, **params}
+        namespace = {"kind": kind, "base_url": self.endpoint.url, "model": self.endpoint.model, **self.cache_params,
+                     **params}
         name = repr(sorted(namespace.items(), key=lambda kv: kv[0]))
         with self._lock:
             if name not in self._caches:
                 self._caches[name] = ResponseCache(self.cache_root, namespace)
             return self._caches[name]
+
+    # ------------------------------------------------------------------ the endpoint, before cached answers
+    def check_endpoint(self) -> None:
+        """Raise (and stop the client) when the endpoint does not connect or refuses the key; once per client.
+
+        ``GET <base_url>/models`` with the key: any other answer (200, or 404/501 from a server without that
+        route) shows the endpoint is there. Called before cached answers are replayed, and by commands that
+        check the endpoint before any work (``kbench runs mlflow-judge``)."""
+        if self._endpoint_checked:
+            return
+        if self._stop_reason is not None:
+            raise LLMStoppedError(self._stop_reason)
+        section, shown = self.endpoint.section, self.endpoint.shown_url
+        try:
+            response = self._http.get(f"{self.endpoint.url}/models",
+                                      timeout=httpx.Timeout(self.policy.connect_timeout_s * 2,
+                                                            connect=self.policy.connect_timeout_s))
+        except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+            raise self._stop(EndpointUnreachableError(
+                f"{section}: cannot connect to {shown} ({type(e).__name__}: {e}); start the endpoint (for a local "
+                f"one: `kbench serve`) or fix {section}.base_url")) from None
+        except httpx.TransportError:  # connected, then slow or cut: the endpoint is there (a busy local server)
+            response = None
+        if response is not None and response.status_code in (401, 403):
+            message, _ = error_message(response)
+            raise self._stop(AuthenticationError(
+                f"{section}: {shown} refused the key from ${self.endpoint.api_key_env} "
+                f"(HTTP {response.status_code}: {message})"))
+        self._endpoint_checked = True
 
     # ------------------------------------------------------------------ one request, with retries
     def _count(self, **counts: float) -> None:
@@ -175,6 +208,7 @@ class LLMClient:
                     raise _Retryable(f"transport error: {type(e).__name__}: {e}") from None
                 status = response.status_code
                 if status == 200:
+                    self._endpoint_checked = True  # it answered: no need to check it before replaying the cache
                     try:
                         data = response.json()
                     except ValueError:
@@ -244,6 +278,7 @@ class LLMClient:
         """One answer (from the cache when asked before). Raises LLMError (or a FATAL subclass)."""
         cache = self._cache("chat", {"max_tokens": max_tokens, "temperature": temperature, "system": system})
         if cache is not None and (hit := cache.get(prompt)) is not None:
+            self.check_endpoint()
             self._count(cache_hits=1)
             return hit
         answer = self._send_chat(prompt, max_tokens, temperature, system)
@@ -295,6 +330,7 @@ class LLMClient:
                 todo.setdefault(prompt, []).append(i)
         result.cache_hits = len(cached)
         if cached:
+            self.check_endpoint()
             self._count(cache_hits=len(cached))
         if todo:  # nothing to ask: no progress to show
             shown.start(f" ({len(cached)} from the cache), {self.policy.concurrency} at a time, at {self.endpoint.url}")
@@ -393,6 +429,7 @@ class LLMClient:
             else:
                 todo.setdefault(text, []).append(i)
         if hits:
+            self.check_endpoint()
             self._count(cache_hits=hits)
         unique = list(todo)
         lock = threading.Lock()

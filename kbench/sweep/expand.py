@@ -36,6 +36,7 @@ import copy
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ from kbench.config import MAX_NAME_CHARS
 from kbench.dotted import flatten_dotted
 from kbench.hashing import stable_hash
 from kbench.registry import Registry
-from kbench.sweep.search import SearchConfig, parse_search
+from kbench.sweep.search import SearchConfig, check_candidates, parse_search
 from kbench.tracking.mlflow_run import flatten
 
 BASELINE_LABEL = "baseline"  # the label of the baseline config a variants-only sweep adds
@@ -226,6 +227,46 @@ def grid_factors(sweep: dict[str, list[Any]]) -> tuple[dict[str, dict[str, str]]
     return levels, factors
 
 
+def check_grid_size(sweep: dict[str, Any], variants: list, search: SearchConfig, origin: str) -> None:
+    """The grid's size counted, not built: every strategy (grid, race, stage-wise) expands and validates each point
+    before the first runs, so a grid too large to hold is refused here (ConfigError naming the knob)."""
+    lengths = {path: len(values) for path, values in sweep.items() if isinstance(values, list)}
+    count = math.prod(lengths.values()) if sweep else 0
+    widest = max(lengths, key=lengths.get) if lengths else None
+    knob = f"give sweep.{widest} fewer values" if widest else "give variants: fewer entries"
+    try:
+        check_candidates(count + len(variants), search.max_configs, f"{origin}: the {search.strategy} search", knob)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
+# the dataset knobs that choose which questions a config is scored on (the seed only picks a sample)
+QUESTION_SET_KNOBS = ("name", "path", "split", "subset", "max_queries", "max_documents", "questions_from",
+                      "questions_tracking_uri")
+
+
+def question_set(experiment: Experiment) -> dict[str, Any]:
+    dataset = experiment.dataset
+    chosen = {knob: getattr(dataset, knob) for knob in QUESTION_SET_KNOBS}
+    if dataset.max_queries or dataset.max_documents:
+        chosen["seed"] = dataset.seed
+    return chosen
+
+
+def check_one_question_set(configs: list[SweepConfig], origin: str) -> None:
+    """A sweep ranks configs by paired differences over the same questions: configs on different question sets (a
+    ``dataset.seed`` axis over a sample, another dataset) cannot be ranked, and once ran every config to end in
+    "no config finished" with exit 0. Refused before anything runs, naming the knobs that differ."""
+    sets = [question_set(c.experiment) for c in configs]
+    differing = sorted({k for s in sets for k in s if any(s.get(k) != other.get(k) for other in sets)})
+    if differing:
+        knobs = ", ".join(f"dataset.{k}" for k in differing)
+        verb = "differs" if len(differing) == 1 else "differ"
+        raise ConfigError(f"{origin}: the configs would be scored on different question sets ({knobs} {verb} between "
+                          "them); a sweep ranks configs on the same questions: run one sweep per value (kbench sweep "
+                          f"FILE --set dataset.{differing[0]}=...) and compare the two with kbench compare --sets")
+
+
 def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
     """Every config of a sweep, validated (all errors at once) before anything runs."""
     raw = copy.deepcopy(data)
@@ -243,6 +284,7 @@ def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
     if not isinstance(variants, list) or not all(isinstance(v, dict) for v in variants):
         raise ConfigError(f"{origin}: variants: must be a list of mappings (name: ..., path: value ...)")
     baseline = validate_experiment(raw, f"{origin} (baseline, without sweep/variants)")
+    check_grid_size(sweep, variants, search, origin)
 
     points, legend = labelled_grid_points(sweep) if sweep else ([], {})
     if not sweep:  # variants only: run the baseline they vary, so the comparison has it
@@ -275,6 +317,7 @@ def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
                                    resolved_knobs=resolved_knobs(experiment))
     if errors:
         raise ConfigError("\n".join(errors))
+    check_one_question_set(list(configs.values()), origin)
     sweep_key = hashlib.sha256(json.dumps(
         {"name": baseline.name, "baseline": baseline.run_key(), "configs": sorted(configs)},
         sort_keys=True).encode()).hexdigest()[:16]

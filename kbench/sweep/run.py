@@ -52,6 +52,7 @@ from kbench.tracking.guard import mark_abandoned, owner_tags
 from kbench.tracking.read import find_finished_elsewhere, sweep_children
 from kbench.tracking.run_folder import check_workspace, run_times, write_complete
 from kbench.errors import UserError
+from kbench.filter_strings import literal
 
 LIVE_STATUSES = ("RUNNING", "SCHEDULED")
 
@@ -131,7 +132,8 @@ def child_tags(plan: SweepPlan, config: SweepConfig) -> dict[str, str]:
 
 
 def find_parent(client, experiment_id: str, sweep_key: str):
-    runs = client.search_runs([experiment_id], f"tags.`{tag.SWEEP_KEY}` = '{sweep_key}' and tags.`{tag.SWEEP_ROLE}` = 'parent'",
+    runs = client.search_runs([experiment_id], f"tags.`{tag.SWEEP_KEY}` = {literal(sweep_key, 'sweep key')} and "
+                                               f"tags.`{tag.SWEEP_ROLE}` = 'parent'",
                               order_by=["attributes.start_time DESC"], max_results=1)
     return runs[0] if runs else None
 

@@ -17,6 +17,7 @@ from typing import Any
 from kbench.datasets.mlflow_questions import QUERY_ID_TAG, fluent_tracking_uri, question_records
 from kbench.records import Dataset
 from kbench.tracking.run_records import expected_context
+from kbench.filter_strings import literal
 
 DATA_CONTEXT = "mlflow.data.context"  # MLflow's input tag shown beside the dataset ("evaluation")
 
@@ -67,7 +68,7 @@ def publish_questions(dataset: Dataset, name: str, tracking_uri: str, experiment
                 "expectations": {"expected_retrieved_context": expected_context(dataset, q.query_id)},
                 "tags": {QUERY_ID_TAG: q.query_id}} for q in dataset.queries]
     with fluent_tracking_uri(tracking_uri):
-        found = [d for d in search_datasets(filter_string=f"name = '{name}'") if d.name == name]
+        found = [d for d in search_datasets(filter_string=f"name = {literal(name, '--name')}") if d.name == name]
         target = found[0] if found else create_dataset(name=name, experiment_id=[experiment_id],
                                                        tags={"kbench.dataset": dataset.name})
         target.merge_records(records)

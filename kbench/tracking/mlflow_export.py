@@ -29,6 +29,7 @@ from kbench.tracking.mlflow_traces import TraceReport, log_traces
 from kbench.tracking.run_page import describe_run, headline_columns
 from kbench.tracking.run_records import read_dataset_record, read_prompts
 from kbench.errors import UserError
+from kbench.filter_strings import literal
 
 
 class ExportError(UserError, RuntimeError):
@@ -86,7 +87,8 @@ def describe(client, experiment_id: str, name: str, metrics: dict[str, float], t
 
 
 def find_exported(client, experiment_id: str, folder_name: str):
-    runs = client.search_runs([experiment_id], f"tags.`{tag.RUN_FOLDER}` = '{folder_name}'", max_results=1)
+    runs = client.search_runs([experiment_id], f"tags.`{tag.RUN_FOLDER}` = {literal(folder_name, 'RUN_FOLDER')}",
+                              max_results=1)
     return runs[0] if runs else None
 
 

@@ -16,12 +16,42 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kbench.errors import UserError
 from kbench.hashing import sha256_text
 from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_bulk import log_assessments
 from kbench.tracking.mlflow_pages import register_prompts
 from kbench.tracking.mlflow_traces import run_traces, trace_id_for
 from kbench.tracking.read import read_run, tracking_client
+
+class JudgementsFileError(UserError, ValueError):
+    """The judgements file is not what `kbench judge` writes (not JSON, not an object, no judgements list)."""
+
+
+JUDGEMENTS_HINT = "give the <out>.json that `kbench judge --out <out>` wrote"
+
+
+def read_judgements(path: str | Path) -> dict:
+    """``kbench judge``'s ``<out>.json``; one-line JudgementsFileError otherwise (never a line of the file)."""
+    path = Path(path)
+    if not path.is_file():
+        raise JudgementsFileError(f"--judgements: {path} is not a file; {JUDGEMENTS_HINT}")
+    try:
+        provenance = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise JudgementsFileError(f"--judgements: {path} is not UTF-8 text (a binary file?); {JUDGEMENTS_HINT}") \
+            from None
+    except json.JSONDecodeError as e:
+        raise JudgementsFileError(f"--judgements: {path}:{e.lineno}: not JSON ({e.msg}); {JUDGEMENTS_HINT}") from None
+    except RecursionError:
+        raise JudgementsFileError(f"--judgements: {path}: JSON nested too deeply; {JUDGEMENTS_HINT}") from None
+    wanted = {"query_id", "doc_id", "start", "end"}
+    if not isinstance(provenance, dict) or not isinstance(provenance.get("judgements"), list) or not all(
+            isinstance(j, dict) and wanted <= j.keys() for j in provenance["judgements"]):
+        raise JudgementsFileError(f"--judgements: {path} holds no list of judgements (query_id, doc_id, start, end, "
+                                  f"grade); {JUDGEMENTS_HINT}")
+    return provenance
+
 
 FEEDBACK = "kbench_judge_relevance"
 JUDGE_PROMPT = "kbench-judge-relevance"
@@ -86,7 +116,7 @@ def log_judge_feedback(judgements_file: str | Path, tracking_uri: str | None = N
     (the rationale); ``prompt_template``: the judge's prompt, registered and linked to the runs."""
     from mlflow.tracing.client import TracingClient
 
-    provenance = json.loads(Path(judgements_file).read_text(encoding="utf-8"))
+    provenance = read_judgements(judgements_file)
     client = tracking_client(tracking_uri)
     tracing = TracingClient(str(client.tracking_uri))
     report = FeedbackReport()

@@ -30,6 +30,7 @@ from typing import Any
 from kbench.datasets.mlflow_questions import fluent_tracking_uri
 from kbench.hashing import sha256_text
 from kbench.tracking import tags as tag
+from kbench.filter_strings import literal
 
 VIEW_KEY = "kbench-headline"
 VIEW_TAG = "mlflow.sharedViewState." + VIEW_KEY
@@ -148,8 +149,9 @@ def log_winner_model(client, experiment_id: str, *, sweep_key: str, sweep_name: 
     from mlflow.entities import LoggedModelInput, LoggedModelStatus, Metric
 
     found = client.search_logged_models(
-        [experiment_id], filter_string=f"tags.`{tag.SWEEP_KEY}` = '{sweep_key}' AND "
-                                       f"tags.`{tag.SWEEP_WINNER_RUN}` = '{winner_run_id}'", max_results=1)
+        [experiment_id], filter_string=f"tags.`{tag.SWEEP_KEY}` = {literal(sweep_key, 'sweep key')} AND "
+                                       f"tags.`{tag.SWEEP_WINNER_RUN}` = {literal(winner_run_id, 'run id')}",
+        max_results=1)
     if found:
         model_id = found[0].model_id
     else:

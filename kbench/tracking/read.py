@@ -18,6 +18,7 @@ from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_run import tracking_uri as resolve_uri
 from kbench.tracking.run_records import ranked_hits
 from kbench.errors import UserError
+from kbench.filter_strings import literal
 
 
 class RunReadError(UserError, ValueError):
@@ -65,7 +66,8 @@ def get_run(client, run_id: str):
 
 
 def sweep_children(client, experiment_id: str, parent_run_id: str) -> list:
-    return client.search_runs([experiment_id], f"tags.mlflow.parentRunId = '{parent_run_id}'", max_results=50_000)
+    return client.search_runs([experiment_id], f"tags.mlflow.parentRunId = {literal(parent_run_id, 'sweep run id')}",
+                              max_results=50_000)
 
 
 def finished_sweep_children(client, parent) -> list:
@@ -89,7 +91,8 @@ def finished_sweep_children(client, parent) -> list:
 def find_finished_elsewhere(client, run_key: str, exclude_parent: str):
     """The newest FINISHED run with this run key in any experiment of the store, outside this sweep."""
     experiment_ids = [e.experiment_id for e in client.search_experiments()]
-    runs = client.search_runs(experiment_ids, f"tags.`{tag.RUN_KEY}` = '{run_key}' and attributes.status = 'FINISHED'",
+    runs = client.search_runs(experiment_ids, f"tags.`{tag.RUN_KEY}` = {literal(run_key, 'run key')} and "
+                                              "attributes.status = 'FINISHED'",
                               order_by=["attributes.start_time DESC"], max_results=50)
     for run in runs:
         if run.data.tags.get("mlflow.parentRunId") != exclude_parent:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
 
 import numpy as np
 import pytest
@@ -260,3 +261,47 @@ def test_max_queries_judges_whole_pools_of_a_seeded_sample(two_runs, server, wor
     assert "4 queries" in (workspace / "cmp" / "report.md").read_text()
     assert "judged_at_10 with judged" in printed and "THIN (< 0.99) †" in printed
     assert "† computed on a thin pool" in printed and "thin pool:" in (workspace / "cmp" / "report.md").read_text()
+
+
+def test_the_documented_judge_commands_run_as_written_and_a_dead_endpoint_is_never_replayed(
+        two_runs, server, workspace, tmp_path):
+    """docs/how-to/judging.md's judge commands as a reader runs them, with this test endpoint in place of `kbench
+    serve` (issue 42.7: the page used OPENAI_API_KEY's default, which it never set, and the docs test skips the block
+    because SmolLM2 takes minutes, so nothing ran it). Then the same model under a port nobody listens on, with every
+    grade in the cache: exit 2 naming the endpoint, nothing written (it said "use a stronger judge model" and never
+    contacted the port)."""
+    import os
+    import socket
+    import subprocess
+
+    from kbench.paths import REPO_ROOT
+    from tests.docs.blocks import shell_blocks
+
+    block = next(b for b in shell_blocks(REPO_ROOT / "docs" / "how-to" / "judging.md") if "kbench judge" in b.code)
+    code = block.code.replace("\\\n", " ").replace("http://127.0.0.1:8000/v1", server.base_url)
+    lines = [line for line in code.splitlines() if line.startswith(("export ", "kbench judge"))]
+    assert len(lines) == 3
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "KBENCH_LOCAL_KEY", "KBENCH_WORKSPACE")}
+    env.update(PATH=f"{REPO_ROOT / '.venv' / 'bin'}{os.pathsep}{env['PATH']}", PYTHONPATH=str(REPO_ROOT),
+               RUNS=" ".join(two_runs), MLFLOW_TRACKING_URI=f"sqlite:///{workspace / 'mlflow.db'}")
+    done = subprocess.run(["bash", "-c", "set -euo pipefail\n" + "\n".join(lines)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Cohen's kappa" in done.stdout and (tmp_path / "judged.qrels").read_text().strip()
+    assert server.requests and all(r["authorization"] == "Bearer local" for r in server.requests)
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    for url in (dead, server.base_url):  # another URL; then the very URL the grades were cached from, now dead
+        if url == server.base_url:
+            server.close()
+        judge = lines[-1].replace(server.base_url, url).replace("--out judged.qrels", "--out again.qrels")
+        started = time.perf_counter()
+        done = subprocess.run(["bash", "-c", f"{lines[0]}\n{judge}"], cwd=tmp_path, env=env, capture_output=True,
+                              text=True)
+        assert done.returncode == 2 and time.perf_counter() - started < 60, done.stderr[-2000:]
+        errors = [line for line in done.stderr.splitlines() if line.startswith("kbench: error:")]
+        assert len(errors) == 1 and f"cannot connect to {url}" in errors[0], done.stderr[-2000:]
+        assert "stronger" not in done.stderr and "Traceback" not in done.stderr
+        assert not (tmp_path / "again.qrels").exists()

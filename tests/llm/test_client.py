@@ -191,3 +191,37 @@ def test_usage_metrics_name_each_stage_and_price_each_model():
     assert metrics["llm_rerank_cost_usd"] == 0.0  # not in the price table
     assert metrics["llm_total_requests"] == 3 and metrics["llm_total_retries"] == 1
     assert metrics["llm_total_prompt_tokens"] == 1100
+
+
+def dead_url() -> str:
+    with socket.socket() as s:  # a port nobody listens on once the socket is closed
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+
+
+def test_the_cache_is_keyed_by_endpoint_and_checks_it_before_replaying(server, tmp_path):
+    """Issue 42.7 / 45: cached answers were replayed for a dead endpoint under the same model name, and the
+    cache ignored the base URL. Now another base URL is another namespace, and a replay first checks the endpoint."""
+    first = make_client(server, tmp_path).embed(TEXTS[:2])
+    assert not first.failed_items and first.cache_hits == 0
+    assert make_client(server, tmp_path).embed(TEXTS[:2]).cache_hits == 2  # same endpoint: replayed
+
+    url = dead_url()  # the same model name somewhere else, dead: no replay, a stop naming base_url
+    elsewhere = LLMClient(Endpoint("embedding", url, MODEL, KEY_ENV, kind="embeddings"), stage="embedding",
+                          cache_root=tmp_path, sleep=[].append)
+    result = elsewhere.embed(TEXTS[:2])
+    assert result.cache_hits == 0 and not result.embeddings and result.stopped
+    assert f"cannot connect to {url}" in result.stopped and "embedding.base_url" in result.stopped
+
+    # the same base URL as the cached answers, its server gone: the check stops before any replay
+    gone = start_server(chat=False)
+    same = LLMClient(Endpoint("embedding", gone.base_url, MODEL, KEY_ENV, kind="embeddings"), stage="embedding",
+                     cache_root=tmp_path / "gone", sleep=[].append)
+    assert not same.embed(TEXTS[:2]).failed_items
+    gone.close()
+    again = LLMClient(Endpoint("embedding", gone.base_url, MODEL, KEY_ENV, kind="embeddings"), stage="embedding",
+                      cache_root=tmp_path / "gone", sleep=[].append)
+    with pytest.raises(EndpointUnreachableError, match=f"cannot connect to {gone.base_url}"):
+        again.embed(TEXTS[:2])
+    with pytest.raises(LLMStoppedError):
+        again.chat("hello")

@@ -85,7 +85,9 @@ def test_a_run_allowed_to_go_on_below_the_floor_never_stands_in_for_a_strict_one
     from kbench.config import load_experiment
     from kbench.paths import REPO_ROOT
 
-    strict = load_experiment(REPO_ROOT / "configs" / "quickstart.yaml")
-    partial = load_experiment(REPO_ROOT / "configs" / "quickstart.yaml", ["llm.policy.allow_partial=true"])
-    tighter = load_experiment(REPO_ROOT / "configs" / "quickstart.yaml", ["llm.policy.min_usable=0.9"])
+    # a config with an LLM stage (without one, allow_partial changes nothing: tests/test_run_keys.py, issue 45)
+    hyde = ["query.hyde.enabled=true", "query.hyde.model=m", "query.hyde.base_url=http://127.0.0.1:9/v1"]
+    strict = load_experiment(REPO_ROOT / "configs" / "quickstart.yaml", hyde)
+    partial = load_experiment(REPO_ROOT / "configs" / "quickstart.yaml", hyde + ["llm.policy.allow_partial=true"])
+    tighter = load_experiment(REPO_ROOT / "configs" / "quickstart.yaml", hyde + ["llm.policy.min_usable=0.9"])
     assert partial.run_key() != strict.run_key() == tighter.run_key()  # the floor itself changes no result

@@ -23,7 +23,8 @@ BEIR_FAULTS = {
                            "qrels/test.tsv:3: score 'high' is not a whole number; the third column is the relevance"),
     "score_fraction": ({"qrels_text": HEADER + "q1\td2\t0.5\n"}, "qrels/test.tsv:2: score '0.5' is not a whole number"),
     "qrels_two_columns": ({"qrels_text": HEADER + "q1\td2\n"},
-                          "qrels/test.tsv:2: 2 tab-separated columns (got 'q1\\td2'); a qrels line is query-id<TAB>"),
+                          "qrels/test.tsv:2: 2 tab-separated columns (got 'q1' and 1 more word (not shown)); a qrels "
+                          "line is query-id<TAB>"),
     "qrels_conflict": ({"qrels_text": HEADER + "q1\td2\t1\nq2\td3\t1\nq1\td2\t0\n"},
                        "qrels/test.tsv:4: query 'q1', document 'd2' judged 0 here and 1 at line 2; keep one"),
     "corpus_line_without_id": ({"corpus_text": GOOD_CORPUS + '{"text": "no id"}\n'},

@@ -137,6 +137,9 @@ def test_while_a_model_loads_other_requests_are_answered_at_once(monkeypatch):
     (["--fault", "500x0"], "--fault '500x0': fault times: 0; give a whole number >= 1"),
     (["--fault", "slow;delay_s=nan"], "fault delay_s: nan; give seconds between 0 and 3600"),
     (["--port", "70000"], "--port 70000: give a port between 1 and 65535"),
+    # issue 45: 10000 was accepted (19,463 threads; a 64-text request took 34 s instead of 0.3 s)
+    (["--threads", "10000"], "--threads 10000: more than the "),
+    (["--threads", "0"], "--threads must be at least 1"),
 ])
 def test_serve_with_a_bad_fault_or_port_is_one_line(tmp_path, args, fragment):
     done = run_kbench("serve", "--no-chat", *args, cwd=tmp_path, timeout=60)

@@ -101,3 +101,21 @@ def test_dry_run_prints_the_resolved_knobs_and_the_legend(tmp_path, capsys):
         "600", "1000", "2000"]
     assert "columns: strategy = chunking.strategy; chunk_size = chunking.chunk_size" in out
     assert 'label chunking=recursive = {"strategy": "recursive"}' in out
+
+
+def test_a_grid_over_the_question_set_is_refused_before_anything_runs():
+    """Issue 45: a grid with a dataset.seed axis ran every config, then said "no config finished" (exit 0, no
+    effects): configs on different samples share no questions to pair. Refused up front, naming the knob; an axis
+    that keeps the questions (the seed without a sample) still expands."""
+    import pytest
+
+    from kbench.config import ConfigError
+
+    base = {"name": "s", "dataset": {"name": "demo", "max_queries": 6}, "retrieval": {"legs": ["bm25"]}}
+    with pytest.raises(ConfigError, match=r"different question sets \(dataset.seed differs between them\); .* "
+                                          r"--set dataset.seed=\.\.\."):
+        expand_sweep({**base, "sweep": {"dataset.seed": [0, 1]}})
+    with pytest.raises(ConfigError, match=r"dataset.max_queries, dataset.seed differ"):
+        expand_sweep({**base, "variants": [{"name": "a", "dataset.seed": 1, "dataset.max_queries": 8}]})
+    unsampled = {**base, "dataset": {"name": "demo"}, "sweep": {"dataset.seed": [0, 1]}}
+    assert len(expand_sweep(unsampled).configs) == 2

@@ -185,3 +185,39 @@ def test_a_bad_search_block_fails_before_anything_runs(tmp_path):
         expand_sweep(data(tmp_path, {"strategy": "race", "race": True}))
     with pytest.raises(ConfigError, match="unknown stages"):
         expand_sweep(data(tmp_path, {"strategy": "stagewise", "order": ["chunks"]}))
+
+
+def test_every_search_strategy_counts_its_candidates_and_refuses_what_cannot_fit(tmp_path, monkeypatch):
+    """Issue 45: a tuned search with a tiny step grew to 3 GB in 75 s (stopped by a memory watchdog) before it
+    refused anything. Now grid, race, stage-wise and tune count their candidates (without building them), estimate
+    the memory, and refuse past search.max_configs or half the memory available, naming the knob; in milliseconds."""
+    import time
+    import tracemalloc
+
+    from kbench.sweep import search
+
+    tuned = make_config(tmp_path, dataset=DEMO, retrieval={"legs": ["bm25", "vector"],
+                                                            "fusion": {"strategy": "weighted"}})
+    tracemalloc.start()
+    started = time.perf_counter()
+    for step in (1e-7, 1e-300):
+        tuned.update(name="t", search={"strategy": "tune", "tune": {"weight": {"from": 0, "to": 1, "step": step}}})
+        with pytest.raises(ConfigError, match=r"search.tune: .* candidate configs .* more than search.max_configs "
+                                              r"\(1,000\); give search.tune.weight a larger step"):
+            expand_sweep(tuned)
+    assert time.perf_counter() - started < 5 and tracemalloc.get_traced_memory()[1] < 50 * 2**20
+    tracemalloc.stop()
+    tuned["search"]["tune"]["weight"]["step"] = 0.1  # 11 candidates: fine
+    assert expand_sweep(tuned).search.tune_values()["weight"] == [round(i / 10, 10) for i in range(11)]
+
+    big = {"chunking.chunk_size": list(range(200, 1300, 10)), "retrieval.leg_params.bm25.k1": [0.3, 0.6, 0.9, 1.2]}
+    for strategy in ("grid", "race", "stagewise"):  # 110 x 4 = 440 points
+        d = data(tmp_path, {"strategy": strategy, "max_configs": 400})
+        d["sweep"] = big
+        with pytest.raises(ConfigError, match=rf"the {strategy} search: 440 candidate configs .* more than "
+                                              r"search.max_configs \(400\); give sweep.chunking.chunk_size fewer"):
+            expand_sweep(d)
+    # within max_configs, but more than half the memory available: refused by the estimate
+    monkeypatch.setattr(search, "available_memory", lambda: 10 * search.PLAN_BYTES_PER_CONFIG)
+    with pytest.raises(ConfigError, match=r"the grid search: 6 candidate configs need about .* more than half the"):
+        expand_sweep(data(tmp_path, {"strategy": "grid"}))

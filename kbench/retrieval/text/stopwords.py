@@ -20,7 +20,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from kbench.errors import UserError
+from kbench.errors import UserError, quoted_token
 
 ENGLISH_STOP_WORDS: tuple[str, ...] = (
     "i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "your", "yours", "yourself",
@@ -102,7 +102,7 @@ def read_list_file(path: str, mtime_ns: int = 0, size: int = 0) -> tuple[str, ..
         if not word or word.startswith("#"):
             continue
         if len(word.split()) > 1:
-            raise StopWordsError(f"{path}:{n}: {len(word.split())} words on one line ({word[:60]!r}); "
+            raise StopWordsError(f"{path}:{n}: {len(word.split())} words on one line ({quoted_token(word)}); "
                                  f"{FILE_HINT}")
         words.append(word)
     return tuple(words)
