@@ -35,8 +35,7 @@ from kbench.compare.report import md_table, ranking_rows
 from kbench.evaluation.recommend import Recommendation
 from kbench.paths import workspace_dir
 from kbench.progress import duration
-from kbench.retrieval.stage import legs_need_query_vectors
-from kbench.store.stage import check_store
+from kbench.pipeline import preflight
 from kbench.sweep.executors import ComputedRun, JobFailure, make_job
 from kbench.sweep.effects import effects_markdown, grid_effects, log_effects
 from kbench.sweep.expand import SweepConfig, SweepPlan
@@ -170,7 +169,7 @@ def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = T
         raise SweepError("tracking.enabled is false: a sweep records its progress in MLflow and cannot resume "
                          "without it; enable tracking (or run configs one by one with `kbench run --no-log`)")
     check_workspace(workspace)
-    check_stores(plan)
+    check_configs(plan)
     with SweepLock(workspace / "sweeps" / f"{plan.sweep_key}.lock"):
         client = mlflow_client(baseline.tracking.tracking_uri, workspace)
         experiment_id = ensure_experiment(client, baseline.tracking.experiment, workspace)
@@ -197,17 +196,30 @@ def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = T
             raise
 
 
-def check_stores(plan: SweepPlan) -> None:
-    """Before the parent run: each distinct store the configs search is checked once (``check_store``), so a
-    store.dsn nothing answers at or a damaged DuckDB file fails the sweep in seconds with one message, not every
-    config after its embedding."""
-    checked: set[str] = set()
+def check_configs(plan: SweepPlan) -> None:
+    """Before the parent run (and in ``--dry-run``): every config's start-time checks (``pipeline.preflight``:
+    the workspace, each model installed and loadable, the store, endpoints and keys), each distinct check once, so
+    a config that cannot start fails the sweep in seconds with one line per config, never after the others ran.
+    Problems the config alone shows (a model on the wrong provider or backend) were refused when it loaded."""
+    checked: dict[str, str | None] = {}
+    problems: list[str] = []
     for config in plan.configs:
         experiment = config.experiment
-        key = json.dumps([str(workspace_dir(experiment.workspace)), experiment.store.model_dump(mode="json")])
-        if legs_need_query_vectors(experiment.retrieval) and key not in checked:
-            checked.add(key)
-            check_store(experiment.store, workspace_dir(experiment.workspace))
+        data = experiment.resolved()
+        key = json.dumps([str(workspace_dir(experiment.workspace))]
+                         + [data.get(k) for k in ("embedding", "enrichment", "rerank", "store", "evaluation", "query",
+                                                  "retrieval")], sort_keys=True, default=str)
+        if key not in checked:
+            try:
+                preflight(experiment)
+                checked[key] = None
+            except (UserError, ValueError) as e:
+                checked[key] = " ".join(str(e).split())
+        if checked[key]:
+            problems.append(f"  [{config.label}] {checked[key]}")
+    if problems:
+        raise SweepError(f"{len(problems)} of {len(plan.configs)} configs cannot start; fix them (or drop them from "
+                         "the sweep), nothing ran:\n" + "\n".join(problems))
 
 
 def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPlan, executor, workspace: Path,
@@ -279,9 +291,16 @@ def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPla
 
     client.set_tag(parent_id, tag.SWEEP_SUMMARY,
                    json.dumps({s: outcome.count(s) for s in ("ran", "done", "reused", "failed")}))
+    if outcome.errors:  # a pick among the configs that ran could lose to one that did not: none is named
+        for key, value in {tag.SWEEP_WINNER: "none", tag.SWEEP_RECOMMENDATION: "none",
+                           tag.MLFLOW_NOTE: _failed_note(plan, outcome)}.items():
+            client.set_tag(parent_id, key, value)
     if any(s != "failed" for s in outcome.status.values()):
         try:
-            _pick_winner(client, plan, outcome, workspace, report)
+            if outcome.errors:
+                _compare_only(plan, outcome)
+            else:
+                _pick_winner(client, plan, outcome, workspace, report)
             outcome.effects, outcome.effects_note = grid_effects(plan, outcome.comparison)
             if outcome.effects:  # artifacts factor_effects.json/.md and metrics effect_* on the parent
                 log_effects(client, parent_id, outcome.effects, outcome.headline, workspace / "sweeps" / plan.sweep_key)
@@ -298,6 +317,21 @@ def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPla
             say(f"  comparison not finished: {outcome.report_error}")
     client.set_terminated(parent_id, "FAILED" if outcome.errors else "FINISHED")
     return outcome
+
+
+def _failed_note(plan: SweepPlan, outcome: SweepOutcome) -> str:
+    lines = [f"**No recommendation: {outcome.count('failed')} of {len(plan.configs)} configs failed.** A config "
+             "picked among the rest could lose to one that did not run. Fix the failures and run the sweep again: "
+             "the finished configs are kept and not run again.", ""]
+    lines += [f"- FAILED `{label}`: {error}" for label, error in outcome.errors.items()]
+    return "\n".join(lines)[:5000]
+
+
+def _compare_only(plan: SweepPlan, outcome: SweepOutcome) -> None:
+    """Configs failed: rank the finished ones (two or more) for the reader, recommend none, write no winner.yaml."""
+    if sum(1 for s in outcome.status.values() if s != "failed") >= 2:
+        outcome.comparison = compare_runs(outcome.parent_run_id, tracking_uri=outcome.tracking_uri)
+        outcome.headline = outcome.comparison.headline
 
 
 def _progress(elapsed: float, done: int, total: int) -> str:

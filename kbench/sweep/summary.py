@@ -147,7 +147,12 @@ def summary_lines(plan: SweepPlan, outcome) -> list[str]:
     lines += [f"  FAILED {label}: {error}" for label, error in outcome.errors.items()]
     lines += [f"warning: {w}" for w in outcome.warnings]
     lines.append("")
-    if outcome.winner is None and outcome.recommendation is None:
+    failed_line = (f"no recommendation: {outcome.count('failed')} of {len(plan.configs)} configs failed, and a "
+                   "config picked among the rest could lose to one that did not run; fix the failures and run the "
+                   "sweep again (finished configs are kept, not run again)")
+    if outcome.winner is None and outcome.recommendation is None and outcome.comparison is None:
+        if outcome.errors:
+            return lines + [failed_line]
         return lines + ["no config finished: nothing to rank"
                         + (f" ({outcome.report_error})" if outcome.report_error else "")]
     table = plan_knob_table(plan)
@@ -165,6 +170,8 @@ def summary_lines(plan: SweepPlan, outcome) -> list[str]:
         lines += ["  (also on the parent run: metrics effect_*, artifacts factor_effects.md/.json)", ""]
     elif getattr(outcome, "effects_note", "") and (plan.raw_blocks.get("sweep") or {}):
         lines += [f"factor effects: none ({outcome.effects_note})", ""]
+    if outcome.errors:
+        return lines + [failed_line]
     if outcome.recommendation is not None:
         lines += recommendation_lines(outcome.recommendation, plan, outcome.winner_config)
     else:
