@@ -473,7 +473,8 @@ def _link_child(client, experiment_id, parent_id, plan, config, source) -> str:
     tags = {**child_tags(plan, config), tag.SWEEP_REUSED_FROM: source.info.run_id,
             tag.DATASET: source.data.tags.get(tag.DATASET, ""),
             **{k: v for k, v in source.data.tags.items() if k == tag.LLM_PARTIAL}}
-    run_id = _create_child(client, experiment_id, parent_id, config.label, tags)
+    # the source's start and end: the link took no time, the config took the source's
+    run_id = _create_child(client, experiment_id, parent_id, config.label, tags, source.info.start_time)
     fill_run(client, run_id, params=dict(source.data.params), metrics=dict(source.data.metrics), run_dir=None)
-    client.set_terminated(run_id, "FINISHED")
+    client.set_terminated(run_id, "FINISHED", end_time=source.info.end_time)
     return run_id

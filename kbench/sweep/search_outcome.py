@@ -135,8 +135,9 @@ def compare_frames(frames: dict[str, pd.DataFrame], headline: str, plan: SweepPl
     return compare_scores(runs, baseline=baseline)  # the grid's metrics: nDCG, recall, MRR of the finest level
 
 
-def log_search(plan: SweepPlan, outcome: SearchOutcome) -> None:
-    """One MLflow run for the search, and the recommended config's resolved config as ``winner.yaml``."""
+def log_search(plan: SweepPlan, outcome: SearchOutcome, started_ms: int | None = None) -> None:
+    """One MLflow run for the search, and the recommended config's resolved config as ``winner.yaml``. The run
+    starts at ``started_ms`` (when the search began) and ends now, so MLflow shows how long the search took."""
     baseline = plan.baseline
     workspace = workspace_dir(baseline.workspace)
     key = stable_hash({"sweep": plan.sweep_key, "search": plan.search.model_dump(mode="json")}, 16)
@@ -156,7 +157,7 @@ def log_search(plan: SweepPlan, outcome: SearchOutcome) -> None:
     client = mlflow_client(baseline.tracking.tracking_uri, workspace)
     experiment_id = ensure_experiment(client, baseline.tracking.experiment, workspace)
     name = f"{plan.name} {outcome.strategy}"
-    run_id = client.create_run(experiment_id, run_name=name, tags={
+    run_id = client.create_run(experiment_id, run_name=name, start_time=started_ms, tags={
         "mlflow.runName": name, tag.SWEEP_KEY: key, tag.SWEEP_ROLE: "parent", SEARCH_TAG: outcome.strategy,
         tag.SWEEP_CONFIGS: str(len(plan.configs)), tag.SWEEP_WINNER: outcome.recommended or "none",
         tag.SWEEP_RECOMMENDATION: outcome.recommended or "none", tag.SWEEP_HEADLINE: outcome.headline,

@@ -149,6 +149,25 @@ def test_a_config_that_cannot_start_stops_the_sweep_and_its_dry_run(workspace, c
     assert err[-1].startswith("  [broken] unknown model '/nonexistent/model-folder'") and len(err) == 2
 
 
+def test_a_link_child_shows_its_sources_real_start_and_end(tmp_path, monkeypatch):
+    """issue 42 item 3: a config reused from another run took that run's time, not the moment of linking."""
+    from kbench.sweep.run import _link_child, _log_parent_plan
+    from kbench.tracking.mlflow_run import ensure_experiment
+
+    monkeypatch.setenv("KBENCH_WORKSPACE", str(tmp_path / "used"))
+    plan = expand_sweep(sweep_data(tmp_path / "configured", sweep={"retrieval.top_k": [10, 20]}))
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment_id = ensure_experiment(client, "t", tmp_path)
+    source = client.create_run(experiment_id, start_time=1_700_000_000_000).info.run_id
+    client.log_metric(source, "chunk_ndcg_at_10", 0.5)
+    client.set_terminated(source, "FINISHED", end_time=1_700_000_026_000)  # 26 s
+    parent = client.create_run(experiment_id).info.run_id
+    link = client.get_run(_link_child(client, experiment_id, parent, plan, plan.configs[0], client.get_run(source)))
+    assert (link.info.start_time, link.info.end_time) == (1_700_000_000_000, 1_700_000_026_000)
+    _log_parent_plan(client, parent, plan)  # issue 42 item 5: the parent names the workspace actually used
+    assert client.get_run(parent).data.params["workspace"] == str((tmp_path / "used").resolve())
+
+
 def test_a_sweep_of_variants_only_runs_its_baseline_first(tmp_path):
     plan = expand_sweep(sweep_data(tmp_path, variants=[{"name": "small", "chunking.chunk_size": 300},
                                                        {"name": "same", "chunking.chunk_size": 600}]))
