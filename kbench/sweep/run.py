@@ -39,10 +39,11 @@ from kbench.pipeline import preflight
 from kbench.sweep.executors import ComputedRun, JobFailure, make_job
 from kbench.sweep.effects import effects_markdown, grid_effects, log_effects
 from kbench.sweep.expand import SweepConfig, SweepPlan
-from kbench.sweep.summary import knob_markdown, plan_knob_table, plan_lines
+from kbench.sweep.summary import knob_markdown, parent_name, plan_knob_table, plan_lines
 from kbench.trace import traced
 from kbench.tracking import tags as tag
 from kbench.tracking.fingerprint import FINGERPRINT_FILE, fingerprint_tags
+from kbench.tracking.mlflow_dataset import log_dataset_input, publish_record, set_label
 from kbench.tracking.mlflow_export import describe, export_logged_run
 from kbench.tracking.mlflow_pages import log_winner_model
 from kbench.tracking.mlflow_run import (MAX_PARAM_CHARS, ensure_experiment, fill_run, mlflow_client,
@@ -50,6 +51,7 @@ from kbench.tracking.mlflow_run import (MAX_PARAM_CHARS, ensure_experiment, fill
 from kbench.tracking.guard import mark_abandoned, owner_tags
 from kbench.tracking.read import find_finished_elsewhere, sweep_children
 from kbench.tracking.run_folder import check_workspace, run_times, write_complete
+from kbench.tracking.run_records import read_dataset_record
 from kbench.errors import UserError
 
 LIVE_STATUSES = ("RUNNING", "SCHEDULED")
@@ -175,9 +177,10 @@ def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = T
         experiment_id = ensure_experiment(client, baseline.tracking.experiment, workspace)
         parent = find_parent(client, experiment_id, plan.sweep_key)
         if parent is None:
+            name = parent_name(plan)
             parent_id = client.create_run(
-                experiment_id, run_name=f"{plan.name} sweep",
-                tags={"mlflow.runName": f"{plan.name} sweep", tag.SWEEP_KEY: plan.sweep_key, tag.SWEEP_ROLE: "parent",
+                experiment_id, run_name=name,
+                tags={"mlflow.runName": name, tag.SWEEP_KEY: plan.sweep_key, tag.SWEEP_ROLE: "parent",
                       tag.SWEEP_CONFIGS: str(len(plan.configs)), **owner_tags()}).info.run_id
             say(f"sweep {plan.name}: {len(plan.configs)} configs, new parent run {parent_id}")
         else:
@@ -194,6 +197,38 @@ def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = T
             except Exception:  # the store itself failing: the next start or run marks the parent
                 pass
             raise
+
+
+def _show_the_set(client, experiment_id: str, parent_id: str, plan: SweepPlan, record: dict,
+                  say: Callable[[str], None]) -> None:
+    """The parent names the set (name and digest) and has it as its dataset input (the runs list's Dataset
+    column); the set is published as an MLflow evaluation dataset (the Datasets view). A store without
+    evaluation datasets (a file store) keeps the rest."""
+    name = parent_name(plan, record)
+    client.update_run(parent_id, name=name)
+    client.set_tag(parent_id, "mlflow.runName", name)
+    log_dataset_input(client, parent_id, record)
+    try:
+        publish_record(record, str(client.tracking_uri), experiment_id)
+    except Exception as e:  # the runs are logged; only the Datasets view misses the set
+        say(f"  note: the question set {set_label(record)} is not in MLflow's Datasets view ({type(e).__name__}: "
+            f"{str(e)[:200]}); publish it with `kbench datasets publish`")
+
+
+def _show_a_childs_set(client, parent_id: str, plan: SweepPlan, child_ids: list[str]) -> None:
+    """The first child's dataset input on the parent and in its name, unless the parent already has one."""
+    parent = client.get_run(parent_id)
+    if parent.inputs and parent.inputs.dataset_inputs:
+        return
+    for run_id in child_ids:
+        child = client.get_run(run_id)
+        inputs = child.inputs.dataset_inputs if child.inputs else []
+        if inputs:
+            client.log_inputs(parent_id, datasets=[inputs[0]])
+            name = parent_name(plan, {"name": inputs[0].dataset.name, "digest": inputs[0].dataset.digest})
+            client.update_run(parent_id, name=name)
+            client.set_tag(parent_id, "mlflow.runName", name)
+            return
 
 
 def check_configs(plan: SweepPlan) -> None:
@@ -270,6 +305,7 @@ def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPla
             "into the sweep)")
 
     executor.on_start = announce
+    shown_set = False
     try:
         for n, (job, result) in enumerate(executor.run(jobs), start=1):
             config = by_key[job.run_key]
@@ -284,10 +320,16 @@ def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPla
                 outcome.run_ids[config.label] = _finished_child(
                     client, experiment_id, parent_id, plan, config, result, workspace, executor.name)
                 outcome.status[config.label] = "ran"
+                record = read_dataset_record(_materialize(result, workspace))
+                if record is not None and not shown_set:
+                    _show_the_set(client, experiment_id, parent_id, plan, record, say)
+                    shown_set = True
                 say(f"  [{n}/{len(jobs)}] {config.label}: {_headline(result.metrics)} in "
                     f"{duration(result.seconds)} ({progress})")
     finally:
         executor.close()
+    if not shown_set:  # nothing ran here (all reused or finished before): a child's set names the parent
+        _show_a_childs_set(client, parent_id, plan, list(outcome.run_ids.values()))
 
     client.set_tag(parent_id, tag.SWEEP_SUMMARY,
                    json.dumps({s: outcome.count(s) for s in ("ran", "done", "reused", "failed")}))
@@ -476,5 +518,8 @@ def _link_child(client, experiment_id, parent_id, plan, config, source) -> str:
     # the source's start and end: the link took no time, the config took the source's
     run_id = _create_child(client, experiment_id, parent_id, config.label, tags, source.info.start_time)
     fill_run(client, run_id, params=dict(source.data.params), metrics=dict(source.data.metrics), run_dir=None)
+    inputs = source.inputs.dataset_inputs if source.inputs else []
+    if inputs:  # the runs list's Dataset column: the set the source ran on
+        client.log_inputs(run_id, datasets=list(inputs))
     client.set_terminated(run_id, "FINISHED", end_time=source.info.end_time)
     return run_id

@@ -29,6 +29,7 @@ from kbench.paths import workspace_dir
 from kbench.sweep.expand import SweepPlan
 from kbench.sweep.racing import RaceResult
 from kbench.sweep.scoring import SearchCost
+from kbench.sweep.summary import parent_name
 from kbench.tracking import tags as tag
 from kbench.tracking.guard import owner_tags
 from kbench.tracking.mlflow_run import ensure_experiment, fill_run, mlflow_client
@@ -156,7 +157,7 @@ def log_search(plan: SweepPlan, outcome: SearchOutcome, started_ms: int | None =
         return
     client = mlflow_client(baseline.tracking.tracking_uri, workspace)
     experiment_id = ensure_experiment(client, baseline.tracking.experiment, workspace)
-    name = f"{plan.name} {outcome.strategy}"
+    name = parent_name(plan)  # the sweep, the search and the set: apart from a grid of the same config
     run_id = client.create_run(experiment_id, run_name=name, start_time=started_ms, tags={
         "mlflow.runName": name, tag.SWEEP_KEY: key, tag.SWEEP_ROLE: "parent", SEARCH_TAG: outcome.strategy,
         tag.SWEEP_CONFIGS: str(len(plan.configs)), tag.SWEEP_WINNER: outcome.recommended or "none",

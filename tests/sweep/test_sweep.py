@@ -269,6 +269,17 @@ def test_local_sweep_logs_parent_children_failure_and_resumes(workspace):
     failed = children["broken"]
     assert failed.info.status == "FAILED" and "4096" in failed.data.tags["kbench.error"]
     assert parent.data.tags["kbench.sweep.winner"] == "none"
+    # issue 42 item 1: the parent says which set (name and digest) and which search; the set is its dataset input
+    # (the runs list's Dataset column) and an MLflow evaluation dataset (the Datasets view)
+    (given,) = parent.inputs.dataset_inputs
+    assert given.dataset.name.startswith("demo") and given.dataset.digest == children["top_k=3"].inputs.dataset_inputs[
+        0].dataset.digest
+    label = f"{given.dataset.name}@{given.dataset.digest[:8]}"
+    assert parent.info.run_name == f"t · grid of 3 configs · {label}"
+    from mlflow.genai.datasets import search_datasets
+    from kbench.datasets.mlflow_questions import fluent_tracking_uri
+    with fluent_tracking_uri(str(client.tracking_uri)):
+        assert [d.name for d in search_datasets(filter_string=f"name = '{label}'")] == [label]
     assert "error.txt" in [a.path for a in client.list_artifacts(failed.info.run_id)]
     assert "per_query.parquet" in [a.path for a in client.list_artifacts(children["top_k=3"].info.run_id)]
     report = [a.path for a in client.list_artifacts(out.parent_run_id, "report")]
@@ -288,6 +299,8 @@ def test_local_sweep_logs_parent_children_failure_and_resumes(workspace):
     assert third.status == {"top_k=10": "reused", "top_k=20": "ran"}
     link = client.get_run(third.run_ids["top_k=10"])
     assert link.data.tags[REUSED_FROM] == out.run_ids["top_k=10"]
+    assert link.inputs.dataset_inputs[0].dataset.digest == given.dataset.digest  # its Dataset column too
+    assert client.get_run(third.parent_run_id).info.run_name == f"t · grid of 2 configs · {label}"
     assert link.data.metrics["chunk_ndcg_at_10"] == children["top_k=10"].data.metrics["chunk_ndcg_at_10"]
     assert third.report_dir is not None and (third.report_dir / "report.html").is_file()
 
