@@ -412,7 +412,8 @@ def _pick_winner(client, plan: SweepPlan, outcome: SweepOutcome, workspace: Path
         outcome.winner_config.write_text(
             f"# The recommendation of sweep {plan.name} (parent run {outcome.parent_run_id}): {_verdict(outcome)}\n"
             f"# Its resolved config; run it again with: kbench run {outcome.winner_config}\n"
-            + yaml.safe_dump(config.experiment.resolved(), sort_keys=False), encoding="utf-8")
+            + "# Paths are absolute and the workspace is the one used: it runs the same from any folder.\n"
+            + yaml.safe_dump(config.experiment.portable(), sort_keys=False), encoding="utf-8")
         client.log_artifact(outcome.parent_run_id, str(outcome.winner_config))
     found = outcome.recommendation
     parent_tags = {tag.SWEEP_WINNER: outcome.winner or "none", tag.SWEEP_WINNER_RUN: outcome.winner_run_id or "",

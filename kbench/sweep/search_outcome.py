@@ -150,7 +150,8 @@ def log_search(plan: SweepPlan, outcome: SearchOutcome, started_ms: int | None =
         outcome.winner_config = folder / "winner.yaml"
         outcome.winner_config.write_text(
             f"# The recommendation of the {outcome.strategy} search of sweep {plan.name}: {verdict}\n"
-            + yaml.safe_dump(config.experiment.resolved(), sort_keys=False), encoding="utf-8")
+            + "# Paths are absolute and the workspace is the one used: it runs the same from any folder.\n"
+            + yaml.safe_dump(config.experiment.portable(), sort_keys=False), encoding="utf-8")
     (folder / "search.md").write_text("\n".join(outcome.lines()) + "\n", encoding="utf-8")
     (folder / "search.json").write_text(json.dumps(outcome.summary(), indent=2, default=float), encoding="utf-8")
     if not baseline.tracking.enabled:
