@@ -136,6 +136,8 @@ def build_llm_set(documents: list[Document], out: str | Path, options: LLMOption
         if found.items:
             candidates[d.doc_id] = found.items
     chosen, dropped = stratified_sample(candidates, per_doc=per_doc, max_questions=max_questions, seed=seed)
+    if dropped.get("over_max"):  # excerpts never sent: --max was reached without them (not questions rejected)
+        dropped["excerpt_not_asked_over_max"] = dropped.pop("over_max")
     rejected.update(dropped)
     own_client = client is None
     if own_client:
@@ -161,6 +163,11 @@ def build_llm_set(documents: list[Document], out: str | Path, options: LLMOption
                             **{f"located_{k}": v for k, v in generated.located.items()}}
 
     proposals = generated.proposals if generated is not None else {}
+    if generated is not None and not proposals:  # the documents gave excerpts; the model gave no question
+        reasons = ", ".join(f"{n} {r}" for r, n in generated.rejected.most_common()) or "no answer"
+        raise SyntheticError(f"synthetic llm: model {client.endpoint.model} gave no usable question for any of the "
+                             f"{len(chosen)} excerpts it was asked about ({reasons}); the documents are not the "
+                             f"problem: {llm.FIX}")
     partial = bool(client.meter.stage_totals().get(client.stage, {}).get("partial"))
     provenance = {**(provenance or {}), "params": options_, "model": client.endpoint.model,
                   "base_url": client.endpoint.shown_url, "prompt_sha256": llm.PROMPT_SHA256, "per_doc": per_doc,
