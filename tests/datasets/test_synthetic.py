@@ -107,7 +107,7 @@ def write(root: Path, files: dict[str, str | bytes]) -> Path:
 
 @pytest.mark.parametrize("method,files,message", [
     ("ict", {}, "no readable document"),
-    ("ict", {"a.bin": b"\x00\x01\x02binary", "b.md": b"\x00\xff"}, "skipped: 2 binary"),
+    ("ict", {"a.bin": b"\x00\x01\x02binary", "b.md": b"\x00\xff"}, "skipped: 1 binary, 1 not_documentation"),
     ("heading", {"notes.md": "Just prose. No headings here at all, only two sentences of text."},
      "document_without_headings"),
     ("ict", {"list.md": "# Title\n\n- one item\n- another item\n\n| a | b |\n|---|---|\n"}, "no document gave"),
@@ -267,3 +267,26 @@ def test_max_n_gives_n_questions_and_only_their_edits(tmp_path, method):
             sum(ln.startswith("#") for ln in (FASTAPI / p.relative_to(out / "docs")).read_text(encoding="utf-8").splitlines())
             - sum(ln.startswith("#") for ln in p.read_text(encoding="utf-8").splitlines()) for p in changed)
         assert removed == 40  # one heading line per question
+
+
+def test_a_folder_source_reads_documentation_files_and_says_what_it_skipped(tmp_path, capsys):
+    """issue 42 item 10: LICENSE and a COMMIT file were indexed as documents and ict made a question from the
+    licence. Documentation files are read by default, the rest skipped by name; --include takes them."""
+    guide = ("The client retries a request after a timeout or a server error. Each retry waits twice as long as the "
+             "one before it. A request that fails five times is reported to the caller with its last error.\n\n"
+             "Connections are pooled per host and kept open for a minute. A pool never holds more than ten idle "
+             "connections. Closing the client closes every connection in its pools.\n")
+    notes = ("Logging goes to standard error by default in every command. The level is read from an environment "
+             "variable at start. Messages carry the time, the level and the name of the module.\n")
+    source = write(tmp_path / "src", {"guide.md": f"# Guide\n\n{guide}", "notes.rst": f"Notes\n=====\n\n{notes}",
+                                      "LICENSE": "Permission is hereby granted, free of charge, to any person. " * 5,
+                                      "COMMIT": "Fix the build of the docs. Nobody noticed it for a week. " * 3,
+                                      "tool.py": "def f():\n    return 1\n"})
+    assert kbench_main(["datasets", "build", "synthetic", str(source), "--method", "ict", "--out",
+                        str(tmp_path / "set")]) == 0
+    out = capsys.readouterr().out
+    assert "skipped files: not_documentation 3 (COMMIT, LICENSE, tool.py)" in out and "--include" in out
+    assert sorted(p.name for p in (tmp_path / "set" / "docs").rglob("*") if p.is_file()) == ["guide.md", "notes.rst"]
+    assert not any("Permission" in q["question"] for q in questions(tmp_path / "set"))
+    report = build_from_source(str(source), tmp_path / "all", method="ict", include=["**/*.md", "LICENSE"])
+    assert report.documents == 2 and not report.skipped_files  # asked for by name: taken

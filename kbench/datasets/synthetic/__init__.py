@@ -23,6 +23,7 @@ from kbench.llm import Endpoint, LLMClient, LLMPolicy
 from kbench.paths import workspace_dir
 from kbench.records import Document
 from kbench.sources.folder import DEFAULT_EXCLUDE, FolderSource
+from kbench.sources.loaders import DOCUMENTATION_EXTENSIONS
 from kbench.sources.git import GitSourceError, load_git
 
 # name -> the module: ``propose(document, params) -> Proposals``, ``DEFAULTS``; where a verbatim leftover is
@@ -62,7 +63,9 @@ def load_source(source: str, method: str, *, include: list[str] | None = None, e
     if since or max_commits:
         raise SyntheticError("--since and --max-commits apply to --method commits (a git source) only")
     if path.is_dir():
-        folder = FolderSource(path, list(include or []), list(DEFAULT_EXCLUDE if exclude is None else exclude))
+        # documentation files only, unless --include globs ask for others (LICENSE, a COMMIT file, code)
+        folder = FolderSource(path, list(include or []), list(DEFAULT_EXCLUDE if exclude is None else exclude),
+                              suffixes=DOCUMENTATION_EXTENSIONS)
         documents, skipped = folder.load()
         return documents, skipped, {"source": {"kind": "folder", "path": str(path.resolve()), "include": include,
                                                "exclude": exclude}}

@@ -40,6 +40,7 @@ class BuildReport:
     kept: int = 0
     rejected: Counter = field(default_factory=Counter)  # reason -> count
     skipped_files: dict[str, int] = field(default_factory=dict)
+    skipped_examples: dict[str, list[str]] = field(default_factory=dict)  # reason -> the first few files
     leakage: dict[str, dict[str, int]] = field(default_factory=dict)  # bm25_rank / word_overlap strata
     cache: dict[str, int] = field(default_factory=dict)  # llm: hits, misses
 
@@ -83,9 +84,12 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
     documents = [d for d in documents if d.text.strip()]
     if not documents:
         why = f" (skipped: {', '.join(f'{v} {k}' for k, v in sorted(skipped.items()))})" if skipped else ""
+        also = ("; files other than documentation are taken only when --include names them"
+                if "not_documentation" in skipped else "")
         raise SyntheticError(f"synthetic {method}: the source has no readable document{why}; point it at a folder "
-                             "of text, markdown or code files (binary, empty and non-UTF-8 files are skipped)")
-    report = BuildReport(method, str(out), documents=len(documents), skipped_files=skipped)
+                             f"of documentation files (binary, empty and non-UTF-8 files are skipped){also}")
+    report = BuildReport(method, str(out), documents=len(documents), skipped_files=skipped,
+                         skipped_examples={k: list(v[:5]) for k, v in (skipped_files or {}).items()})
     names = {d.doc_id: file_name(d) for d in documents}
     if len(set(names.values())) < len(names):
         raise SyntheticError("two documents would be written to the same file under docs/; rename one")
