@@ -130,6 +130,22 @@ class Experiment(StrictModel):
         """The config with every default filled in, as plain data (what is saved with each run)."""
         return self.model_dump(mode="json")
 
+    def portable(self) -> dict[str, Any]:
+        """``resolved()`` with every path made absolute (as this process sees it) and the workspace the one used
+        (``KBENCH_WORKSPACE`` applied): a config file kbench writes (a sweep's winner.yaml) runs the same from any
+        folder. A model named by the catalogue stays a name; a model folder becomes its absolute path."""
+        data = self.resolved()
+        data["workspace"] = str(workspace_dir(self.workspace))
+        for section, key in (("dataset", "path"), ("store", "path"), ("store", "pg_datadir")):
+            value = (data.get(section) or {}).get(key)
+            if isinstance(value, str) and value:
+                data[section][key] = str(Path(value).expanduser().resolve())
+        for section in ("embedding", "rerank"):
+            model = (data.get(section) or {}).get("model")
+            if isinstance(model, str) and model and not Path(model).is_absolute() and Path(model).expanduser().is_dir():
+                data[section]["model"] = str(Path(model).expanduser().resolve())
+        return data
+
     def dataset_content_hash(self) -> str:
         """Hash of the dataset folder's files (documents, questions, judgements); "unavailable" when the folder
         cannot be found (the run itself then fails with the loader's message)."""

@@ -122,7 +122,7 @@ def preflight(experiment: Experiment) -> None:
     check_reranker(experiment.rerank)
     if legs_need_query_vectors(experiment.retrieval):
         check_store(experiment.store, workspace_dir(experiment.workspace))
-        if experiment.embedding.provider == "sentence_transformers":  # a local folder: missing or broken
+        if experiment.embedding.provider in ("sentence_transformers", "static"):  # missing or broken
             resolve_model_path(experiment.embedding.model)
     check_ragas(experiment.evaluation)
     check_query(experiment.query)

@@ -143,3 +143,27 @@ def test_an_unknown_key_message_always_lists_keys():
     with pytest.raises(ConfigError, match="rerank.foo: unknown key for rerank.strategy cross_encoder, whose knobs "
                                           "are candidate_multiplier"):
         load_experiment(REPO_ROOT / "configs/retrieval/rrf.yaml", ["rerank.enabled=true", "rerank.foo=1"])
+
+
+def test_a_written_config_runs_the_same_from_another_folder(tmp_path, monkeypatch):
+    """issue 42 item 11: a sweep's winner.yaml named `dataset.path: sets/docs` and `workspace: experiments`,
+    relative to where the sweep ran; written portable, its paths are absolute and its workspace the one used."""
+    import yaml as _yaml
+
+    from kbench.config import load_experiment
+
+    (tmp_path / "here" / "sets" / "docs").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    monkeypatch.setenv("KBENCH_WORKSPACE", str(tmp_path / "used"))
+    experiment = load_experiment({"name": "w", "dataset": {"path": "sets/docs"}, "workspace": "experiments"})
+    portable = experiment.portable()
+    assert portable["dataset"]["path"] == str(tmp_path / "here" / "sets" / "docs")
+    assert portable["workspace"] == str(tmp_path / "used")
+    assert portable["embedding"]["model"] == "all-MiniLM-L6-v2"  # a catalogue name stays a name
+    written = tmp_path / "here" / "winner.yaml"
+    written.write_text(_yaml.safe_dump(portable), encoding="utf-8")
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    monkeypatch.delenv("KBENCH_WORKSPACE")
+    again = load_experiment(written)
+    assert Path(again.dataset.path).is_dir() and again.workspace == str(tmp_path / "used")

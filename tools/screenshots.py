@@ -1,10 +1,16 @@
-"""Screenshots of what a person sees in MLflow: the newest sweep's parent run, its report, and one child run.
+"""Screenshots of what a person sees in MLflow: the runs list, the newest sweep's parent run and its report, one
+child run, the experiment's Traces tab and its Datasets view.
 
     .venv/bin/python tools/screenshots.py [--workspace experiments] [--out screenshots/] [--port 5055]
 
-Starts `kbench ui` (MLflow on 127.0.0.1) for the workspace, waits for it, takes PNGs with headless Chromium
-(Debian's `chromium`: apt-get install -y chromium), then stops the server it started. Look at the PNGs before
-calling a page done.
+Starts MLflow's UI (`kbench ui`'s command, on 127.0.0.1) for the workspace, waits for it, takes PNGs with
+headless Chromium, then stops the server it started. Look at the PNGs before calling a page done.
+
+What it needs: Debian's `chromium` (`apt-get update && apt-get install -y chromium`; `make` installs Python
+packages only). It drives Chromium's own `--screenshot` flag: no playwright, no browser download. The sweep's
+report is rendered from its file (`<workspace>/sweeps/<sweep key>/report/report.html`, or the parent's artifact
+downloaded to a temporary folder), never through MLflow's `/get-artifact`, which serves it as an attachment that
+headless Chromium downloads instead of rendering (300 s lost per page).
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -56,9 +63,21 @@ def shoot(browser: str, url: str, out: Path, timeout: float) -> Path | None:
     return out
 
 
-def pages(uri: str, base: str) -> dict[str, str]:
-    """name -> URL: the newest sweep parent (overview, its report through MLflow's artifact endpoint, the
-    artifact view) and its best child."""
+def report_file(client, parent, workspace: Path, scratch: Path) -> Path | None:
+    """The sweep's report.html on disk: the sweep's own folder, else the parent's artifact downloaded."""
+    key = parent.data.tags.get(tag.SWEEP_KEY)
+    local = workspace / "sweeps" / key / "report" / "report.html" if key else None
+    if local is not None and local.is_file():
+        return local.resolve()
+    try:
+        return Path(client.download_artifacts(parent.info.run_id, "report/report.html", str(scratch))).resolve()
+    except Exception:  # no report logged (--no-report, or a sweep in which configs failed before it)
+        return None
+
+
+def pages(uri: str, base: str, workspace: Path, scratch: Path) -> dict[str, str]:
+    """name -> URL: the sweep's report (a file:// URL), the runs list, the newest sweep parent and its artifact view,
+    its best child, the Traces tab and the Datasets view."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
@@ -74,14 +93,17 @@ def pages(uri: str, base: str) -> dict[str, str]:
         children = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'", max_results=1)
         child = children[0].info.run_id if children else parent.info.run_id
     run_page = f"{base}/#/experiments/{exp}/runs"
+    report = report_file(client, parent, workspace, scratch)
     return {  # the static report first: it renders fastest
-        "sweep_report": f"{base}/get-artifact?path=report/report.html&run_uuid={parent.info.run_id}",
+        **({"sweep_report": report.as_uri()} if report is not None else {}),
         "sweep_parent": f"{run_page}/{parent.info.run_id}",
         "sweep_report_in_mlflow": f"{run_page}/{parent.info.run_id}/artifacts/report/report.html",
         "child_run": f"{run_page}/{child}",
         "child_plots": f"{run_page}/{child}/artifacts/plots/metrics_by_k.png",
         "child_results_table": f"{run_page}/{child}/artifacts/per_query_results.json",
         "experiment_runs": f"{base}/#/experiments/{exp}/runs",
+        "experiment_traces": f"{base}/#/experiments/{exp}/traces",
+        "experiment_datasets": f"{base}/#/experiments/{exp}/datasets",
     }
 
 
@@ -106,8 +128,9 @@ def main() -> int:
                               stderr=subprocess.DEVNULL)
     try:
         wait_healthy(base, args.wait)
-        for name, url in pages(uri, base).items():
-            shoot(browser, url, out / f"{name}.png", args.timeout)
+        with tempfile.TemporaryDirectory(prefix="kbench-screenshots-") as scratch:
+            for name, url in pages(uri, base, workspace_dir(args.workspace), Path(scratch)).items():
+                shoot(browser, url, out / f"{name}.png", args.timeout)
     finally:  # the server and the workers it spawned: its own process group, started above
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)

@@ -128,7 +128,8 @@ def run_compare(args) -> int:
     else:
         comparison = compare.compare_runs(args.sweep or args.runs, baseline=args.baseline, metrics=args.metrics,
                                           tracking_uri=args.tracking_uri, test=args.test,
-                                          correction=args.correction, alpha=args.alpha)
+                                          correction=args.correction, alpha=args.alpha,
+                                          progress=lambda line: print(line, file=sys.stderr, flush=True))
     frontier = None
     if args.frontier:
         points = compare.frontier.run_points(comparison.runs,

@@ -150,7 +150,13 @@ def build_synthetic_cmd(args) -> int:
     if rows:
         print(format_table(["rejected: reason", "count"], rows))
     if report.skipped_files:
-        print("skipped files: " + ", ".join(f"{k} {v}" for k, v in sorted(report.skipped_files.items())))
+        print("skipped files: " + "; ".join(
+            f"{k} {v}" + (f" ({', '.join(report.skipped_examples[k])}{', ...' if v > len(report.skipped_examples[k]) else ''})"
+                          if report.skipped_examples.get(k) else "")
+            for k, v in sorted(report.skipped_files.items())))
+        if "not_documentation" in report.skipped_files:
+            print("  (documentation files are read by default: .md, .mdx, .rst, .txt, .html, .pdf, .docx ...; take "
+                  "others with --include GLOB ..., e.g. --include '**/*.md' 'LICENSE')")
     if report.cache:
         print("llm: " + ", ".join(f"{k} {v}" for k, v in report.cache.items()))
     for name, strata in report.leakage.items():

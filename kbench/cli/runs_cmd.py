@@ -263,7 +263,7 @@ def export_mlflow(args) -> int:
     traces = report.traces
     print(f"{'exported' if report.created else 'found'} run {report.run_id} in {report.tracking_uri}")
     print(f"  dataset input: {'logged' if report.dataset_input else 'already there (or no dataset.json)'}; traces: "
-          f"{traces.logged} written, {traces.existing} already there, of {traces.questions} traced questions; "
+          f"{traces.counted()} ({traces.logged} question traces written, {traces.existing} already there); "
           f"expectations: {traces.expectations}; prompts: {', '.join(report.prompts) or 'none'}")
     if args.judgements:
         print(tracking.mlflow_feedback.log_judge_feedback(args.judgements, report.tracking_uri, meanings=GRADES,

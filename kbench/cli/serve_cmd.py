@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
+import time
 
 from kbench import serve as serving
 from kbench.cli import add_command
@@ -38,6 +40,17 @@ def add_parser(sub) -> None:
     p.set_defaults(func=serve)
 
 
+def say_when_chat_is_ready(state, started: float) -> None:
+    """Wait for the background load of the chat model; print that chat answers now, or why it will not."""
+    state.chat_ready.wait()
+    took = time.monotonic() - started
+    if state.chat_error:
+        print(f"kbench serve: chat model failed to load after {took:.0f} s: {state.chat_error}; chat requests get "
+              "this error, embeddings still answer", flush=True)
+    else:
+        print(f"kbench serve: chat model ready after {took:.0f} s; chat requests answer now", flush=True)
+
+
 def serve(args) -> int:
     # `kbench` lets SIGPIPE end a piped command quietly; a server must instead survive a client that hangs up
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
@@ -59,6 +72,8 @@ def serve(args) -> int:
     chat = "off" if args.no_chat else "SmolLM2-135M-Instruct (loading in the background)"
     print(f"kbench serve: ready at {running.base_url} (embeddings: the kbench catalogue; chat: {chat}; "
           f"{args.threads} torch thread{'s' if args.threads > 1 else ''}); Ctrl-C stops", flush=True)
+    if not args.no_chat:  # the chat model loads for about 80 s: one line when it answers (or why it cannot)
+        threading.Thread(target=say_when_chat_is_ready, args=(running.state, time.monotonic()), daemon=True).start()
     serve_until_interrupted(running.server)
     print("kbench serve: stopped", file=sys.stderr)
     return 0

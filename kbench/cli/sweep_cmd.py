@@ -52,6 +52,11 @@ def run(args) -> int:
         ["llm.policy.allow_partial=true"] if args.allow_partial else [])
     plan = sweep.load_sweep(args.config, overrides)
     if args.dry_run:
+        try:  # every config's start-time checks, as the sweep makes them before its first config
+            sweep.run.check_configs(plan)
+        except sweep.SweepError as e:
+            print(f"kbench: error: {e}", file=sys.stderr)
+            return 2
         print(f"{len(plan.configs)} configs, sweep key {plan.sweep_key}; each config's resolved knobs that differ "
               "between configs:\n")
         for line in sweep.summary.plan_lines(plan):
@@ -94,7 +99,7 @@ def run(args) -> int:
         executor = sweep.make_executor(args.executor, args.scheduler, args.workers, progress=not args.quiet)
         outcome = sweep.run_sweep(plan, executor, reuse=not args.no_reuse, report=not args.no_report,
                                   say=lambda line: print(line, flush=True))
-    except ValueError as e:
+    except (ValueError, sweep.SweepError) as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 2
     print()

@@ -1,7 +1,9 @@
 """kbench ui [--workspace DIR | --tracking-uri URI] [--port N]: MLflow's UI on 127.0.0.1 for a workspace's store.
 
 It runs this venv's MLflow (``python -m mlflow ui``), so it works whether or not ``mlflow`` is on PATH, and
-binds to 127.0.0.1 only. Ctrl-C stops it. One server worker (MLflow starts four by default, each importing
+binds to 127.0.0.1 only. The URL is printed once the server answers (about 45 s on 2 busy cores), with a progress
+line every few seconds before; a server that stops before it answers (a port in use) is one error line. Ctrl-C
+stops it. One server worker (MLflow starts four by default, each importing
 MLflow: about 50 s on 2 busy cores before the page answers, for a UI one person reads), no access log, and the one
 deprecation MLflow's own server module raises on import (Starlette's WSGI middleware) filtered by its text.
 """
@@ -9,8 +11,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
+from typing import Callable
 
 from kbench.cli import add_command
 from kbench.paths import tracking_uri, workspace_dir
@@ -71,7 +78,56 @@ def run(args) -> int:
         print(f"kbench: error: no MLflow store at {uri[len('sqlite:///'):]}; run an experiment first "
               "(kbench run configs/quickstart.yaml) or pass --workspace / --tracking-uri", file=sys.stderr)
         return 2
-    print(f"MLflow UI for {uri} on http://127.0.0.1:{args.port} (Ctrl-C stops it)", flush=True)
-    command = ui_command(uri, args.port)
-    os.execve(command[0], command, ui_environment())
-    return 0  # not reached: exec replaces this process
+    if answers(f"http://127.0.0.1:{args.port}"):
+        print(f"kbench: error: something already answers on http://127.0.0.1:{args.port}; stop it or pass --port N",
+              file=sys.stderr)
+        return 2
+    print(f"starting MLflow's UI for {uri} on port {args.port} (about 45 s on a busy 2-core machine) ...", flush=True)
+    server = subprocess.Popen(ui_command(uri, args.port), env=ui_environment())
+    try:
+        took = wait_until_answers(server, f"http://127.0.0.1:{args.port}",
+                                  say=lambda line: print(line, flush=True))
+        if took is None:
+            print(f"kbench: error: MLflow's UI stopped (exit {server.returncode}) before it answered on port "
+                  f"{args.port}; its message is above (a port in use: pass --port N)", file=sys.stderr)
+            return 2
+        print(f"MLflow UI for {uri}: http://127.0.0.1:{args.port} (answered after {took:.0f} s; Ctrl-C stops it)",
+              flush=True)
+        return server.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+def answers(url: str) -> bool:
+    """Does an HTTP server answer at ``url`` (any status counts: it is up)?"""
+    try:
+        urllib.request.urlopen(f"{url}/health", timeout=2).close()
+        return True
+    except urllib.error.HTTPError:
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def wait_until_answers(process: subprocess.Popen, url: str, say: Callable[[str], None], every_s: float = 5.0,
+                       poll_s: float = 0.5) -> float | None:
+    """Seconds until the server ``process`` started answers at ``url``, saying how long so far every ``every_s``;
+    None when the process ends first."""
+    started = time.monotonic()
+    next_note = every_s
+    while process.poll() is None:
+        if answers(url):
+            return time.monotonic() - started
+        elapsed = time.monotonic() - started
+        if elapsed >= next_note:
+            say(f"  ... MLflow's UI is starting ({elapsed:.0f} s)")
+            next_note += every_s
+        time.sleep(poll_s)
+    return None

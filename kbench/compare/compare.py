@@ -25,7 +25,8 @@ chosen ``test`` applies to means only).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -115,8 +116,10 @@ class Comparison:
 
 
 # --------------------------------------------------------------------------- reading runs
-def load_runs(runs: str | list[str], tracking_uri: str | None = None) -> tuple[list[RunScores], str | None, object]:
-    """Run ids, or one sweep parent id -> per-query scores of each run (labels from the sweep tags)."""
+def load_runs(runs: str | list[str], tracking_uri: str | None = None,
+              progress: Callable[[str], None] | None = None) -> tuple[list[RunScores], str | None, object]:
+    """Run ids, or one sweep parent id -> per-query scores of each run (labels from the sweep tags); ``progress``
+    gets a line per run read."""
     client = tracking_client(tracking_uri)
     ids = [runs] if isinstance(runs, str) else list(runs)
     if not ids:
@@ -128,9 +131,13 @@ def load_runs(runs: str | list[str], tracking_uri: str | None = None) -> tuple[l
         if len(fetched) == 1 and fetched[0].data.tags.get(tag.SWEEP_ROLE) == "parent":
             parent_id = fetched[0].info.run_id
             fetched = finished_sweep_children(client, fetched[0])
-        for run in fetched:
+        started = time.monotonic()
+        for n, run in enumerate(fetched, start=1):
             label = run.data.tags.get(tag.SWEEP_LABEL) or run.data.tags.get("mlflow.runName") or run.info.run_id[:8]
             frame, source = read_per_query(client, run)
+            if progress is not None:
+                progress(f"  read {n}/{len(fetched)} runs' per-question scores ({label}; "
+                         f"{time.monotonic() - started:.0f} s)")
             scores.append(RunScores(label, run.info.run_id, frame, source, run.data.tags.get(tag.SWEEP_KNOBS, ""),
                                     dict(run.data.metrics)))
     except RunReadError as e:
@@ -215,7 +222,7 @@ def _pick_baseline(runs: list[RunScores], baseline: str | None) -> RunScores:
 def compare_scores(runs: list[RunScores], *, baseline: str | None = None, metrics: list[str] | None = None,
                    test: str = "randomization", correction: str = "holm", alpha: float = 0.05,
                    confidence: float = 0.95, n_resamples: int = 10_000, n_bootstrap: int = 2_000,
-                   seed: int = 0) -> Comparison:
+                   seed: int = 0, progress: Callable[[str], None] | None = None) -> Comparison:
     if len(runs) < 2:
         raise CompareError(f"need at least two runs to compare, got {len(runs)}")
     if test not in TESTS:
@@ -246,7 +253,11 @@ def compare_scores(runs: list[RunScores], *, baseline: str | None = None, metric
         notes.append(f"{', '.join(percentile)}: a percentile, tested by the paired permutation test of its "
                      f"difference, not the {test} test")
     rows = []
-    for r in runs:
+    started = time.monotonic()
+    for n, r in enumerate(runs, start=1):
+        if progress is not None and r is not base:
+            progress(f"  testing {n}/{len(runs)} configs against {base.label} on {len(metrics)} metrics ({r.label}; "
+                     f"{time.monotonic() - started:.0f} s)")
         for metric in metrics:
             column, q = metric_column(metric, r.per_query.columns)
             b = r.per_query[column].to_numpy(dtype=float)
@@ -289,12 +300,13 @@ def compare_scores(runs: list[RunScores], *, baseline: str | None = None, metric
 def compare_runs(runs: str | list[str], *, baseline: str | None = None, metrics: list[str] | None = None,
                  tracking_uri: str | None = None, test: str = "randomization", correction: str = "holm",
                  alpha: float = 0.05, confidence: float = 0.95, n_resamples: int = 10_000,
-                 n_bootstrap: int = 2_000, seed: int = 0) -> Comparison:
-    """Compare MLflow runs (ids) or every finished config of a sweep (its parent run id)."""
-    scores, parent_id, client = load_runs(runs, tracking_uri)
+                 n_bootstrap: int = 2_000, seed: int = 0, progress: Callable[[str], None] | None = None) -> Comparison:
+    """Compare MLflow runs (ids) or every finished config of a sweep (its parent run id); ``progress`` gets a line
+    per run read and per config tested (``kbench compare`` prints them on stderr)."""
+    scores, parent_id, client = load_runs(runs, tracking_uri, progress)
     comparison = compare_scores(scores, baseline=baseline, metrics=metrics, test=test, correction=correction,
                                 alpha=alpha, confidence=confidence, n_resamples=n_resamples,
-                                n_bootstrap=n_bootstrap, seed=seed)
+                                n_bootstrap=n_bootstrap, seed=seed, progress=progress)
     comparison.parent_run_id = parent_id
     comparison.tracking_uri = str(client.tracking_uri)
     return comparison

@@ -69,6 +69,29 @@ class SetsAgreement:
     def pairs(self) -> int:
         return len(self.labels) * (len(self.labels) - 1) // 2
 
+    @property
+    def agreement(self) -> str:
+        """``agree`` (the tau interval lies above 0), ``reversed`` (below 0) or ``not shown`` (it includes 0)."""
+        if self.tau_low > 0:
+            return "agree"
+        if self.tau_high < 0:
+            return "reversed"
+        return "not shown"
+
+    def verdict(self) -> str:
+        """The tau interval in words: what a ranking made on one set says about the other."""
+        a, b = self.names
+        if self.agreement == "agree":
+            flips = f", yet {len(self.flips)} of {self.pairs} pairs flip (below)" if self.flips else ""
+            return (f"verdict: {a} and {b} agree on the order of these configs more than chance would (the interval "
+                    f"lies above 0){flips}")
+        if self.agreement == "reversed":
+            return (f"verdict: {a} and {b} order these configs the other way round (the interval lies below 0): a "
+                    "ranking on one is contradicted by the other")
+        return (f"verdict: these two sets do not agree on the order of these configs: the interval includes 0, so "
+                f"an agreement beyond chance is not shown; a ranking made on {a} is no evidence for {b}, nor the "
+                "other way (more questions narrow the interval)")
+
     def lines(self) -> list[str]:
         a, b = self.names
         width = max(len("config"), *(len(x) for x in self.labels))
@@ -80,6 +103,7 @@ class SetsAgreement:
             out.append(f"  {label:{width}s}  {ma:14.4f} {ra:4d}  {mb:14.4f} {rb:4d}")
         out.append(f"Kendall's tau-b {self.tau:+.3f} [{self.confidence:.0%} bootstrap over questions: "
                    f"{self.tau_low:+.3f}, {self.tau_high:+.3f}] (+1: same order, 0: unrelated, -1: reversed)")
+        out.append(self.verdict())
         wa, wb = self.winners
         if wa == wb:
             out.append(f"best by mean: the same on both sets: {wa}")
@@ -107,6 +131,7 @@ class SetsAgreement:
         return {"names": list(self.names), "metric": self.metric, "labels": self.labels,
                 "questions": list(self.questions), "means": self.means, "ranks": self.ranks, "tau": self.tau,
                 "tau_interval": [self.tau_low, self.tau_high], "confidence": self.confidence,
+                "agreement": self.agreement,
                 "winners": list(self.winners), "ties": [list(t) for t in self.ties],
                 "flips": [vars(f) for f in self.flips], "left_out": self.left_out}
 

@@ -17,6 +17,44 @@ Precision = Literal["auto", "f32", "bf16"]  # OpenVINO's float precision: auto (
 FAST = "fast"  # an alias, resolved per model when the config loads (kbench/embedding/models.py fast_backend)
 
 
+LOCAL_PROVIDERS = ("sentence_transformers", "static")  # the providers that run a catalogue model in this process
+
+
+def catalogue_choices(data: dict[str, Any]) -> dict[str, str]:
+    """What a catalogue model needs that the section left unwritten: its provider (``static`` for wordllama and
+    model2vec models) and a backend it runs on (``onnx`` for paraphrase-MiniLM-L3-v2, which has no torch
+    weights). A value the section writes is never changed: a wrong one is refused (``catalogue_problem``)."""
+    spec = CATALOGUE.get(data.get("model", EmbeddingConfig.model_fields["model"].default))
+    if spec is None:
+        return {}
+    chosen = {}
+    if "provider" not in data:
+        chosen["provider"] = spec.provider
+    provider = data.get("provider", chosen.get("provider"))
+    if "backend" not in data and provider == spec.provider == "sentence_transformers" and "torch" not in spec.backends:
+        chosen["backend"] = spec.backends[0]
+    return chosen
+
+
+def catalogue_problem(model: str, provider: str, backend: str) -> str | None:
+    """Why a catalogue model cannot run with this provider and backend (one line naming the fix), or None. Known
+    from the catalogue alone, so a config (and every config of a sweep) is refused before any work."""
+    spec = CATALOGUE.get(model)
+    if spec is None or provider not in LOCAL_PROVIDERS:  # a folder, or a model served by an API (kbench serve)
+        return None
+    if provider != spec.provider:
+        what = "a static model" if spec.provider == "static" else f"a {spec.provider} model"
+        return (f"embedding.provider: {model} is {what}, not one {provider} runs; set embedding.provider="
+                f"{spec.provider} (or leave embedding.provider out: kbench picks it)")
+    if spec.provider == "static" and backend != "torch":
+        return (f"embedding.backend: {model} is a static model with no backend to choose; remove embedding.backend "
+                "(or set it to torch)")
+    if backend not in spec.backends:
+        return (f"embedding.backend: {model} runs on {', '.join(spec.backends)}, not {backend}; set "
+                f"embedding.backend={spec.backends[0]} (or leave embedding.backend out: kbench picks it)")
+    return None
+
+
 class EmbeddingConfig(StrictModel):
     model: str = Field("all-MiniLM-L6-v2", description="catalogue name (kbench models list) or a local folder")
     provider: str = Field("sentence_transformers",
@@ -50,11 +88,21 @@ class EmbeddingConfig(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _resolve_fast(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("backend") == FAST:  # the saved config names what ran
+        if not isinstance(data, dict):
+            return data
+        data = {**data, **catalogue_choices(data)}  # the provider/backend a catalogue model needs, when unwritten
+        if data.get("backend") == FAST:  # the saved config names what ran
             fields = cls.model_fields
             data = {**data, "backend": fast_backend(data.get("model", fields["model"].default),
                                                     data.get("provider", fields["provider"].default))}
         return data
+
+    @model_validator(mode="after")
+    def _model_runs_here(self) -> EmbeddingConfig:
+        problem = catalogue_problem(self.model, self.provider, self.backend)
+        if problem:
+            raise ValueError(problem)
+        return self
 
     @model_validator(mode="after")
     def _precision_is_openvino_s(self) -> EmbeddingConfig:

@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from kbench.records import Document
-from kbench.sources.loaders import DEFAULT_MAX_FILE_BYTES, LoadedFile, load_file
+from kbench.sources.loaders import DEFAULT_MAX_FILE_BYTES, NOT_DOCUMENTATION, LoadedFile, load_file
 
 OUTSIDE_ROOT = "outside_root"
 BROKEN_LINK = "broken_link"
@@ -70,6 +70,9 @@ class FolderSource:
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     source_id: str | None = None  # default: the first folder of each file's relative path
+    # only files with these suffixes (loaders.DOCUMENTATION_EXTENSIONS), the others skipped as not_documentation;
+    # None: every file. Applies only when ``include`` is empty: include globs say what to take
+    suffixes: frozenset[str] | None = None
 
     @classmethod
     def from_config(cls, config, root: str | Path) -> FolderSource:
@@ -100,6 +103,9 @@ class FolderSource:
                 skipped.setdefault(OUTSIDE_ROOT, []).append(relative)
                 continue
             if path.is_file():
+                if not self.include and self.suffixes is not None and path.suffix.lower() not in self.suffixes:
+                    skipped.setdefault(NOT_DOCUMENTATION, []).append(relative)
+                    continue
                 out.append((relative, path))
         return out, skipped
 

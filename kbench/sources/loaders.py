@@ -34,6 +34,11 @@ CODE_LANGUAGES = {".py": "python", ".pyi": "python", ".ts": "typescript", ".tsx"
 MARKDOWN_EXTENSIONS = {".md", ".markdown", ".mdx"}
 HTML_EXTENSIONS = {".html", ".htm"}
 SPEC_EXTENSIONS = {".yaml", ".yml", ".json"}
+# what a documentation folder holds: read by default where a source is documentation (a synthetic set's source);
+# anything else there (LICENSE, a COMMIT file, code, data) is skipped as ``not_documentation`` unless globs ask for it
+DOCUMENTATION_EXTENSIONS = frozenset({*MARKDOWN_EXTENSIONS, ".rst", ".txt", ".adoc", ".asciidoc", *HTML_EXTENSIONS,
+                                      ".pdf", ".docx"})
+NOT_DOCUMENTATION = "not_documentation"
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 SKIP_REASONS = ("oversized", "empty", "binary", "undecodable", "unreadable")
 

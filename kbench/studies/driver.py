@@ -204,7 +204,7 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile
         raise
     seconds = time.perf_counter() - started
     plots = sorted(p for p in plots_dir.glob("*") if p.is_file())
-    client.log_metric(run_id, "notebook_seconds", seconds)
+    client.log_metric(run_id, "notebook_seconds", tracking.mlflow_run.logged_value(seconds))
     if output.is_file():
         client.log_artifact(run_id, str(output), "notebook")
         html = tracking.run_page.write_notebook_html(output)  # MLflow renders HTML, not .ipynb

@@ -35,15 +35,15 @@ from kbench.compare.report import md_table, ranking_rows
 from kbench.evaluation.recommend import Recommendation
 from kbench.paths import workspace_dir
 from kbench.progress import duration
-from kbench.retrieval.stage import legs_need_query_vectors
-from kbench.store.stage import check_store
+from kbench.pipeline import preflight
 from kbench.sweep.executors import ComputedRun, JobFailure, make_job
 from kbench.sweep.effects import effects_markdown, grid_effects, log_effects
 from kbench.sweep.expand import SweepConfig, SweepPlan
-from kbench.sweep.summary import knob_markdown, plan_knob_table, plan_lines
+from kbench.sweep.summary import knob_markdown, parent_name, plan_knob_table, plan_lines
 from kbench.trace import traced
 from kbench.tracking import tags as tag
 from kbench.tracking.fingerprint import FINGERPRINT_FILE, fingerprint_tags
+from kbench.tracking.mlflow_dataset import log_dataset_input, publish_record, set_label
 from kbench.tracking.mlflow_export import describe, export_logged_run
 from kbench.tracking.mlflow_pages import log_winner_model
 from kbench.tracking.mlflow_run import (MAX_PARAM_CHARS, ensure_experiment, fill_run, mlflow_client,
@@ -51,6 +51,7 @@ from kbench.tracking.mlflow_run import (MAX_PARAM_CHARS, ensure_experiment, fill
 from kbench.tracking.guard import mark_abandoned, owner_tags
 from kbench.tracking.read import find_finished_elsewhere, sweep_children
 from kbench.tracking.run_folder import check_workspace, run_times, write_complete
+from kbench.tracking.run_records import read_dataset_record
 from kbench.errors import UserError
 from kbench.filter_strings import literal
 
@@ -172,15 +173,16 @@ def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = T
         raise SweepError("tracking.enabled is false: a sweep records its progress in MLflow and cannot resume "
                          "without it; enable tracking (or run configs one by one with `kbench run --no-log`)")
     check_workspace(workspace)
-    check_stores(plan)
+    check_configs(plan)
     with SweepLock(workspace / "sweeps" / f"{plan.sweep_key}.lock"):
         client = mlflow_client(baseline.tracking.tracking_uri, workspace)
         experiment_id = ensure_experiment(client, baseline.tracking.experiment, workspace)
         parent = find_parent(client, experiment_id, plan.sweep_key)
         if parent is None:
+            name = parent_name(plan)
             parent_id = client.create_run(
-                experiment_id, run_name=f"{plan.name} sweep",
-                tags={"mlflow.runName": f"{plan.name} sweep", tag.SWEEP_KEY: plan.sweep_key, tag.SWEEP_ROLE: "parent",
+                experiment_id, run_name=name,
+                tags={"mlflow.runName": name, tag.SWEEP_KEY: plan.sweep_key, tag.SWEEP_ROLE: "parent",
                       tag.SWEEP_CONFIGS: str(len(plan.configs)), **owner_tags()}).info.run_id
             say(f"sweep {plan.name}: {len(plan.configs)} configs, new parent run {parent_id}")
         else:
@@ -199,17 +201,62 @@ def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = T
             raise
 
 
-def check_stores(plan: SweepPlan) -> None:
-    """Before the parent run: each distinct store the configs search is checked once (``check_store``), so a
-    store.dsn nothing answers at or a damaged DuckDB file fails the sweep in seconds with one message, not every
-    config after its embedding."""
-    checked: set[str] = set()
+def _show_the_set(client, experiment_id: str, parent_id: str, plan: SweepPlan, record: dict,
+                  say: Callable[[str], None]) -> None:
+    """The parent names the set (name and digest) and has it as its dataset input (the runs list's Dataset
+    column); the set is published as an MLflow evaluation dataset (the Datasets view). A store without
+    evaluation datasets (a file store) keeps the rest."""
+    name = parent_name(plan, record)
+    client.update_run(parent_id, name=name)
+    client.set_tag(parent_id, "mlflow.runName", name)
+    log_dataset_input(client, parent_id, record)
+    try:
+        publish_record(record, str(client.tracking_uri), experiment_id)
+    except Exception as e:  # the runs are logged; only the Datasets view misses the set
+        say(f"  note: the question set {set_label(record)} is not in MLflow's Datasets view ({type(e).__name__}: "
+            f"{str(e)[:200]}); publish it with `kbench datasets publish`")
+
+
+def _show_a_childs_set(client, parent_id: str, plan: SweepPlan, child_ids: list[str]) -> None:
+    """The first child's dataset input on the parent and in its name, unless the parent already has one."""
+    parent = client.get_run(parent_id)
+    if parent.inputs and parent.inputs.dataset_inputs:
+        return
+    for run_id in child_ids:
+        child = client.get_run(run_id)
+        inputs = child.inputs.dataset_inputs if child.inputs else []
+        if inputs:
+            client.log_inputs(parent_id, datasets=[inputs[0]])
+            name = parent_name(plan, {"name": inputs[0].dataset.name, "digest": inputs[0].dataset.digest})
+            client.update_run(parent_id, name=name)
+            client.set_tag(parent_id, "mlflow.runName", name)
+            return
+
+
+def check_configs(plan: SweepPlan) -> None:
+    """Before the parent run (and in ``--dry-run``): every config's start-time checks (``pipeline.preflight``:
+    the workspace, each model installed and loadable, the store, endpoints and keys), each distinct check once, so
+    a config that cannot start fails the sweep in seconds with one line per config, never after the others ran.
+    Problems the config alone shows (a model on the wrong provider or backend) were refused when it loaded."""
+    checked: dict[str, str | None] = {}
+    problems: list[str] = []
     for config in plan.configs:
         experiment = config.experiment
-        key = json.dumps([str(workspace_dir(experiment.workspace)), experiment.store.model_dump(mode="json")])
-        if legs_need_query_vectors(experiment.retrieval) and key not in checked:
-            checked.add(key)
-            check_store(experiment.store, workspace_dir(experiment.workspace))
+        data = experiment.resolved()
+        key = json.dumps([str(workspace_dir(experiment.workspace))]
+                         + [data.get(k) for k in ("embedding", "enrichment", "rerank", "store", "evaluation", "query",
+                                                  "retrieval")], sort_keys=True, default=str)
+        if key not in checked:
+            try:
+                preflight(experiment)
+                checked[key] = None
+            except (UserError, ValueError) as e:
+                checked[key] = " ".join(str(e).split())
+        if checked[key]:
+            problems.append(f"  [{config.label}] {checked[key]}")
+    if problems:
+        raise SweepError(f"{len(problems)} of {len(plan.configs)} configs cannot start; fix them (or drop them from "
+                         "the sweep), nothing ran:\n" + "\n".join(problems))
 
 
 def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPlan, executor, workspace: Path,
@@ -260,6 +307,7 @@ def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPla
             "into the sweep)")
 
     executor.on_start = announce
+    shown_set = False
     try:
         for n, (job, result) in enumerate(executor.run(jobs), start=1):
             config = by_key[job.run_key]
@@ -274,16 +322,29 @@ def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPla
                 outcome.run_ids[config.label] = _finished_child(
                     client, experiment_id, parent_id, plan, config, result, workspace, executor.name)
                 outcome.status[config.label] = "ran"
+                record = read_dataset_record(_materialize(result, workspace))
+                if record is not None and not shown_set:
+                    _show_the_set(client, experiment_id, parent_id, plan, record, say)
+                    shown_set = True
                 say(f"  [{n}/{len(jobs)}] {config.label}: {_headline(result.metrics)} in "
                     f"{duration(result.seconds)} ({progress})")
     finally:
         executor.close()
+    if not shown_set:  # nothing ran here (all reused or finished before): a child's set names the parent
+        _show_a_childs_set(client, parent_id, plan, list(outcome.run_ids.values()))
 
     client.set_tag(parent_id, tag.SWEEP_SUMMARY,
                    json.dumps({s: outcome.count(s) for s in ("ran", "done", "reused", "failed")}))
+    if outcome.errors:  # a pick among the configs that ran could lose to one that did not: none is named
+        for key, value in {tag.SWEEP_WINNER: "none", tag.SWEEP_RECOMMENDATION: "none",
+                           tag.MLFLOW_NOTE: _failed_note(plan, outcome)}.items():
+            client.set_tag(parent_id, key, value)
     if any(s != "failed" for s in outcome.status.values()):
         try:
-            _pick_winner(client, plan, outcome, workspace, report)
+            if outcome.errors:
+                _compare_only(plan, outcome)
+            else:
+                _pick_winner(client, plan, outcome, workspace, report)
             outcome.effects, outcome.effects_note = grid_effects(plan, outcome.comparison)
             if outcome.effects:  # artifacts factor_effects.json/.md and metrics effect_* on the parent
                 log_effects(client, parent_id, outcome.effects, outcome.headline, workspace / "sweeps" / plan.sweep_key)
@@ -300,6 +361,21 @@ def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPla
             say(f"  comparison not finished: {outcome.report_error}")
     client.set_terminated(parent_id, "FAILED" if outcome.errors else "FINISHED")
     return outcome
+
+
+def _failed_note(plan: SweepPlan, outcome: SweepOutcome) -> str:
+    lines = [f"**No recommendation: {outcome.count('failed')} of {len(plan.configs)} configs failed.** A config "
+             "picked among the rest could lose to one that did not run. Fix the failures and run the sweep again: "
+             "the finished configs are kept and not run again.", ""]
+    lines += [f"- FAILED `{label}`: {error}" for label, error in outcome.errors.items()]
+    return "\n".join(lines)[:5000]
+
+
+def _compare_only(plan: SweepPlan, outcome: SweepOutcome) -> None:
+    """Configs failed: rank the finished ones (two or more) for the reader, recommend none, write no winner.yaml."""
+    if sum(1 for s in outcome.status.values() if s != "failed") >= 2:
+        outcome.comparison = compare_runs(outcome.parent_run_id, tracking_uri=outcome.tracking_uri)
+        outcome.headline = outcome.comparison.headline
 
 
 def _progress(elapsed: float, done: int, total: int) -> str:
@@ -338,7 +414,8 @@ def _pick_winner(client, plan: SweepPlan, outcome: SweepOutcome, workspace: Path
         outcome.winner_config.write_text(
             f"# The recommendation of sweep {plan.name} (parent run {outcome.parent_run_id}): {_verdict(outcome)}\n"
             f"# Its resolved config; run it again with: kbench run {outcome.winner_config}\n"
-            + yaml.safe_dump(config.experiment.resolved(), sort_keys=False), encoding="utf-8")
+            + "# Paths are absolute and the workspace is the one used: it runs the same from any folder.\n"
+            + yaml.safe_dump(config.experiment.portable(), sort_keys=False), encoding="utf-8")
         client.log_artifact(outcome.parent_run_id, str(outcome.winner_config))
     found = outcome.recommendation
     parent_tags = {tag.SWEEP_WINNER: outcome.winner or "none", tag.SWEEP_WINNER_RUN: outcome.winner_run_id or "",
@@ -441,7 +518,11 @@ def _link_child(client, experiment_id, parent_id, plan, config, source) -> str:
     tags = {**child_tags(plan, config), tag.SWEEP_REUSED_FROM: source.info.run_id,
             tag.DATASET: source.data.tags.get(tag.DATASET, ""),
             **{k: v for k, v in source.data.tags.items() if k == tag.LLM_PARTIAL}}
-    run_id = _create_child(client, experiment_id, parent_id, config.label, tags)
+    # the source's start and end: the link took no time, the config took the source's
+    run_id = _create_child(client, experiment_id, parent_id, config.label, tags, source.info.start_time)
     fill_run(client, run_id, params=dict(source.data.params), metrics=dict(source.data.metrics), run_dir=None)
-    client.set_terminated(run_id, "FINISHED")
+    inputs = source.inputs.dataset_inputs if source.inputs else []
+    if inputs:  # the runs list's Dataset column: the set the source ran on
+        client.log_inputs(run_id, datasets=list(inputs))
+    client.set_terminated(run_id, "FINISHED", end_time=source.info.end_time)
     return run_id

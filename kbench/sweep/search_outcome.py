@@ -29,6 +29,7 @@ from kbench.paths import workspace_dir
 from kbench.sweep.expand import SweepPlan
 from kbench.sweep.racing import RaceResult
 from kbench.sweep.scoring import SearchCost
+from kbench.sweep.summary import parent_name
 from kbench.tracking import tags as tag
 from kbench.tracking.guard import owner_tags
 from kbench.tracking.mlflow_run import ensure_experiment, fill_run, mlflow_client
@@ -135,8 +136,9 @@ def compare_frames(frames: dict[str, pd.DataFrame], headline: str, plan: SweepPl
     return compare_scores(runs, baseline=baseline)  # the grid's metrics: nDCG, recall, MRR of the finest level
 
 
-def log_search(plan: SweepPlan, outcome: SearchOutcome) -> None:
-    """One MLflow run for the search, and the recommended config's resolved config as ``winner.yaml``."""
+def log_search(plan: SweepPlan, outcome: SearchOutcome, started_ms: int | None = None) -> None:
+    """One MLflow run for the search, and the recommended config's resolved config as ``winner.yaml``. The run
+    starts at ``started_ms`` (when the search began) and ends now, so MLflow shows how long the search took."""
     baseline = plan.baseline
     workspace = workspace_dir(baseline.workspace)
     key = stable_hash({"sweep": plan.sweep_key, "search": plan.search.model_dump(mode="json")}, 16)
@@ -148,15 +150,16 @@ def log_search(plan: SweepPlan, outcome: SearchOutcome) -> None:
         outcome.winner_config = folder / "winner.yaml"
         outcome.winner_config.write_text(
             f"# The recommendation of the {outcome.strategy} search of sweep {plan.name}: {verdict}\n"
-            + yaml.safe_dump(config.experiment.resolved(), sort_keys=False), encoding="utf-8")
+            + "# Paths are absolute and the workspace is the one used: it runs the same from any folder.\n"
+            + yaml.safe_dump(config.experiment.portable(), sort_keys=False), encoding="utf-8")
     (folder / "search.md").write_text("\n".join(outcome.lines()) + "\n", encoding="utf-8")
     (folder / "search.json").write_text(json.dumps(outcome.summary(), indent=2, default=float), encoding="utf-8")
     if not baseline.tracking.enabled:
         return
     client = mlflow_client(baseline.tracking.tracking_uri, workspace)
     experiment_id = ensure_experiment(client, baseline.tracking.experiment, workspace)
-    name = f"{plan.name} {outcome.strategy}"
-    run_id = client.create_run(experiment_id, run_name=name, tags={
+    name = parent_name(plan)  # the sweep, the search and the set: apart from a grid of the same config
+    run_id = client.create_run(experiment_id, run_name=name, start_time=started_ms, tags={
         "mlflow.runName": name, tag.SWEEP_KEY: key, tag.SWEEP_ROLE: "parent", SEARCH_TAG: outcome.strategy,
         tag.SWEEP_CONFIGS: str(len(plan.configs)), tag.SWEEP_WINNER: outcome.recommended or "none",
         tag.SWEEP_RECOMMENDATION: outcome.recommended or "none", tag.SWEEP_HEADLINE: outcome.headline,

@@ -5,6 +5,8 @@
 """
 from __future__ import annotations
 
+import time
+
 from typing import Callable
 
 from kbench.sweep.expand import SweepPlan
@@ -17,6 +19,7 @@ from kbench.sweep.stagewise import run_stagewise
 def run_search(plan: SweepPlan, *, say: Callable[[str], None] = print, progress: bool = False,
                log: bool = True) -> SearchOutcome:
     """Race or stage-wise search of ``plan`` (``plan.search.strategy``), logged unless ``log`` is false."""
+    started_ms = int(time.time() * 1000)  # the search parent run's start: when the search began, not its logging
     scorer = ConfigScorer(plan, progress=progress)
     try:
         if plan.search.strategy == "race":
@@ -28,5 +31,5 @@ def run_search(plan: SweepPlan, *, say: Callable[[str], None] = print, progress:
     finally:
         scorer.close()
     if log:
-        log_search(plan, outcome)
+        log_search(plan, outcome, started_ms=started_ms)
     return outcome

@@ -19,10 +19,12 @@ sweep concludes goes there.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kbench.compare import ranking_lines
 from kbench.evaluation.effects import effect_lines
 from kbench.sweep.expand import SweepPlan
+from kbench.tracking.mlflow_dataset import set_label
 
 MISSING = "-"  # the config has no such knob (another strategy's)
 MAX_CELL = 28  # characters of a value in the console table (the full value is in the run's params)
@@ -147,7 +149,12 @@ def summary_lines(plan: SweepPlan, outcome) -> list[str]:
     lines += [f"  FAILED {label}: {error}" for label, error in outcome.errors.items()]
     lines += [f"warning: {w}" for w in outcome.warnings]
     lines.append("")
-    if outcome.winner is None and outcome.recommendation is None:
+    failed_line = (f"no recommendation: {outcome.count('failed')} of {len(plan.configs)} configs failed, and a "
+                   "config picked among the rest could lose to one that did not run; fix the failures and run the "
+                   "sweep again (finished configs are kept, not run again)")
+    if outcome.winner is None and outcome.recommendation is None and outcome.comparison is None:
+        if outcome.errors:
+            return lines + [failed_line]
         return lines + ["no config finished: nothing to rank"
                         + (f" ({outcome.report_error})" if outcome.report_error else "")]
     table = plan_knob_table(plan)
@@ -165,6 +172,8 @@ def summary_lines(plan: SweepPlan, outcome) -> list[str]:
         lines += ["  (also on the parent run: metrics effect_*, artifacts factor_effects.md/.json)", ""]
     elif getattr(outcome, "effects_note", "") and (plan.raw_blocks.get("sweep") or {}):
         lines += [f"factor effects: none ({outcome.effects_note})", ""]
+    if outcome.errors:
+        return lines + [failed_line]
     if outcome.recommendation is not None:
         lines += recommendation_lines(outcome.recommendation, plan, outcome.winner_config)
     else:
@@ -193,3 +202,16 @@ def recommendation_knobs(label: str | None, plan: SweepPlan | None, config_file=
     if label is not None and config_file is not None:
         lines.append(f"  resolved config: {config_file} (run it: kbench run {config_file})")
     return lines
+
+
+def dataset_words(dataset) -> str:
+    """The question set a config names, before it is read: its registered name or its folder's name, the split."""
+    where = dataset.name or (Path(dataset.path).name if dataset.path else "") or "dataset"
+    return where + (f" ({dataset.split})" if dataset.split != "test" else "")
+
+
+def parent_name(plan: SweepPlan, record: dict | None = None) -> str:
+    """``<sweep> · <search> of N configs · <set>``: three sweeps of one config on three sets (or searches) read
+    apart in MLflow's runs list. The set is its name and digest (``docs@1a2b3c4d``) once a config has read it."""
+    where = set_label(record) if record else dataset_words(plan.baseline.dataset)
+    return f"{plan.name} · {plan.search.strategy} of {len(plan.configs)} configs · {where}"

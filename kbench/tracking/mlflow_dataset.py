@@ -4,6 +4,8 @@
   (``log_inputs``): its name (with the sample, when the run sampled), the content digest, the source (a registered
   name, a folder, or a generated set with its method, model and prompt hash) and a profile (questions,
   documents, label kind), in the context ``evaluation``. This fills the runs list's Dataset column and lineage.
+- ``publish_record``: a run folder's ``dataset.json`` as the evaluation dataset ``<name>@<digest[:8]>``, once (a
+  sweep does it, so its set is in MLflow's Datasets view without ``kbench datasets publish``).
 - ``publish_questions``: a dataset's questions as an MLflow evaluation dataset (records ``inputs.question``,
   ``expectations.expected_retrieved_context``, tag ``kbench.query_id``), which ``dataset.questions_from`` reads
   back (kbench.datasets.mlflow_questions).
@@ -75,3 +77,27 @@ def publish_questions(dataset: Dataset, name: str, tracking_uri: str, experiment
         dataset_id = target.dataset_id
     count = len(question_records(dataset_id, tracking_uri))
     return Published(dataset_id, name, count, len(records) - len({q.text for q in dataset.queries}))
+
+
+def set_label(record: dict[str, Any]) -> str:
+    """A question set as people name it in MLflow: its name and its digest's first 8 characters (``docs@1a2b3c4d``)."""
+    return f"{record['name']}@{record['digest'][:8]}"
+
+
+def publish_record(record: dict[str, Any], tracking_uri: str, experiment_id: str) -> str:
+    """``dataset.json``'s questions and labels as the evaluation dataset ``set_label(record)``, created once (the
+    label names the content, so an existing one already holds them); its dataset id."""
+    from mlflow.genai.datasets import create_dataset, search_datasets
+
+    name = set_label(record)
+    with fluent_tracking_uri(tracking_uri):
+        found = [d for d in search_datasets(filter_string=f"name = '{name}'") if d.name == name]
+        if found:
+            return found[0].dataset_id
+        target = create_dataset(name=name, experiment_id=[experiment_id],
+                                tags={"kbench.dataset": record.get("dataset", record["name"]),
+                                      "kbench.digest": record["digest"]})
+        target.merge_records([{"inputs": {"question": q["question"]},
+                               "expectations": {"expected_retrieved_context": q["expected"]},
+                               "tags": {QUERY_ID_TAG: q["query_id"]}} for q in record["questions"]])
+        return target.dataset_id

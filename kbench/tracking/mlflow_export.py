@@ -54,6 +54,8 @@ def export_genai(client, experiment_id: str, run_id: str, run_dir: Path, *, fres
     if record is not None:
         report.dataset_input = log_dataset_input(client, run_id, record)
     report.traces = log_traces(client, experiment_id, run_id, run_dir, fresh=fresh)
+    if report.traces.run_trace:  # MLflow counts every trace of the run together ("99 of 99" for 98 questions)
+        client.set_tag(run_id, tag.TRACES, report.traces.counted())
     report.prompts = register_prompts(client, run_id, read_prompts(run_dir))
     return report
 

@@ -37,7 +37,7 @@ from urllib.parse import urlparse
 
 from kbench.datasets.mlflow_questions import fluent_tracking_uri
 from kbench.tracking import tags as tag
-from kbench.tracking.mlflow_traces import EXPECTED_CONTEXT, RUN_TRACE, run_traces
+from kbench.tracking.mlflow_traces import EXPECTED_CONTEXT, is_run_trace, run_traces
 from kbench.tracking.read import find_run, tracking_client
 from kbench.errors import UserError
 from kbench.llm import Endpoint, LLMClient, LLMPolicy
@@ -243,7 +243,7 @@ def run_mlflow_judges(run_id: str, *, model: str, base_url: str | None = None, a
         raise JudgeSetupError(f"run {run_id} has no traces (logged before kbench exported them); export its folder "
                               "with `kbench runs export-mlflow FOLDER`, then run this again")
     traces = [t for t in run_traces(client, experiment_id, run_id, include_spans=True)
-              if t.info.tags.get("mlflow.traceName") != RUN_TRACE]
+              if not is_run_trace(t.info.tags.get("mlflow.traceName"))]
     traces.sort(key=lambda t: t.info.request_time)
     if max_traces is not None:
         traces = traces[:max_traces]

@@ -18,6 +18,7 @@ from pathlib import Path
 from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_bulk import log_assessments
 from kbench.tracking.mlflow_feedback import _key, _retrieve_span
+from kbench.tracking.mlflow_run import logged_value
 from kbench.tracking.mlflow_traces import run_traces, trace_id_for
 from kbench.tracking.read import read_run, tracking_client
 
@@ -114,7 +115,7 @@ def log_human_labels(labels: str | Path, tracking_uri: str | None = None, *, kap
             client.log_artifact(run_id, str(path), ARTIFACTS)
         client.log_metric(run_id, "label_human_grades", len(grades))
         if kappa is not None and kappa == kappa:
-            client.log_metric(run_id, "label_model_kappa", float(kappa))
+            client.log_metric(run_id, "label_model_kappa", logged_value(kappa))
         folder = run.data.tags.get(tag.RUN_FOLDER)
         if not folder:
             report.notes.append(f"run {run_id} has no traces (logged before kbench exported them): its grades are in "

@@ -31,6 +31,7 @@ from kbench.datasets.mlflow_questions import fluent_tracking_uri
 from kbench.hashing import sha256_text
 from kbench.tracking import tags as tag
 from kbench.filter_strings import literal
+from kbench.tracking.mlflow_run import logged_value
 
 VIEW_KEY = "kbench-headline"
 VIEW_TAG = "mlflow.sharedViewState." + VIEW_KEY
@@ -162,7 +163,7 @@ def log_winner_model(client, experiment_id: str, *, sweep_key: str, sweep_name: 
         model_id = model.model_id
         if config_file is not None and config_file.is_file():
             client.log_model_artifact(model_id, str(config_file))
-        metric_list = [Metric(k, float(v), 0, 0, model_id=model_id) for k, v in metrics.items() if v == v]
+        metric_list = [Metric(k, logged_value(v), 0, 0, model_id=model_id) for k, v in metrics.items() if v == v]
         for start in range(0, len(metric_list), 100):
             client.log_batch(winner_run_id, metrics=metric_list[start:start + 100])
         client.finalize_logged_model(model_id, LoggedModelStatus.READY)

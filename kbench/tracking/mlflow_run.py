@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.dotted import flatten_dotted
-from kbench.paths import tracking_uri
+from kbench.paths import tracking_uri, workspace_dir
 from kbench.trace import traced
 from kbench.tracking import tags as tag
 from kbench.tracking.guard import check_reachable, mark_abandoned, open_store_once, owner_tags
@@ -33,10 +33,10 @@ def flatten(data: dict[str, Any]) -> dict[str, str]:
 
 def run_params(experiment, workspace: Path | None = None) -> dict[str, str]:
     """An experiment's MLflow params: its resolved config, flattened, without the sweep blocks; ``workspace``
-    the folder actually used (the config may say a relative one)."""
+    the folder actually used (default: the config's as ``KBENCH_WORKSPACE`` overrides it, made absolute), never
+    the config's word for it (``experiments``) when the run wrote elsewhere."""
     params = flatten({k: v for k, v in experiment.resolved().items() if k not in ("sweep", "variants")})
-    if workspace is not None:
-        params["workspace"] = str(workspace.resolve())
+    params["workspace"] = str((workspace or workspace_dir(experiment.workspace)).resolve())
     return params
 
 
@@ -75,6 +75,15 @@ def mlflow_client(configured_uri: str | None, workspace: Path):
     return open_store_once(uri)  # a new mlflow.db is created by one process at a time
 
 
+LOGGED_DIGITS = 10  # significant digits a metric keeps in MLflow: float noise (0.20000000000000004) dropped
+
+
+def logged_value(value: float) -> float:
+    """A metric as MLflow stores it: 10 significant digits, far below any difference kbench reports (4 decimals),
+    with the last bits of float arithmetic gone (0.1 + 0.1 + 0.0000000000000000x is 0.2 on the run's page)."""
+    return float(f"{float(value):.{LOGGED_DIGITS}g}")
+
+
 def metric_key(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_\-. /]", "_", name)
 
@@ -109,7 +118,7 @@ def fill_run(client, run_id: str, *, params: dict[str, str], metrics: dict[str, 
 
     now = run_times(run_dir)[1] or int(time.time() * 1000)
     tags = {**(tags or {}), **table_tags(run_dir)}
-    metric_list = [Metric(metric_key(k), float(v), now, 0) for k, v in metrics.items() if v == v]
+    metric_list = [Metric(metric_key(k), logged_value(v), now, 0) for k, v in metrics.items() if v == v]
     param_list = [Param(k, v) for k, v in params.items()]
     for start in range(0, max(len(metric_list), len(param_list), 1), 100):  # log_batch takes <= 100 params
         client.log_batch(run_id, metrics=metric_list[start:start + 100], params=param_list[start:start + 100],

@@ -54,7 +54,8 @@ from kbench.tracking.run_records import (CANDIDATES_FILE, FINAL, read_candidates
 
 SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's when built with it: config.yaml in ms
 
-RUN_TRACE = "kbench.run"  # the name of the run's own trace (its stages, its LLM token counts)
+RUN_TRACE = "kbench.run"  # the run's own trace (its stages, its LLM token counts): its name ends with this
+NAME_SEPARATOR = " · "  # a trace's name: "<run> · <question id>" or "<run> · kbench.run"
 QUERY_TAG = "kbench.query_id"  # the root span attribute (and expectation metadata) naming a trace's question
 EXPECTED_CONTEXT = "expected_retrieved_context"
 LINK_BATCH = 100  # MLflow links at most 100 traces to a run per call
@@ -64,12 +65,38 @@ SNIPPET_CHARS = 200  # of a unit's text in a stage span (the ranking's span, whi
 
 @dataclass
 class TraceReport:
-    questions: int = 0  # traces the run folder asks for (tracking.traces)
-    logged: int = 0  # written now
-    existing: int = 0  # already in the store (kept as they are)
+    questions: int = 0  # question traces the run folder asks for (tracking.traces)
+    logged: int = 0  # question traces written now
+    existing: int = 0  # question traces already in the store (kept as they are)
+    run_trace: bool = False  # the run's own trace (kbench.run) is in the store, written now or before
     expectations: int = 0
     seconds: float = 0.0
     trace_ids: dict[str, str] = field(default_factory=dict)  # question id -> trace id
+
+    def counted(self) -> str:
+        """What MLflow's Traces tab lists for the run, counted apart: "98 question traces + 1 run trace"."""
+        return (f"{self.questions} question trace{'s' if self.questions != 1 else ''}"
+                + (f" + 1 run trace ({RUN_TRACE})" if self.run_trace else ""))
+
+
+def run_label(records: "RunRecords") -> str:
+    """The run a trace belongs to, as its name says it: the run's name (a sweep child's is ``<sweep>[<label>]``)
+    and its run key's first 8 characters, which tell apart two runs of one name."""
+    tracking = records.config.get("tracking") or {}
+    name = tracking.get("run_name") or records.config.get("name") or records.folder_name
+    key = records.folder_name.rsplit("-", 1)[-1]
+    return f"{name} {key[:8]}" if key and key != records.folder_name else str(name)
+
+
+def trace_name(records: "RunRecords", key: str) -> str:
+    """``<run> · <question id>``, or ``<run> · kbench.run`` for the run's own trace: MLflow's Traces tab lists the
+    traces of every run of an experiment together, and a name is the one column it always shows."""
+    return f"{run_label(records)}{NAME_SEPARATOR}{key}"
+
+
+def is_run_trace(name: str | None) -> bool:
+    """A trace name of a run's own trace (``... · kbench.run``; ``kbench.run`` alone from kbench before 2026-11)."""
+    return bool(name) and (name == RUN_TRACE or name.endswith(NAME_SEPARATOR + RUN_TRACE))
 
 
 def trace_id_for(folder_name: str, key: str) -> str:
@@ -244,9 +271,9 @@ def question_spans(records: RunRecords, qid: str, question: str, row: dict[str, 
                                     f"(retrieval.latency: {config.get('retrieval', {}).get('latency', 'per_query')}); "
                                     "questions laid out one after another from when the search began"),
         QUERY_TAG: json.dumps(qid),
-        # the trace's name is the question id; no other trace tag: MLflow writes each tag row on its own (the
-        # trace id derives from the run folder and the question id, so nothing needs a tag to find it)
-        "mlflow.traceTag.mlflow.traceName": json.dumps(qid),
+        # the trace's name is the run and the question id; no other trace tag: MLflow writes each tag row on its
+        # own (the trace id derives from the run folder and the question id, so nothing needs a tag to find it)
+        "mlflow.traceTag.mlflow.traceName": json.dumps(trace_name(records, qid)),
     })
     return spans, clock
 
@@ -303,7 +330,7 @@ def run_spans(records: RunRecords, start_ns: int) -> SpanBuilder:
     root = spans.add(RUN_TRACE, "CHAIN", None, start_ns, start_ns + total,
                      inputs={"dataset": (records.dataset or {}).get("name", ""), "config": records.config.get("name")},
                      outputs={k: v for k, v in records.metrics.items() if k.startswith("count_")},
-                     attributes={"mlflow.traceTag.mlflow.traceName": RUN_TRACE})
+                     attributes={"mlflow.traceTag.mlflow.traceName": trace_name(records, RUN_TRACE)})
     clock = start_ns
     for stage, secs in seconds.items():
         end = clock + int(secs * 1e9)
@@ -398,6 +425,7 @@ def log_traces(client, experiment_id: str, run_id: str, run_dir: Path, *, fresh:
     for start in range(0, len(todo), LINK_BATCH):
         client.link_traces_to_run(todo[start:start + LINK_BATCH], run_id)
     report.logged = len(todo) - (run_trace.trace_id in todo)
+    report.run_trace = True
     if records.dataset is not None:
         source, digest = records.dataset["source"], records.dataset["digest"]
         expectations = []

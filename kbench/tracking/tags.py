@@ -15,6 +15,7 @@ WORKER = "kbench.worker"              # host:pid that computed a sweep config
 OWNER = "kbench.owner"                # host:pid:process start of the process writing a run (tracking/guard.py)
 ABANDONED = "kbench.abandoned"        # why a later run marked this one KILLED (its process died mid-logging)
 RUN_FOLDER = "kbench.run_folder"      # the run folder's name (<workspace>/runs/<name>): what the MLflow run exports
+TRACES = "kbench.traces"              # the run's traces counted apart: "98 question traces + 1 run trace (kbench.run)"
 EXPORT_ERROR = "kbench.export_error"  # why the run's traces, dataset input or prompts are missing (mlflow_export)
 LLM_PARTIAL = "kbench.llm.partial"    # LLM stages that went on below llm.policy.min_usable (allow_partial)
 

@@ -48,3 +48,40 @@ def test_quiet_run_prints_no_bar_and_no_mlflow_info(tmp_path):
     assert "INFO mlflow" not in done.stderr
     browse = next(line for line in done.stdout.splitlines() if "browse:" in line)
     assert f"ui --tracking-uri sqlite:///{tmp_path / 'ws' / 'mlflow.db'}" in browse
+
+
+def test_a_server_that_stops_before_it_answers_is_reported_not_waited_for():
+    from kbench.cli.ui_cmd import wait_until_answers
+
+    said: list[str] = []
+    gone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.2)"])
+    assert wait_until_answers(gone, "http://127.0.0.1:9", say=said.append, every_s=0.5, poll_s=0.1) is None
+    assert said and said[0].startswith("  ... MLflow's UI is starting (")  # progress while it waited
+
+
+def test_ui_prints_its_url_once_it_answers_with_progress_before(tmp_path):
+    """issue 42 item 13: the URL came at once and the page 45 s later; now the URL line means it answers."""
+    import signal
+    import socket
+    import urllib.request
+
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").search_experiments()  # a store to show
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ui = subprocess.Popen([*KBENCH, "ui", "--workspace", str(tmp_path), "--port", str(port)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = ui.stdout.readline()
+        assert first.startswith("starting MLflow's UI for sqlite:///") and f"port {port}" in first
+        line = ui.stdout.readline()
+        while line.startswith("  ... MLflow's UI is starting"):
+            line = ui.stdout.readline()
+        assert line.startswith("MLflow UI for ") and f"http://127.0.0.1:{port} (answered after" in line, line
+        assert urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10).read()  # it answers now
+    finally:
+        ui.send_signal(signal.SIGINT)
+        ui.wait(timeout=30)
+    assert ui.returncode == 0

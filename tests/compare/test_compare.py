@@ -97,8 +97,12 @@ def test_report_files_and_cli(sweep, tmp_path, capsys):
     code = main(["compare", "--sweep", sweep.parent_run_id, "--tracking-uri", sweep.tracking_uri,
                  "--out", str(tmp_path / "cli"), "--log", "--metric", "chunk_recall_at_10"])
     assert code == 0
-    printed = capsys.readouterr().out
+    said = capsys.readouterr()
+    printed = said.out
     assert "chunk_recall_at_10" in printed and "report:" in printed
+    # issue 42 item 13: 33 s with no progress; now a line per run read and per config tested, on stderr
+    assert "  read 3/3 runs' per-question scores (" in said.err and " configs against " in said.err
+    assert re.search(r"  testing [23]/3 configs against \S+ on 1 metrics", said.err)
     from mlflow.tracking import MlflowClient
 
     logged = [a.path for a in MlflowClient(sweep.tracking_uri).list_artifacts(sweep.parent_run_id, "report")]
@@ -230,7 +234,7 @@ def test_compare_cli_recommends_by_the_margin_guards_cost_and_budget_given(sweep
             main(["compare", "--sweep", sweep.parent_run_id, "--tracking-uri", sweep.tracking_uri, "--out", str(out),
                   *bad])
         assert exit_.value.code == 2
-        assert capsys.readouterr().err.startswith("kbench: error: --margin / --guard / --recommend-cost / "
+        assert capsys.readouterr().err.splitlines()[-1].startswith("kbench: error: --margin / --guard / --recommend-cost / "
                                                   "--latency-budget-ms: ")
 
 

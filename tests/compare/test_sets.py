@@ -34,12 +34,28 @@ def test_tau_winners_and_flips_of_two_sets():
     assert flip.p_a < 0.05 and flip.p_b < 0.05
     lines = found.lines()
     assert "Kendall's tau-b +0.333 [95% bootstrap over questions:" in "\n".join(lines)
+    # issue 42 item 12: the tau interval in words, on the line after tau
+    tau_at = next(i for i, line in enumerate(lines) if line.startswith("Kendall's tau-b"))
+    assert found.tau_low > 0 and found.agreement == "agree"
+    assert lines[tau_at + 1] == ("verdict: heading and ict agree on the order of these configs more than chance would "
+                                 "(the interval lies above 0), yet 1 of 3 pairs flip (below)")
+    noise = np.random.default_rng(5)
+    close = [{c: np.clip(0.5 + noise.normal(0, 0.3, 12), 0, 1) for c in "xyz"} for _ in range(2)]
+    unsure = compare_sets(*close, names=("heading", "ict"))
+    assert unsure.tau_low <= 0 <= unsure.tau_high and unsure.agreement == "not shown"
+    said = unsure.lines()
+    tau_at = next(i for i, line in enumerate(said) if line.startswith("Kendall's tau-b"))
+    assert said[tau_at + 1].startswith("verdict: these two sets do not agree on the order of these configs: the "
+                                       "interval includes 0")
+    assert unsure.as_dict()["agreement"] == "not shown"
     assert "best by mean: heading: x, ict: y; x is outside the top tie on ict; y is outside the top tie on heading" in lines
     assert any(line.startswith("flips: 1 of 3 pairs") for line in lines)
     assert any(line.startswith("  x > y on heading (") and line.endswith("significant on both") for line in lines)
     same = compare_sets(A, A, names=("a", "b"))
     assert same.tau == 1.0 and same.flips == [] and "flips: none of the 3 pairs" in "\n".join(same.lines())
     assert "best by mean: the same on both sets: x" in same.lines()
+    assert same.agreement == "agree" and any(line.startswith("verdict: a and b agree on the order") for line in
+                                             same.lines())
 
 
 def test_configs_in_one_set_only_are_left_out_and_said():

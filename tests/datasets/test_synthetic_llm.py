@@ -156,7 +156,12 @@ def test_a_model_whose_answers_give_no_question_stops_early_with_exit_2(tmp_path
         kbench_main(build_args(server, tmp_path, "--allow-partial"))
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and len(server.requests) == 20  # the 5 answered before came from the cache
-    assert "kbench: WARNING: synthetic: 0 of 20 answers usable" in err and "no document gave a question" in err
+    assert "kbench: WARNING: synthetic: 0 of 20 answers usable" in err and "no document gave a question" not in err
+    # issue 42 item 9: the model failed, so the message blames the model, and counts no `over_max`
+    (line,) = [x for x in err.splitlines() if x.startswith("kbench: error:")]
+    assert line.startswith("kbench: error: synthetic llm: model smol gave no usable question for any of the 20 "
+                           "excerpts it was asked about (20 answer_not_parsed); the documents are not the problem")
+    assert "over_max" not in err and "can quote" not in err
     assert not (tmp_path / "set").exists()
 
 

@@ -76,12 +76,21 @@ def test_paraphrase_minilm_pooling_equals_the_pooled_output_the_onnx_file_ships(
 
 
 def test_a_model_on_the_wrong_provider_or_backend_says_what_to_set():
-    with pytest.raises(ValueError, match="set embedding.provider=static"):
-        load_encoder(EmbeddingConfig(model="wordllama-l2-supercat"))
-    with pytest.raises(ValueError, match="set embedding.backend=onnx"):
-        load_encoder(EmbeddingConfig(model="paraphrase-MiniLM-L3-v2"))
-    with pytest.raises(ValueError, match="static model with no backend"):
-        load_encoder(EmbeddingConfig(model="tokenlearn-static-64", provider="static", backend="onnx"))
+    """Written wrong: refused when the config loads, naming the fix. Left out: the one the model needs."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="set embedding.provider=static"):
+        EmbeddingConfig(model="wordllama-l2-supercat", provider="sentence_transformers")
+    with pytest.raises(ValidationError, match="set embedding.backend=onnx"):
+        EmbeddingConfig(model="paraphrase-MiniLM-L3-v2", backend="torch")
+    with pytest.raises(ValidationError, match="static model with no backend"):
+        EmbeddingConfig(model="tokenlearn-static-64", provider="static", backend="onnx")
+    assert EmbeddingConfig(model="wordllama-l2-supercat").provider == "static"
+    assert EmbeddingConfig(model="paraphrase-MiniLM-L3-v2").backend == "onnx"
+    assert EmbeddingConfig(model="all-MiniLM-L6-v2", provider="openai").provider == "openai"  # served by an API
+    with pytest.raises(ValueError, match="set embedding.provider=static"):  # the encoder still says so itself
+        load_encoder(EmbeddingConfig.model_construct(**{**EmbeddingConfig().model_dump(),
+                                                        "model": "wordllama-l2-supercat"}))
 
 
 def test_every_catalogue_entry_names_its_source_licence_and_limits():

@@ -21,7 +21,9 @@ from kbench.compare import compare_runs
 from kbench.compare.recommendation import recommend_comparison
 from kbench.config import ConfigError, RecommendConfig, load_experiment
 from kbench.sweep import expand_sweep, load_sweep, make_executor, run_sweep
+from kbench.embedding.models import resolve_model_path
 from kbench.sweep.run import SweepError, SweepLock
+from kbench.sweep.summary import summary_lines
 from kbench.tracking.tags import SWEEP_CONFIG_KEY as CONFIG_KEY
 from kbench.tracking.tags import SWEEP_LABEL as LABEL
 from kbench.tracking.tags import SWEEP_REUSED_FROM as REUSED_FROM
@@ -104,6 +106,68 @@ def test_bad_sweeps_fail_before_anything_runs(tmp_path):
         expand_sweep(sweep_data(tmp_path, sweep={"retrieval.top_k": [5, 0]}))
 
 
+def test_a_model_axis_picks_each_models_provider_and_backend_or_refuses_a_written_one(tmp_path, capsys):
+    """issue 42 item 8: all-MiniLM-L6-v2, paraphrase-MiniLM-L3-v2 (no torch weights) and wordllama (static) in one
+    grid. Unwritten, the provider and backend are the ones each model needs, shown in the dry run's table; written
+    wrong, every such config is refused when the sweep loads, one line each, before any work."""
+    models = ["all-MiniLM-L6-v2", "paraphrase-MiniLM-L3-v2", "wordllama-l2-supercat"]
+    data = sweep_data(tmp_path, sweep={"embedding.model": models})
+    plan = expand_sweep(data)
+    chosen = {c.experiment.embedding.model: (c.experiment.embedding.provider, c.experiment.embedding.backend)
+              for c in plan.configs}
+    assert chosen == {"all-MiniLM-L6-v2": ("sentence_transformers", "torch"),
+                      "paraphrase-MiniLM-L3-v2": ("sentence_transformers", "onnx"),
+                      "wordllama-l2-supercat": ("static", "torch")}
+    config = tmp_path / "models.yaml"
+    config.write_text(yaml.safe_dump(data))
+    assert main(["sweep", str(config), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "provider" in out and "backend" in out and "onnx" in out and "static" in out
+
+    data["embedding"] = {"model": "all-MiniLM-L6-v2", "provider": "sentence_transformers", "backend": "torch"}
+    config.write_text(yaml.safe_dump(data))
+    with pytest.raises(SystemExit) as stopped:
+        main(["sweep", str(config), "--dry-run"])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "[model=paraphrase-MiniLM-L3-v2]" in err and "runs on onnx, openvino, not torch" in err
+    assert "[model=wordllama-l2-supercat]" in err and "set embedding.provider=static" in err
+    assert "[model=all-MiniLM-L6-v2]" not in err
+
+
+def test_a_config_that_cannot_start_stops_the_sweep_and_its_dry_run(workspace, capsys):
+    """A missing model is found by every config's start-time checks, in --dry-run and before the parent run."""
+    data = sweep_data(workspace, sweep={"retrieval.top_k": [10, 20]},
+                      variants=[{"name": "broken", "embedding.model": "/nonexistent/model-folder"}])
+    with pytest.raises(SweepError, match=r"1 of 3 configs cannot start.*\n  \[broken\] unknown model"):
+        run_sweep(expand_sweep(data), make_executor("local"), say=lambda s: None)
+    assert not (workspace / "mlflow.db").exists()  # nothing ran, no parent run
+    config = workspace / "broken.yaml"
+    config.write_text(yaml.safe_dump(data))
+    assert main(["sweep", str(config), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("  [broken] unknown model '/nonexistent/model-folder'") and len(err) == 2
+
+
+def test_a_link_child_shows_its_sources_real_start_and_end(tmp_path, monkeypatch):
+    """issue 42 item 3: a config reused from another run took that run's time, not the moment of linking."""
+    from kbench.sweep.run import _link_child, _log_parent_plan
+    from kbench.tracking.mlflow_run import ensure_experiment
+
+    monkeypatch.setenv("KBENCH_WORKSPACE", str(tmp_path / "used"))
+    plan = expand_sweep(sweep_data(tmp_path / "configured", sweep={"retrieval.top_k": [10, 20]}))
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment_id = ensure_experiment(client, "t", tmp_path)
+    source = client.create_run(experiment_id, start_time=1_700_000_000_000).info.run_id
+    client.log_metric(source, "chunk_ndcg_at_10", 0.5)
+    client.set_terminated(source, "FINISHED", end_time=1_700_000_026_000)  # 26 s
+    parent = client.create_run(experiment_id).info.run_id
+    link = client.get_run(_link_child(client, experiment_id, parent, plan, plan.configs[0], client.get_run(source)))
+    assert (link.info.start_time, link.info.end_time) == (1_700_000_000_000, 1_700_000_026_000)
+    _log_parent_plan(client, parent, plan)  # issue 42 item 5: the parent names the workspace actually used
+    assert client.get_run(parent).data.params["workspace"] == str((tmp_path / "used").resolve())
+
+
 def test_a_sweep_of_variants_only_runs_its_baseline_first(tmp_path):
     plan = expand_sweep(sweep_data(tmp_path, variants=[{"name": "small", "chunking.chunk_size": 300},
                                                        {"name": "same", "chunking.chunk_size": 600}]))
@@ -171,15 +235,22 @@ def test_lock_refuses_a_second_driver(tmp_path):
 # --------------------------------------------------------------------------- running
 @pytest.mark.slow
 def test_local_sweep_logs_parent_children_failure_and_resumes(workspace):
+    # fails only once its model loads (a folder's width is not known before): the start-time checks pass it
+    minilm = str(resolve_model_path("all-MiniLM-L6-v2"))
     data = sweep_data(workspace, sweep={"retrieval.top_k": [3, 10]},
-                      variants=[{"name": "broken", "embedding.model": "/nonexistent/model-folder"}])
+                      variants=[{"name": "broken", "embedding.model": minilm, "embedding.dimension": 4096}])
     plan = expand_sweep(data)
     said: list[str] = []
     out = run_sweep(plan, make_executor("local"), say=said.append)
     assert out.status == {"top_k=3": "ran", "top_k=10": "ran", "broken": "failed"}
     started = [line.split("]")[0].strip() + "]" for line in said if ": started (" in line]
     assert started == ["[1/3]", "[2/3]", "[3/3]"]  # each config announced before its stages run
-    assert "ModelNotInstalledError" in out.errors["broken"]
+    assert "ConfigError" in out.errors["broken"] and "4096" in out.errors["broken"]
+    # a config failed: the others are ranked, none is recommended, no winner.yaml (issue 42 item 8)
+    assert out.winner is None and out.winner_config is None and out.comparison is not None
+    summary = "\n".join(summary_lines(plan, out))
+    assert "no recommendation: 1 of 3 configs failed" in summary and "\nrecommendation:" not in summary
+    assert "wins" not in summary and "only config" not in summary
 
     client, runs = runs_of(workspace)
     parent = client.get_run(out.parent_run_id)
@@ -196,7 +267,19 @@ def test_local_sweep_logs_parent_children_failure_and_resumes(workspace):
     assert children["top_k=3"].data.metrics["chunk_recall_at_10"] <= children["top_k=10"].data.metrics[
         "chunk_recall_at_10"]
     failed = children["broken"]
-    assert failed.info.status == "FAILED" and "/nonexistent/model-folder" in failed.data.tags["kbench.error"]
+    assert failed.info.status == "FAILED" and "4096" in failed.data.tags["kbench.error"]
+    assert parent.data.tags["kbench.sweep.winner"] == "none"
+    # issue 42 item 1: the parent says which set (name and digest) and which search; the set is its dataset input
+    # (the runs list's Dataset column) and an MLflow evaluation dataset (the Datasets view)
+    (given,) = parent.inputs.dataset_inputs
+    assert given.dataset.name.startswith("demo") and given.dataset.digest == children["top_k=3"].inputs.dataset_inputs[
+        0].dataset.digest
+    label = f"{given.dataset.name}@{given.dataset.digest[:8]}"
+    assert parent.info.run_name == f"t · grid of 3 configs · {label}"
+    from mlflow.genai.datasets import search_datasets
+    from kbench.datasets.mlflow_questions import fluent_tracking_uri
+    with fluent_tracking_uri(str(client.tracking_uri)):
+        assert [d.name for d in search_datasets(filter_string=f"name = '{label}'")] == [label]
     assert "error.txt" in [a.path for a in client.list_artifacts(failed.info.run_id)]
     assert "per_query.parquet" in [a.path for a in client.list_artifacts(children["top_k=3"].info.run_id)]
     report = [a.path for a in client.list_artifacts(out.parent_run_id, "report")]
@@ -216,6 +299,8 @@ def test_local_sweep_logs_parent_children_failure_and_resumes(workspace):
     assert third.status == {"top_k=10": "reused", "top_k=20": "ran"}
     link = client.get_run(third.run_ids["top_k=10"])
     assert link.data.tags[REUSED_FROM] == out.run_ids["top_k=10"]
+    assert link.inputs.dataset_inputs[0].dataset.digest == given.dataset.digest  # its Dataset column too
+    assert client.get_run(third.parent_run_id).info.run_name == f"t · grid of 2 configs · {label}"
     assert link.data.metrics["chunk_ndcg_at_10"] == children["top_k=10"].data.metrics["chunk_ndcg_at_10"]
     assert third.report_dir is not None and (third.report_dir / "report.html").is_file()
 

@@ -17,7 +17,7 @@ from kbench.runner import run_experiment
 from kbench.retrieval.query.prompts import HYDE_PROMPT
 from kbench.tracking.mlflow_feedback import FEEDBACK
 from kbench.tracking.mlflow_pages import linked_prompts
-from kbench.tracking.mlflow_traces import RUN_TRACE, run_traces, trace_id_for
+from kbench.tracking.mlflow_traces import RUN_TRACE, is_run_trace, run_traces, trace_id_for
 from tests.enrichment import chat_server
 
 WORD = re.compile(r"[a-z]{5,}")
@@ -63,7 +63,7 @@ def test_mlflow_retrieval_judges_score_a_runs_traces_into_the_run(workspace, con
     assert (run.info.status, run.info.end_time) == (before.info.status, before.info.end_time)
     assert run.data.metrics["chunk_ndcg_at_5"] == before.data.metrics["chunk_ndcg_at_5"]  # kbench's, beside
     traces = [t for t in run_traces(client, run.info.experiment_id, result.run_id, include_spans=True)
-              if t.info.tags["mlflow.traceName"] != RUN_TRACE]
+              if not is_run_trace(t.info.tags["mlflow.traceName"])]
     precisions = []
     for trace in traces:
         retrieve = next(s for s in trace.data.spans if s.name == "retrieve")

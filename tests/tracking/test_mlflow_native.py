@@ -95,7 +95,9 @@ def test_one_trace_per_question_whose_retriever_spans_hold_the_ranking_and_each_
         for name in ("embed_query", "leg_vector", "leg_bm25", "fusion"):
             took = (span(trace, name).end_time_ns - span(trace, name).start_time_ns) / 1e6
             assert took == pytest.approx(row[f"latency_ms_{name}"], abs=1e-5)
-        assert trace.info.tags["mlflow.traceName"] == q.query_id
+        # the Traces tab mixes every run's traces: the name says which run (name, run key) and which question
+        assert trace.info.tags["mlflow.traceName"] == (f"{result.experiment.name} {result.experiment.run_key()[:8]}"
+                                                       f" · {q.query_id}")
         assert retrieve.attributes["kbench.scores"]["chunk_ndcg_at_10"] == round(
             row["chunk_ndcg_at_10"], 4)
     run_trace = traces[trace_id_for(result.run_dir.name, RUN_TRACE)]
@@ -210,7 +212,8 @@ def test_the_export_command_prints_what_it_wrote_and_carries_judge_grades(logged
     assert main(["runs", "export-mlflow", str(result.run_dir), "--tracking-uri", uri,
                  "--judgements", f"{out}.json"]) == 0
     printed = capsys.readouterr().out
-    assert "exported run" in printed and f"traces: {QUESTIONS} written, 0 already there, of {QUESTIONS}" in printed
+    assert "exported run" in printed and (f"traces: {QUESTIONS} question traces + 1 run trace (kbench.run) "
+                                      f"({QUESTIONS} question traces written, 0 already there)") in printed
     assert "MLflow: 1 judgements as Feedback" in printed
     trace = MlflowClient(uri).get_trace(trace_id_for(result.run_dir.name, qid))
     (graded,) = [a for a in trace.info.assessments if a.name == FEEDBACK]
@@ -243,7 +246,10 @@ def test_a_sample_of_questions_is_traced_beyond_the_cap(workspace):
     client = MlflowClient(result.tracking_uri)
     names = {t.info.tags["mlflow.traceName"] for t in run_traces(
         client, client.get_run(result.run_id).info.experiment_id, result.run_id)}
-    assert names == {*chosen, RUN_TRACE}
+    run = f"{experiment.name} {experiment.run_key()[:8]}"
+    assert names == {*(f"{run} · {qid}" for qid in chosen), f"{run} · {RUN_TRACE}"}
+    # MLflow counts 7 traces; the run says what they are (issue 42 item 4)
+    assert client.get_run(result.run_id).data.tags["kbench.traces"] == "6 question traces + 1 run trace (kbench.run)"
     off = run_experiment(experiment.model_copy(update={"tracking": experiment.tracking.model_copy(update={
         "traces": experiment.tracking.traces.model_copy(update={"enabled": False})})}), progress=False)
     assert not (off.run_dir / "candidates.parquet").exists()

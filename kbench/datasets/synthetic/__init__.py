@@ -23,6 +23,7 @@ from kbench.llm import Endpoint, LLMClient, LLMPolicy
 from kbench.paths import workspace_dir
 from kbench.records import Document
 from kbench.sources.folder import DEFAULT_EXCLUDE, FolderSource
+from kbench.sources.loaders import DOCUMENTATION_EXTENSIONS
 from kbench.sources.git import GitSourceError, load_git
 
 # name -> the module: ``propose(document, params) -> Proposals``, ``DEFAULTS``; where a verbatim leftover is
@@ -62,7 +63,9 @@ def load_source(source: str, method: str, *, include: list[str] | None = None, e
     if since or max_commits:
         raise SyntheticError("--since and --max-commits apply to --method commits (a git source) only")
     if path.is_dir():
-        folder = FolderSource(path, list(include or []), list(DEFAULT_EXCLUDE if exclude is None else exclude))
+        # documentation files only, unless --include globs ask for others (LICENSE, a COMMIT file, code)
+        folder = FolderSource(path, list(include or []), list(DEFAULT_EXCLUDE if exclude is None else exclude),
+                              suffixes=DOCUMENTATION_EXTENSIONS)
         documents, skipped = folder.load()
         return documents, skipped, {"source": {"kind": "folder", "path": str(path.resolve()), "include": include,
                                                "exclude": exclude}}
@@ -136,6 +139,8 @@ def build_llm_set(documents: list[Document], out: str | Path, options: LLMOption
         if found.items:
             candidates[d.doc_id] = found.items
     chosen, dropped = stratified_sample(candidates, per_doc=per_doc, max_questions=max_questions, seed=seed)
+    if dropped.get("over_max"):  # excerpts never sent: --max was reached without them (not questions rejected)
+        dropped["excerpt_not_asked_over_max"] = dropped.pop("over_max")
     rejected.update(dropped)
     own_client = client is None
     if own_client:
@@ -161,6 +166,11 @@ def build_llm_set(documents: list[Document], out: str | Path, options: LLMOption
                             **{f"located_{k}": v for k, v in generated.located.items()}}
 
     proposals = generated.proposals if generated is not None else {}
+    if generated is not None and not proposals:  # the documents gave excerpts; the model gave no question
+        reasons = ", ".join(f"{n} {r}" for r, n in generated.rejected.most_common()) or "no answer"
+        raise SyntheticError(f"synthetic llm: model {client.endpoint.model} gave no usable question for any of the "
+                             f"{len(chosen)} excerpts it was asked about ({reasons}); the documents are not the "
+                             f"problem: {llm.FIX}")
     partial = bool(client.meter.stage_totals().get(client.stage, {}).get("partial"))
     provenance = {**(provenance or {}), "params": options_, "model": client.endpoint.model,
                   "base_url": client.endpoint.shown_url, "prompt_sha256": llm.PROMPT_SHA256, "per_doc": per_doc,

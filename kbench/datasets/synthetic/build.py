@@ -40,6 +40,7 @@ class BuildReport:
     kept: int = 0
     rejected: Counter = field(default_factory=Counter)  # reason -> count
     skipped_files: dict[str, int] = field(default_factory=dict)
+    skipped_examples: dict[str, list[str]] = field(default_factory=dict)  # reason -> the first few files
     leakage: dict[str, dict[str, int]] = field(default_factory=dict)  # bm25_rank / word_overlap strata
     cache: dict[str, int] = field(default_factory=dict)  # llm: hits, misses
 
@@ -83,9 +84,12 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
     documents = [d for d in documents if d.text.strip()]
     if not documents:
         why = f" (skipped: {', '.join(f'{v} {k}' for k, v in sorted(skipped.items()))})" if skipped else ""
+        also = ("; files other than documentation are taken only when --include names them"
+                if "not_documentation" in skipped else "")
         raise SyntheticError(f"synthetic {method}: the source has no readable document{why}; point it at a folder "
-                             "of text, markdown or code files (binary, empty and non-UTF-8 files are skipped)")
-    report = BuildReport(method, str(out), documents=len(documents), skipped_files=skipped)
+                             f"of documentation files (binary, empty and non-UTF-8 files are skipped){also}")
+    report = BuildReport(method, str(out), documents=len(documents), skipped_files=skipped,
+                         skipped_examples={k: list(v[:5]) for k, v in (skipped_files or {}).items()})
     names = {d.doc_id: file_name(d) for d in documents}
     if len(set(names.values())) < len(names):
         raise SyntheticError("two documents would be written to the same file under docs/; rename one")
@@ -103,8 +107,50 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
         reasons = ", ".join(f"{v} {k}" for k, v in sorted(report.rejected.items())) or "nothing to propose"
         raise SyntheticError(f"synthetic {method}: no document gave a question ({reasons}); "
                              + HINTS.get(method, "check the source"))
-    chosen, dropped = stratified_sample(by_doc, per_doc=per_doc, max_questions=max_questions, seed=seed)
+    # every candidate in the sampling order, then as many as --max needs: a candidate the checks below reject is
+    # replaced by the next one, so --max N gives N questions whenever N candidates pass
+    ordered, dropped = stratified_sample(by_doc, per_doc=per_doc, max_questions=None, seed=seed)
     report.rejected.update(dropped)
+    target = len(ordered) if max_questions is None else min(max_questions, len(ordered))
+    while True:
+        rows, indexed, rejected, made = _place(ordered[:target], documents, names, method, filters, verbatim_scope)
+        if max_questions is None or len(rows) >= max_questions or target >= len(ordered):
+            break
+        target = min(len(ordered), target + max_questions - len(rows))
+    unneeded = len(ordered) - target  # never examined: --max was reached without them
+    final = made if max_questions is None else made[:max_questions]
+    unneeded += len(made) - len(final)
+    if len(final) < target:  # some were rejected or not needed: the indexed copy keeps only the questions' edits
+        rows, indexed, again, made = _place(final, documents, names, method, filters, verbatim_scope)
+        rejected.update(again)  # rare: a question whose removed text another's removal had hidden
+    report.rejected.update(rejected)
+    report.rejected["over_max"] += unneeded
+    report.rejected = Counter({k: v for k, v in report.rejected.items() if v})
+    if not rows:
+        reasons = ", ".join(f"{v} {k}" for k, v in sorted(report.rejected.items()))
+        raise SyntheticError(f"synthetic {method}: every candidate question was rejected ({reasons}); loosen the "
+                             "filters or give more documents")
+    for n, row in enumerate(rows, 1):
+        row["query_id"] = f"{method}-{n:04d}"
+    report.kept = len(rows)
+    report.documents_with_questions = len({r["references"][0]["doc_id"] for r in rows})
+    report.leakage = {"bm25_rank": dict(Counter(rank_stratum(r["leakage"]["bm25_rank"]) for r in rows)),
+                      "word_overlap": dict(Counter(overlap_stratum(r["leakage"]["word_overlap"]) for r in rows))}
+
+    manifest = {"kind": SET_KIND, "method": method, "seed": seed, "per_doc": per_doc,
+                "max_questions": max_questions, "filters": vars(filters), **(provenance or {}),
+                "source_hashes": {names[d.doc_id]: d.content_hash for d in documents},
+                "report": report.as_dict()}
+    write_set(out, indexed, names, rows, manifest, force)
+    return report
+
+
+def _place(chosen: list[Proposal], documents: list[Document], names: dict[str, str], method: str, filters: Filters,
+           verbatim_scope: str) -> tuple[list[dict], dict[str, str], Counter, list[Proposal]]:
+    """The questions ``chosen`` makes: their removals applied to the indexed copy (only theirs), each checked
+    (reference left, removed text gone, no near-duplicate, the filters); the rows, the indexed copy, the rejections
+    and the proposals the rows come from (in the rows' order)."""
+    rejected: Counter = Counter()
 
     # removals applied per document; offsets mapped into the indexed copy
     text_of = {d.doc_id: d.text for d in documents}
@@ -128,50 +174,34 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
     for p, start, end in placed:
         removed = _collapse(text_of[p.doc_id][p.removal.start:p.removal.end]) if p.removal else ""
         if end <= start or len(indexed[p.doc_id][start:end].split()) < MIN_REFERENCE_WORDS:
-            report.rejected["reference_empty_after_removal"] += 1
+            rejected["reference_empty_after_removal"] += 1
         elif removed and removed in (flat if verbatim_scope == "corpus" else _collapse(indexed[p.doc_id])):
-            report.rejected["still_in_indexed_copy"] += 1
+            rejected["still_in_indexed_copy"] += 1
         else:
             kept.append((p, start, end))
     duplicates = near_duplicate_groups([p.question for p, _, _ in kept])
-    report.rejected["near_duplicate_question"] += sum(d is not None for d in duplicates)
+    rejected["near_duplicate_question"] += sum(d is not None for d in duplicates)
     kept = [k for k, d in zip(kept, duplicates) if d is None]
 
     index = PassageIndex(indexed) if kept else None
-    rows = []
+    rows, made = [], []
     for p, start, end in kept:
         reference = indexed[p.doc_id][start:end]
         rank = index.gold_rank(p.question, [(p.doc_id, start, end)])
         overlap = round(word_overlap(p.question, reference), 4)
         if filters.max_word_overlap is not None and overlap > filters.max_word_overlap:
-            report.rejected["filtered_word_overlap"] += 1
+            rejected["filtered_word_overlap"] += 1
             continue
         if filters.min_bm25_rank is not None and rank < filters.min_bm25_rank:
-            report.rejected["filtered_bm25_rank"] += 1
+            rejected["filtered_bm25_rank"] += 1
             continue
         rows.append({"question": p.question, "references": [
             {"doc_id": names[p.doc_id], "start_index": start, "end_index": end, "content": reference}],
             "method": method, "stratum": p.stratum,
             "leakage": {"bm25_rank": rank, "word_overlap": overlap, "passages": len(index.passages)},
             **({"generation": p.metadata["generation"]} if "generation" in p.metadata else {})})
-    report.rejected = Counter({k: v for k, v in report.rejected.items() if v})
-    if not rows:
-        reasons = ", ".join(f"{v} {k}" for k, v in sorted(report.rejected.items()))
-        raise SyntheticError(f"synthetic {method}: every candidate question was rejected ({reasons}); loosen the "
-                             "filters or give more documents")
-    for n, row in enumerate(rows, 1):
-        row["query_id"] = f"{method}-{n:04d}"
-    report.kept = len(rows)
-    report.documents_with_questions = len({r["references"][0]["doc_id"] for r in rows})
-    report.leakage = {"bm25_rank": dict(Counter(rank_stratum(r["leakage"]["bm25_rank"]) for r in rows)),
-                      "word_overlap": dict(Counter(overlap_stratum(r["leakage"]["word_overlap"]) for r in rows))}
-
-    manifest = {"kind": SET_KIND, "method": method, "seed": seed, "per_doc": per_doc,
-                "max_questions": max_questions, "filters": vars(filters), **(provenance or {}),
-                "source_hashes": {names[d.doc_id]: d.content_hash for d in documents},
-                "report": report.as_dict()}
-    write_set(out, indexed, names, rows, manifest, force)
-    return report
+        made.append(p)
+    return rows, indexed, rejected, made
 
 
 SET_KIND = "kbench synthetic set"  # manifest.json's "kind": what --force may replace
