@@ -91,7 +91,7 @@ def publish_record(record: dict[str, Any], tracking_uri: str, experiment_id: str
 
     name = set_label(record)
     with fluent_tracking_uri(tracking_uri):
-        found = [d for d in search_datasets(filter_string=f"name = '{name}'") if d.name == name]
+        found = [d for d in search_datasets(filter_string=f"name = {literal(name, 'dataset name')}") if d.name == name]
         if found:
             return found[0].dataset_id
         target = create_dataset(name=name, experiment_id=[experiment_id],
