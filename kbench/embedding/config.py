@@ -113,19 +113,10 @@ class EmbeddingConfig(StrictModel):
         return self
 
     @model_validator(mode="after")
-    def _model_runs_there(self) -> EmbeddingConfig:
-        """A model its provider cannot run, or a backend that does not apply, is refused when the config loads
-        (it was a traceback when the encoder loaded). A sentence-transformers model's own backends are checked
-        by its encoder (a folder's are known only there)."""
-        spec = CATALOGUE.get(self.model)
-        local = self.provider in ("sentence_transformers", "static")
-        if spec is not None and local and spec.provider != self.provider:
-            raise ValueError(f"embedding.model: {self.model} is a {spec.provider} model; "
-                             f"set embedding.provider={spec.provider}")
-        if self.provider == "static" and self.backend != "torch":
-            raise ValueError(f"embedding.backend: {self.model} is a static model with no backend to choose; "
-                             "remove embedding.backend (or set it to torch)")
-        if not local and self.backend != "torch":  # the API computes the vectors: no runtime of ours to choose
+    def _backend_is_ours_to_choose(self) -> EmbeddingConfig:
+        """An API computes the vectors itself: a backend other than torch would be recorded in the run key for a
+        runtime that never ran (a catalogue model's own provider and backends are checked by _model_runs_here)."""
+        if self.provider not in LOCAL_PROVIDERS and self.backend != "torch":
             raise ValueError(f"embedding.backend: {self.backend} does not apply to provider {self.provider} (the API "
                              "computes the vectors); remove embedding.backend")
         return self

@@ -23,8 +23,9 @@ def cases(tmp_path):
         "export-mlflow judgements a folder": ["runs", "export-mlflow", str(tmp_path), "--judgements", str(tmp_path)],
         "export-mlflow folder a file": ["runs", "export-mlflow", str(a_file)],
         # issue 45: ValueError "... is a static model" traceback, for fast and onnx-int8
-        "static model, backend fast": ["run", config, "--set", "embedding.model=tokenlearn-static-64",
-                                       "--set", "embedding.backend=fast"],
+        # (with embedding.provider unwritten, kbench picks static and fast resolves to torch: that one runs)
+        "static model, backend fast": ["run", config, "--set", "embedding.model=tokenlearn-static-64", "--set",
+                                       "embedding.provider=sentence_transformers", "--set", "embedding.backend=fast"],
         "static model, backend onnx-int8": ["run", config, "--set", "embedding.model=tokenlearn-static-64", "--set",
                                             "embedding.provider=static", "--set", "embedding.backend=onnx-int8"],
         "API provider, backend openvino-int8": ["run", config, "--set", "embedding.provider=openai", "--set",
