@@ -448,7 +448,9 @@ def _verdict(outcome: SweepOutcome) -> str:
 def _parent_note(plan: SweepPlan, outcome: SweepOutcome, report: bool) -> str:
     """The parent run's MLflow description: the recommendation (the sweep's one pick), the ranking table, each
     config's knobs, the report."""
-    lines = [f"**Recommended: {outcome.winner or 'none'}**"
+    provisional = outcome.recommendation is not None and not outcome.recommendation.decided
+    lines = [f"**Recommended{' (provisional: the set cannot decide)' if provisional else ''}: "
+             f"{outcome.winner or 'none'}**"
              + (f", child run `{outcome.winner_run_id}`; its resolved config is the artifact `winner.yaml`, its "
                 "metrics are this run's metrics." if outcome.winner else ".")]
     if outcome.recommendation is not None:

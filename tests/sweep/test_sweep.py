@@ -458,7 +458,9 @@ def test_sweep_console_compare_and_the_mlflow_parent_name_one_recommended_config
     compared = PICK.findall(capsys.readouterr().out)
     note = parent.data.tags["mlflow.note.content"]
     assert console == compared == PICK.findall(note) == [pick]
-    assert f"**Recommended: {pick}**" in note and "Winner" not in note and "| rank | config |" in note
+    provisional = "" if found.decided else " (provisional: the set cannot decide)"
+    headline = f"**Recommended{provisional}: {pick}**"
+    assert headline in note and "Winner" not in note and "| rank | config |" in note
     assert found.lines()[0] in note
     assert parent.data.tags["kbench.sweep.winner"] == parent.data.tags["kbench.sweep.recommendation"] == pick
     assert parent.data.tags["kbench.sweep.winner_run_id"] == children[pick].info.run_id
