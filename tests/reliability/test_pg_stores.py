@@ -153,8 +153,9 @@ def test_a_sweep_whose_store_nothing_answers_at_exits_2_before_its_parent_run(tm
     cfg["sweep"] = {"chunking.chunk_size": [300, 400]}
     done = run_kbench("sweep", str(write_yaml(tmp_path / "s.yaml", cfg)), "--no-report", cwd=tmp_path, timeout=300)
     assert done.code == 2, done.err[-3000:]
-    (line,) = error_lines(done.err)
-    assert "store.dsn: cannot connect to PostgreSQL at 127.0.0.1:" in line and "Traceback" not in done.err
+    # the sweep checks every config before work: one headline, then one line per config naming its problem
+    assert "configs cannot start" in error_lines(done.err)[0], done.err[-3000:]
+    assert done.err.count("store.dsn: cannot connect to PostgreSQL at 127.0.0.1:") >= 1 and "Traceback" not in done.err
     assert not workspace.exists()  # no MLflow store, no parent run, no sweep folder
 
 
