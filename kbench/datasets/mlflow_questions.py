@@ -43,17 +43,24 @@ def fluent_tracking_uri(uri: str):
         yield
 
 
+def datasets_named(name: str, what: str) -> list:
+    """The evaluation datasets called exactly ``name``, through the current tracking URI (``what`` names the
+    argument in a refusal: ``literal`` quotes the name or refuses it, never pastes it into the filter)."""
+    from mlflow.genai.datasets import search_datasets
+
+    return [d for d in search_datasets(filter_string=f"name = {literal(name, what)}") if d.name == name]
+
+
 def find_evaluation_dataset(reference: str):
     """An evaluation dataset by id (``d-...``) or name, through the current tracking URI; DatasetError if none."""
-    from mlflow.genai.datasets import get_dataset, search_datasets
+    from mlflow.genai.datasets import get_dataset
 
     if reference.startswith("d-"):
         try:
             return get_dataset(dataset_id=reference)
         except Exception:
             pass
-    found = [d for d in search_datasets(filter_string=f"name = {literal(reference, 'dataset.questions_from')}")
-             if d.name == reference]
+    found = datasets_named(reference, "dataset.questions_from")
     if not found:
         raise DatasetError(f"dataset.questions_from: no MLflow evaluation dataset {reference!r}; publish one with "
                            "`kbench datasets publish DATASET --name NAME` or give an id (d-...)")

@@ -201,14 +201,18 @@ def run_sweep(plan: SweepPlan, executor, *, reuse: bool = True, report: bool = T
             raise
 
 
+def _name_parent(client, parent_id: str, name: str) -> None:
+    """The parent's name in the runs list (the run's name) and in its tag, the two places MLflow reads it from."""
+    client.update_run(parent_id, name=name)
+    client.set_tag(parent_id, "mlflow.runName", name)
+
+
 def _show_the_set(client, experiment_id: str, parent_id: str, plan: SweepPlan, record: dict,
                   say: Callable[[str], None]) -> None:
     """The parent names the set (name and digest) and has it as its dataset input (the runs list's Dataset
     column); the set is published as an MLflow evaluation dataset (the Datasets view). A store without
     evaluation datasets (a file store) keeps the rest."""
-    name = parent_name(plan, record)
-    client.update_run(parent_id, name=name)
-    client.set_tag(parent_id, "mlflow.runName", name)
+    _name_parent(client, parent_id, parent_name(plan, record))
     log_dataset_input(client, parent_id, record)
     try:
         publish_record(record, str(client.tracking_uri), experiment_id)
@@ -227,9 +231,8 @@ def _show_a_childs_set(client, parent_id: str, plan: SweepPlan, child_ids: list[
         inputs = child.inputs.dataset_inputs if child.inputs else []
         if inputs:
             client.log_inputs(parent_id, datasets=[inputs[0]])
-            name = parent_name(plan, {"name": inputs[0].dataset.name, "digest": inputs[0].dataset.digest})
-            client.update_run(parent_id, name=name)
-            client.set_tag(parent_id, "mlflow.runName", name)
+            _name_parent(client, parent_id,
+                         parent_name(plan, {"name": inputs[0].dataset.name, "digest": inputs[0].dataset.digest}))
             return
 
 

@@ -16,10 +16,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from kbench.datasets.mlflow_questions import QUERY_ID_TAG, fluent_tracking_uri, question_records
+from kbench.datasets.mlflow_questions import QUERY_ID_TAG, datasets_named, fluent_tracking_uri, question_records
 from kbench.records import Dataset
 from kbench.tracking.run_records import expected_context
-from kbench.filter_strings import literal
 
 DATA_CONTEXT = "mlflow.data.context"  # MLflow's input tag shown beside the dataset ("evaluation")
 
@@ -64,13 +63,13 @@ class Published:
 
 def publish_questions(dataset: Dataset, name: str, tracking_uri: str, experiment_id: str) -> Published:
     """Create (or update) the evaluation dataset ``name`` with ``dataset``'s questions and labels."""
-    from mlflow.genai.datasets import create_dataset, search_datasets
+    from mlflow.genai.datasets import create_dataset
 
     records = [{"inputs": {"question": q.text},
                 "expectations": {"expected_retrieved_context": expected_context(dataset, q.query_id)},
                 "tags": {QUERY_ID_TAG: q.query_id}} for q in dataset.queries]
     with fluent_tracking_uri(tracking_uri):
-        found = [d for d in search_datasets(filter_string=f"name = {literal(name, '--name')}") if d.name == name]
+        found = datasets_named(name, "--name")
         target = found[0] if found else create_dataset(name=name, experiment_id=[experiment_id],
                                                        tags={"kbench.dataset": dataset.name})
         target.merge_records(records)
@@ -87,11 +86,11 @@ def set_label(record: dict[str, Any]) -> str:
 def publish_record(record: dict[str, Any], tracking_uri: str, experiment_id: str) -> str:
     """``dataset.json``'s questions and labels as the evaluation dataset ``set_label(record)``, created once (the
     label names the content, so an existing one already holds them); its dataset id."""
-    from mlflow.genai.datasets import create_dataset, search_datasets
+    from mlflow.genai.datasets import create_dataset
 
     name = set_label(record)
     with fluent_tracking_uri(tracking_uri):
-        found = [d for d in search_datasets(filter_string=f"name = {literal(name, 'dataset name')}") if d.name == name]
+        found = datasets_named(name, "dataset name")
         if found:
             return found[0].dataset_id
         target = create_dataset(name=name, experiment_id=[experiment_id],

@@ -90,7 +90,8 @@ def run_label(records: "RunRecords") -> str:
 
 def trace_name(records: "RunRecords", key: str) -> str:
     """``<run> · <question id>``, or ``<run> · kbench.run`` for the run's own trace: MLflow's Traces tab lists the
-    traces of every run of an experiment together, and a name is the one column it always shows."""
+    traces of every run of an experiment together, and the name tells them apart on a trace's page and wherever the
+    name is shown (MLflow 3.17's Traces list does not show it by default: its columns are input, output, time)."""
     return f"{run_label(records)}{NAME_SEPARATOR}{key}"
 
 
