@@ -34,7 +34,7 @@ from kbench.evaluation.config import EvaluationConfig
 from kbench.evaluation.ragas_eval import check_ragas, evaluate_ragas
 from kbench.evaluation.stage import evaluate_rankings, latency_summary, summarize
 from kbench.indexes import CHUNK, BuildLog, Index, IndexSections, build_indexes, close_all, stored_index
-from kbench.llm import LLMPolicy, UsageMeter
+from kbench.llm import LLMPolicy, UsageMeter, check_reachable
 from kbench.paths import workspace_dir
 from kbench.records import Chunk, Dataset, Run
 from kbench.retrieval.context import count_ranked_tokens, score_context
@@ -114,18 +114,17 @@ class PipelineResult:
 
 
 def preflight(experiment: Experiment) -> None:
-    """A missing endpoint, key or model, a broken model folder, a damaged store file or a workspace that cannot be
-    written fails here, before any work."""
+    """A missing endpoint, key or model, a broken model folder, a damaged store file, a workspace that cannot be
+    written, or an LLM endpoint that does not connect or refuses its key fails here, before any work."""
     check_workspace(workspace_dir(experiment.workspace))
-    check_enrichment(experiment.enrichment)
-    check_code_examples(experiment.enrichment.code_examples)
-    check_reranker(experiment.rerank)
+    endpoints = [*check_enrichment(experiment.enrichment), *check_code_examples(experiment.enrichment.code_examples),
+                 *check_reranker(experiment.rerank)]
     if legs_need_query_vectors(experiment.retrieval):
         check_store(experiment.store, workspace_dir(experiment.workspace))
         if experiment.embedding.provider in ("sentence_transformers", "static"):  # missing or broken
             resolve_model_path(experiment.embedding.model)
-    check_ragas(experiment.evaluation)
-    check_query(experiment.query)
+    endpoints += [*check_ragas(experiment.evaluation), *check_query(experiment.query)]
+    check_reachable(endpoints, experiment.llm.policy)  # a dead server or a wrong key: seconds, not after embedding
 
 
 def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool = True) -> Corpus:

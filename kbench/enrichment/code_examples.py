@@ -84,10 +84,13 @@ def endpoint(config: CodeExamplesConfig) -> Endpoint:
     return Endpoint("enrichment.code_examples", config.base_url, config.model, config.api_key_env)
 
 
-def check_code_examples(config: CodeExamplesConfig) -> None:
-    """Raise ConfigError at start time when LLM summaries are on but no endpoint, model or key is configured."""
-    if config.enabled and config.summary == "llm":
-        endpoint(config).check()
+def check_code_examples(config: CodeExamplesConfig) -> list[Endpoint]:
+    """Raise ConfigError at start time when LLM summaries are on but no endpoint, model or key is configured;
+    the endpoints it will call (for ``llm.check_reachable``)."""
+    if not (config.enabled and config.summary == "llm"):
+        return []
+    endpoint(config).check()
+    return [endpoint(config)]
 
 
 @dataclass

@@ -52,10 +52,13 @@ def endpoint(config: EnrichmentConfig) -> Endpoint:
     return Endpoint("enrichment", config.base_url, config.model, config.api_key_env)
 
 
-def check_enrichment(config: EnrichmentConfig) -> None:
-    """Raise ConfigError at start time when enrichment is on but no endpoint, model or key is configured."""
-    if config.enabled:
-        endpoint(config).check()
+def check_enrichment(config: EnrichmentConfig) -> list[Endpoint]:
+    """Raise ConfigError at start time when enrichment is on but no endpoint, model or key is configured;
+    the endpoints it will call (for ``llm.check_reachable``)."""
+    if not config.enabled:
+        return []
+    endpoint(config).check()
+    return [endpoint(config)]
 
 
 @dataclass

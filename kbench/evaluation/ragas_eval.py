@@ -228,10 +228,13 @@ def ragas_endpoint(config: EvaluationConfig) -> Endpoint:
     return Endpoint("evaluation.ragas_llm", llm.base_url, llm.model, llm.api_key_env)
 
 
-def check_ragas(config: EvaluationConfig) -> None:
-    """Fail before any work when LLM-judged ragas metrics are asked for and no endpoint is configured."""
-    if any(name in LLM_JUDGED for name in config.ragas):
-        ragas_endpoint(config).check()
+def check_ragas(config: EvaluationConfig) -> list[Endpoint]:
+    """Fail before any work when LLM-judged ragas metrics are asked for and no endpoint is configured; the
+    endpoints it will call (for ``llm.check_reachable``)."""
+    if not any(name in LLM_JUDGED for name in config.ragas):
+        return []
+    ragas_endpoint(config).check()
+    return [ragas_endpoint(config)]
 
 
 def evaluate_ragas(dataset: Dataset, chunks: list[Chunk], run: Run, config: EvaluationConfig, *,

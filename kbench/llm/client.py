@@ -54,6 +54,22 @@ RETRY_STATUSES = {408, 409, 425, 429, 500, 502, 503, 504}
 FATAL = (QuotaExhaustedError, EndpointUnreachableError, AuthenticationError)
 
 
+def check_reachable(endpoints: list[Endpoint], policy: LLMPolicy | None = None) -> None:
+    """Before any work: each endpoint (checked for its URL, model and key first) connects and takes its key.
+
+    One ``GET <base_url>/models`` per distinct base URL and key variable (``LLMClient.check_endpoint``), so a
+    run whose enrichment, query stages, LLM reranker, ragas judge or set builder points at a dead server or
+    a wrong key stops in seconds with one line, not after chunking and embedding."""
+    seen = set()
+    for endpoint in endpoints:
+        endpoint.check()
+        if (endpoint.url, endpoint.api_key_env) in seen:
+            continue
+        seen.add((endpoint.url, endpoint.api_key_env))
+        with LLMClient(endpoint, stage=endpoint.section, policy=policy) as client:
+            client.check_endpoint()
+
+
 class _Retryable(Exception):
     def __init__(self, message: str, retry_after: float | None = None):
         super().__init__(message)

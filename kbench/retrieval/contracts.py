@@ -107,8 +107,9 @@ class RerankParams(StrictModel):
 
 class Reranker(ABC):
     @staticmethod
-    def preflight(params: RerankParams) -> None:
-        """Fail before any work when the reranker cannot run (model missing, endpoint unset); default: it can."""
+    def preflight(params: RerankParams) -> list | None:
+        """Fail before any work when the reranker cannot run (model missing, endpoint unset); default: it can.
+        A reranker that asks a model over HTTP returns its ``Endpoint``s, which the pipeline then checks answer."""
 
     @abstractmethod
     def __init__(self, context: SearchContext, params: RerankParams) -> None: ...

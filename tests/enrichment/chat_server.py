@@ -7,7 +7,8 @@ records every request, and answers deterministically from the prompt itself:
 - a code-example summary prompt gets "A <language> example: <the code's first non-empty line>".
 So tests check kbench's side for real: prompts sent, caching, the key reaching only the endpoint, parsing.
 A test that needs a weak model's answers (no index list, an empty rewrite) sets ``server.reply``; one that needs
-an endpoint's refusals sets ``server.status`` (a prompt -> an HTTP error status, OpenAI's error body with it).
+an endpoint's refusals sets ``server.status`` (a prompt -> an HTTP error status, OpenAI's error body with it);
+one that needs a refused key sets ``server.key`` (any other bearer key gets HTTP 401, ``GET /v1/models`` too).
 """
 from __future__ import annotations
 
@@ -59,6 +60,8 @@ class ChatServer:
     requests: list[dict] = field(default_factory=list)  # {"authorization", "model", "prompt", "max_tokens"}
     reply: Callable[[str], str] | None = None  # prompt -> answer, instead of the deterministic ones above
     status: Callable[[str], int | None] | None = None  # prompt -> an error status (400, 402 ...), None: answer
+    key: str | None = None  # the only bearer key accepted (None: any)
+    model_lists: int = 0  # GET /v1/models answered (kbench checks an endpoint before any work)
     _server: ThreadingHTTPServer | None = None
 
     def prompts(self) -> list[str]:
@@ -75,10 +78,28 @@ def start_chat_server() -> ChatServer:
     state = ChatServer(base_url="")
 
     class Handler(BaseHTTPRequestHandler):
+        def refused_key(self) -> bool:
+            if state.key is None or self.headers.get("Authorization", "") == f"Bearer {state.key}":
+                return False
+            self.send_json(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
+                                           "code": "invalid_api_key"}})
+            return True
+
+        def do_GET(self):  # noqa: N802
+            if not self.path.endswith("/models"):
+                self.send_error(404)
+                return
+            with lock:
+                state.model_lists += 1
+            if not self.refused_key():
+                self.send_json(200, {"object": "list", "data": [{"id": "test-chat", "object": "model"}]})
+
         def do_POST(self):  # noqa: N802 (http.server's naming)
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
             if not self.path.endswith("/chat/completions"):
                 self.send_error(404)
+                return
+            if self.refused_key():
                 return
             prompt = body["messages"][-1]["content"]
             with lock:

@@ -19,7 +19,7 @@ from kbench.datasets.synthetic import commits, heading, ict, llm
 from kbench.datasets.synthetic.base import Proposal, Proposals, SyntheticError, stratified_sample
 from kbench.datasets.synthetic.build import BuildReport, Filters, build_synthetic, check_out
 from kbench.hashing import stable_hash
-from kbench.llm import Endpoint, LLMClient, LLMPolicy
+from kbench.llm import Endpoint, LLMClient, LLMPolicy, check_reachable
 from kbench.paths import workspace_dir
 from kbench.records import Document
 from kbench.sources.folder import DEFAULT_EXCLUDE, FolderSource
@@ -107,6 +107,9 @@ def build_from_source(source: str, out: str | Path, *, method: str, seed: int = 
     if method not in ALL_METHODS:
         raise SyntheticError(f"--method {method!r}: choose one of {', '.join(ALL_METHODS)}")
     check_out(out, source_folder(source), force)  # before reading a document or asking a model
+    if method == llm.NAME:  # a dead server or a wrong key: seconds, before the documents are read
+        options = llm_options or LLMOptions()
+        check_reachable([llm_endpoint(options)], llm_policy(options))
     documents, skipped, provenance = load_source(source, method, include=include, exclude=exclude, since=since,
                                                  max_commits=max_commits)
     if method == llm.NAME:
@@ -120,6 +123,17 @@ def build_from_source(source: str, out: str | Path, *, method: str, seed: int = 
     return build_synthetic(documents, out, method=method, propose=proposer(method, documents, options),
                            seed=seed, per_doc=per_doc, max_questions=max_questions, filters=filters, force=force,
                            provenance=provenance, skipped_files=skipped, verbatim_scope=VERBATIM_SCOPE[method])
+
+
+def llm_endpoint(options: LLMOptions) -> Endpoint:
+    return Endpoint("synthetic", options.base_url, options.model, options.api_key_env)
+
+
+def llm_policy(options: LLMOptions) -> LLMPolicy:
+    """The LLM policy with the command's overrides (--timeout-s, --concurrency, --min-usable, --allow-partial)."""
+    overrides = {k: v for k, v in (("timeout_s", options.timeout_s), ("concurrency", options.concurrency),
+                                   ("min_usable", options.min_usable)) if v is not None}
+    return LLMPolicy(**overrides, allow_partial=options.allow_partial)
 
 
 def build_llm_set(documents: list[Document], out: str | Path, options: LLMOptions, *, seed: int = 0,
@@ -144,11 +158,8 @@ def build_llm_set(documents: list[Document], out: str | Path, options: LLMOption
     rejected.update(dropped)
     own_client = client is None
     if own_client:
-        overrides = {k: v for k, v in (("timeout_s", options.timeout_s), ("concurrency", options.concurrency),
-                                       ("min_usable", options.min_usable)) if v is not None}
-        overrides["allow_partial"] = options.allow_partial
-        client = LLMClient(Endpoint("synthetic", options.base_url, options.model, options.api_key_env),
-                           stage="synthetic", policy=LLMPolicy(**overrides), cache_root=workspace_dir(options.workspace) / "cache",
+        client = LLMClient(llm_endpoint(options), stage="synthetic", policy=llm_policy(options),
+                           cache_root=workspace_dir(options.workspace) / "cache",
                            cache_params={"prompt_sha256": llm.PROMPT_SHA256})
     try:
         generated = llm.generate(by_id, chosen, client, options_) if chosen else None

@@ -45,12 +45,16 @@ class QueryPlan:
     unusable: int = 0  # of those, answers that arrived but gave nothing to search (the rest: failed requests)
 
 
-def check_query(config: QueryConfig) -> None:
-    """Fail before any work when an LLM pre-stage has no endpoint, model or key."""
+def check_query(config: QueryConfig) -> list[Endpoint]:
+    """Fail before any work when an LLM pre-stage has no endpoint, model or key; the endpoints the stages
+    will call (for ``llm.check_reachable``)."""
+    called = []
     for name, stage in (("expansion", config.expansion), ("decomposition", config.decomposition),
                         ("hyde", config.hyde)):
         if stage.enabled and (name != "expansion" or config.expansion.strategy == "llm"):
             endpoint(name, stage).check()
+            called.append(endpoint(name, stage))
+    return called
 
 
 def endpoint(name: str, stage: QueryLLM) -> Endpoint:

@@ -4,8 +4,9 @@ from kbench.retrieval.config import RerankConfig
 from kbench.retrieval.registry import RERANKERS
 
 
-def check_reranker(config: RerankConfig) -> None:
-    """Fail before any work when an enabled reranker cannot run (model missing, endpoint unconfigured)."""
+def check_reranker(config: RerankConfig) -> list:
+    """Fail before any work when an enabled reranker cannot run (model missing, endpoint unconfigured); the
+    LLM endpoints it will call (for ``llm.check_reachable``)."""
     if not config.enabled:
-        return
-    RERANKERS.get(config.strategy).impl.preflight(config.params)
+        return []
+    return RERANKERS.get(config.strategy).impl.preflight(config.params) or []

@@ -92,8 +92,9 @@ class LLMReranker(Reranker):
     """Ask a chat model to order the candidates (the GWI spec's prompt; JSON array of indices)."""
 
     @staticmethod
-    def preflight(params: LLMRerankParams) -> None:
+    def preflight(params: LLMRerankParams) -> list[Endpoint]:
         endpoint(params).check()
+        return [endpoint(params)]
 
     def __init__(self, context: SearchContext, params: LLMRerankParams):
         self.context, self.params = context, params
