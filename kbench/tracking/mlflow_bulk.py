@@ -1,4 +1,4 @@
-"""Many assessments in one transaction.
+"""Many assessments, or many traces' list previews, in one transaction.
 
 MLflow's public call (``log_assessment``) writes one assessment per transaction; on a SQLite store each commit
 syncs the disk (5 to 20 ms on the machines kbench runs on), so a run's hundred expectations cost a second or
@@ -40,3 +40,28 @@ def log_assessments(tracing_client, assessments: list) -> int:
             row.trace_timestamp_ms = info.timestamp_ms
             session.add(row)
     return len(assessments)
+
+
+def set_request_previews(tracing_client, previews: dict[str, str]) -> None:
+    """Set what MLflow's Traces list shows in its Input column for each trace (trace id -> text), after its spans
+    were logged. The store fills that preview from the root span's inputs, which MLflow's judges also read, so the
+    run's name goes here instead of into the inputs. On MLflow's SQL store: one transaction; elsewhere, the
+    public upsert (``start_trace`` with the stored info) per trace."""
+    if not previews:
+        return
+    store = tracing_client.store
+    try:
+        from mlflow.store.tracking.dbmodels.models import SqlTraceInfo
+        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    except ImportError:
+        SqlAlchemyStore = None
+    if SqlAlchemyStore is None or not isinstance(store, SqlAlchemyStore):
+        for trace_id, text in previews.items():
+            info = tracing_client.get_trace_info(trace_id)
+            info.request_preview = text
+            tracing_client.start_trace(info)
+        return
+    with store.ManagedSessionMaker(read_only=False) as session:
+        rows = session.query(SqlTraceInfo).filter(SqlTraceInfo.request_id.in_(sorted(previews)))
+        for row in rows:
+            row.request_preview = previews[row.request_id]

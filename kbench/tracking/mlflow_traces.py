@@ -22,7 +22,9 @@ Each span lasts what the run measured for that question and stage (``latency_ms_
 trace per run (``kbench.run``) holds the stages that are not per question (loading, chunking, embedding,
 enrichment) with their seconds, and each LLM stage as a CHAT_MODEL span with the run's token counts.
 
-A question's trace is named by the question id and carries its labels as an Expectation
+A question's trace is named ``<run> · <question id>``; MLflow's Traces list, whose default columns are input, output
+and time, shows ``<run> · <question> (question <id>)`` as its input (``list_preview``), so the traces of an
+experiment's runs are told apart there, and the run's own trace reads ``<run> · kbench.run``. It carries its labels as an Expectation
 (``expected_retrieved_context``: the reference spans with their text, or the relevant documents with their grade),
 the question id and its headline scores, first relevant rank and miss stage in root span attributes
 (``kbench.query_id``, ``kbench.scores``), and is linked to the run. Stage spans show the first ``SNIPPET_CHARS`` of each unit's text; the ranking's span shows
@@ -46,7 +48,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import yaml
 
-from kbench.tracking.mlflow_bulk import log_assessments
+from kbench.tracking.mlflow_bulk import log_assessments, set_request_previews
 from kbench.tracking.run_page import RESULTS_TABLE, headline_columns
 from kbench.tracking.config import TraceSettings
 from kbench.tracking.run_records import (CANDIDATES_FILE, FINAL, read_candidates, read_dataset_record, read_prompts,
@@ -61,6 +63,7 @@ EXPECTED_CONTEXT = "expected_retrieved_context"
 LINK_BATCH = 100  # MLflow links at most 100 traces to a run per call
 QUERY_STAGES = {"expansion": "query.expansion", "decomposition": "query.decomposition", "hyde": "query.hyde"}
 SNIPPET_CHARS = 200  # of a unit's text in a stage span (the ranking's span, which judges read, has all of it)
+PREVIEW_CHARS = 500  # of a trace's Input preview in MLflow's Traces list (it cuts at 1,000 by default)
 
 
 @dataclass
@@ -93,6 +96,15 @@ def trace_name(records: "RunRecords", key: str) -> str:
     traces of every run of an experiment together, and the name tells them apart on a trace's page and wherever the
     name is shown (MLflow 3.17's Traces list does not show it by default: its columns are input, output, time)."""
     return f"{run_label(records)}{NAME_SEPARATOR}{key}"
+
+
+def list_preview(records: "RunRecords", key: str, question: str = "") -> str:
+    """What MLflow's Traces list shows in its Input column: ``<run> · <question>``, or ``<run> · kbench.run (the
+    run's own trace)``. The list's default columns are input, output and time, so the run has to be in one of them
+    to tell apart the traces of the runs an experiment holds; the root span's inputs (what judges read) keep the
+    question alone."""
+    text = f"{question} (question {key})" if key != RUN_TRACE else f"{RUN_TRACE} (the run's own trace: its stages)"
+    return f"{run_label(records)}{NAME_SEPARATOR}{text}"[:PREVIEW_CHARS]
 
 
 def is_run_trace(name: str | None) -> bool:
@@ -406,6 +418,7 @@ def log_traces(client, experiment_id: str, run_id: str, run_dir: Path, *, fresh:
     have = {} if fresh else existing_traces(client, experiment_id, run_id)
     spans: list[dict[str, Any]] = []
     todo: list[str] = []
+    previews: dict[str, str] = {}  # trace id -> its Input text in MLflow's Traces list
     for qid in traced:
         question = questions.get(qid, {}).get("question", "")
         built, clock = question_spans(records, qid, question, rows[qid], clock, rewrite_ms)
@@ -415,14 +428,17 @@ def log_traces(client, experiment_id: str, run_id: str, run_dir: Path, *, fresh:
         else:
             spans += built.spans
             todo.append(built.trace_id)
+            previews[built.trace_id] = list_preview(records, qid, question)
     started_ns = int((records.stages.get("started_ms") or time.time() * 1000) * 1e6)
     run_trace = run_spans(records, started_ns)
     if run_trace.trace_id not in have:
         spans += run_trace.spans
         todo.append(run_trace.trace_id)
+        previews[run_trace.trace_id] = list_preview(records, RUN_TRACE)
     tracing = TracingClient(str(client.tracking_uri))
     if spans:
         tracing.log_spans(experiment_id, [Span.from_dict(s) for s in spans])
+        set_request_previews(tracing, previews)
     for start in range(0, len(todo), LINK_BATCH):
         client.link_traces_to_run(todo[start:start + LINK_BATCH], run_id)
     report.logged = len(todo) - (run_trace.trace_id in todo)
