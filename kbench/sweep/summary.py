@@ -18,6 +18,7 @@ sweep concludes goes there.
 """
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,12 @@ from kbench.tracking.mlflow_dataset import set_label
 
 MISSING = "-"  # the config has no such knob (another strategy's)
 MAX_CELL = 28  # characters of a value in the console table (the full value is in the run's params)
+MIN_WIDTH = 60  # the console table wraps to the terminal, never narrower than this
+
+
+def console_width() -> int:
+    """The terminal's width (``COLUMNS`` when set; 120 when the output is piped to a file or CI log)."""
+    return max(MIN_WIDTH, shutil.get_terminal_size((120, 24)).columns)
 
 
 @dataclass
@@ -93,20 +100,56 @@ def text_table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
 
 
+def column_blocks(widths: list[int], keep: int, width: int) -> list[list[int]]:
+    """Column indexes per block so that each block fits ``width`` (two spaces between columns): the first ``keep``
+    columns (the config's label) start every block, as pandas wraps a wide frame. A column wider than the room
+    left gets a block of its own."""
+    kept = sum(widths[:keep]) + 2 * keep
+    blocks, block, used = [], [], kept
+    for i in range(keep, len(widths)):
+        if block and used + widths[i] > width:
+            blocks.append(block)
+            block, used = [], kept
+        block.append(i)
+        used += widths[i] + 2
+    return [list(range(keep)) + b for b in (blocks + [block] if block else blocks)] or [list(range(keep))]
+
+
+def wrapped_items(head: str, items: list[str], width: int, indent: str = "") -> list[str]:
+    """``head`` then ``items`` joined by "; ", wrapped at ``width`` between items, never inside one."""
+    lines, line = [], head
+    for n, item in enumerate(items):
+        piece = item + (";" if n < len(items) - 1 else "")
+        if line.strip() and len(line) + len(piece) > width:
+            lines.append(line.rstrip())
+            line = "  "
+        line += piece + " "
+    return [indent + text for text in lines + [line.rstrip()]]
+
+
 def knob_table_lines(table: KnobTable, first: list[tuple[str, list[str]]] = (), order: list[str] | None = None,
-                     indent: str = "") -> list[str]:
+                     indent: str = "", width: int | None = None) -> list[str]:
     """The table as console lines: ``first`` columns (header, one value per label), then the knobs, rows in
-    ``order`` (default: the table's); then the legend of shortened headers."""
+    ``order`` (default: the table's); then the legend of shortened headers. Wider than ``width`` (default: the
+    terminal's), the knob columns wrap into blocks, each starting with the config's label and the ``first``
+    columns; the legend wraps too."""
+    width = (width or console_width()) - len(indent)
     labels = order or table.labels
     extra = {name: dict(zip(table.labels, cells)) for name, cells in first}
     headers = ["config", *extra, *table.headers]
     rows = [[label, *(extra[name][label] for name in extra),
              *(_cut(v) for v in table.values[table.labels.index(label)])] for label in labels]
-    lines = [indent + line for line in text_table(headers, rows)]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    lines = []
+    for n, block in enumerate(column_blocks(widths, 1 + len(extra), width)):
+        if n:
+            lines.append("")
+        lines += [indent + line for line in text_table([headers[i] for i in block], [[r[i] for i in block]
+                                                                                    for r in rows])]
     if not table.paths:
         lines.append(f"{indent}(every config resolves to the same knobs)")
     if table.legend:
-        lines.append(f"{indent}columns: " + "; ".join(f"{h} = {p}" for h, p in table.legend.items()))
+        lines += wrapped_items("columns: ", [f"{h} = {p}" for h, p in table.legend.items()], width, indent)
     return lines
 
 

@@ -95,8 +95,10 @@ def test_dry_run_prints_the_resolved_knobs_and_the_legend(tmp_path, capsys):
     config.write_text(yaml.safe_dump(chunker_sweep(sweep={"chunking": CHUNKERS})))
     assert main(["sweep", str(config), "--dry-run"]) == 0
     out = capsys.readouterr().out
-    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("chunking=")}
-    at = next(line for line in out.splitlines() if line.startswith("config ")).index(" chunk_size ") + 1
+    lines = out.splitlines()  # the table wraps to the terminal: read the block that holds chunk_size
+    start = next(i for i, line in enumerate(lines) if line.startswith("config ") and " chunk_size " in line)
+    at = lines[start].index(" chunk_size ") + 1
+    rows = {line.split()[0]: line for line in lines[start + 2:start + 5]}
     assert [rows[f"chunking={s}"][at:].split()[0] for s in ("fixed", "recursive", "markdown")] == [
         "600", "1000", "2000"]
     assert "columns: strategy = chunking.strategy; chunk_size = chunking.chunk_size" in out
