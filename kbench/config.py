@@ -196,6 +196,10 @@ class Experiment(StrictModel):
             if "strategy" in section:
                 section["method"] = section.pop("strategy")
         data["dataset_content"] = self.dataset_content_hash()
+        if data["dataset"].get("path") and data["dataset_content"] != "unavailable":
+            # where the folder is, not what it holds (hashed above): a sweep's winner.yaml, written with absolute
+            # paths, and the sweep's own relative path give one run key, as does a folder moved elsewhere
+            data["dataset"].pop("path")
         if not data["evaluation"].get("metrics"):  # added later: an empty list keeps the keys runs had before
             data["evaluation"].pop("metrics", None)
         if self.llm.policy.allow_partial and self.llm_stages():  # a run that may rest on fallbacks never stands in

@@ -153,11 +153,12 @@ def test_a_written_config_runs_the_same_from_another_folder(tmp_path, monkeypatc
     from kbench.config import load_experiment
 
     (tmp_path / "here" / "sets" / "docs").mkdir(parents=True)
+    (tmp_path / "here" / "sets" / "docs" / "guide.md").write_text("# Guide\n\nRetries back off.\n")
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "here")
     monkeypatch.setenv("KBENCH_WORKSPACE", str(tmp_path / "used"))
     experiment = load_experiment({"name": "w", "dataset": {"path": "sets/docs"}, "workspace": "experiments"})
-    portable = experiment.portable()
+    portable, key = experiment.portable(), experiment.run_key()
     assert portable["dataset"]["path"] == str(tmp_path / "here" / "sets" / "docs")
     assert portable["workspace"] == str(tmp_path / "used")
     assert portable["embedding"]["model"] == "all-MiniLM-L6-v2"  # a catalogue name stays a name
@@ -167,3 +168,8 @@ def test_a_written_config_runs_the_same_from_another_folder(tmp_path, monkeypatc
     monkeypatch.delenv("KBENCH_WORKSPACE")
     again = load_experiment(written)
     assert Path(again.dataset.path).is_dir() and again.workspace == str(tmp_path / "used")
+    # the same folder, named absolute instead of relative: the same results, so the same run key (the sweep's
+    # finished child is reused when winner.yaml runs); another folder's content is another key
+    assert again.run_key() == key
+    (tmp_path / "here" / "sets" / "docs" / "guide.md").write_text("# Guide\n\nRetries do not back off.\n")
+    assert load_experiment(written).run_key() != key
