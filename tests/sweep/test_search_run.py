@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -34,12 +35,17 @@ def data(workspace: Path, search: dict) -> dict:
 def test_race_drops_with_rounds_and_p_values_and_ranks_the_rest_over_every_question(workspace, tmp_path, capsys):
     config = tmp_path / "race.yaml"
     config.write_text(yaml.safe_dump(data(workspace, {"strategy": "race", "first": 10, "alpha": 0.2})))
+    began = time.time() * 1000
     assert main(["sweep", str(config), "--quiet"]) == 0
+    ended = time.time() * 1000
     out = capsys.readouterr().out
     assert "race t: 6 configs" in out and "Bonferroni over" in out
     run_id = re.search(r"MLflow run (\w+)", out).group(1)
     client = MlflowClient(f"sqlite:///{workspace / 'mlflow.db'}")
     run = client.get_run(run_id)
+    # issue 42 item 3: the parent shows how long the search took, not how long its logging took
+    assert began <= run.info.start_time and run.info.end_time <= ended + 1
+    assert run.info.end_time - run.info.start_time >= 0.5 * (ended - began)  # it was 2% (0.5 s of 26 s)
     assert run.data.tags["kbench.sweep.search"] == "race"
     summary = json.loads(Path(client.download_artifacts(run_id, "search.json", str(tmp_path))).read_text())
     n = summary["questions"]
