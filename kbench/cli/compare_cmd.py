@@ -144,7 +144,8 @@ def run_compare(args) -> int:
     if judged is not None:
         print_judged(judged)
     print(format_table(*overview_table(comparison, thin), numeric=[True, False] + [True] * len(comparison.metrics)))
-    print(f"* best, = tied with the best (no significant difference: {compare.report.TEST_NAMES[comparison.test]}, "
+    print(f"* best, = not told apart from the best (no significant difference, which is not \"as good\": "
+          f"{compare.report.TEST_NAMES[comparison.test]}, "
           f"{comparison.correction} correction, α = {comparison.alpha}); rows sorted by {comparison.headline}")
     if thin:
         print(f"† computed on a thin pool: judged_at_{judged.k} below {judged.min_judged:.2f} with the judged qrels")
@@ -269,7 +270,7 @@ def print_judged(judged) -> None:
 
 def overview_table(comparison, thin: set[str] = frozenset()) -> tuple[list[str], list[list[object]]]:
     """Like ranx's tables: one row per config sorted by the headline metric, one column per metric, the best
-    of each column marked * and the configs tied with it =; a config in ``thin`` (judged_at_k below the floor)
+    of each column marked * and the configs not told apart from it =; a config in ``thin`` (judged_at_k below the floor)
     marked †."""
     marks = {}
     for metric in comparison.metrics:

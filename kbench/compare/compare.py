@@ -14,8 +14,8 @@ for multiple comparisons over all (config, metric) pairs (Holm by default).
 
 ``cmp.ranking(metric)`` orders the configs by a metric (the headline metric by default: nDCG@10 of the
 finest level, see ``headline_metric``), best first, and tests every other config against the best with the
-same paired test and correction: a config whose difference to the best is not significant is "tied with the
-best" (the data cannot tell them apart; not "as good"), the others are "worse".
+same paired test and correction: a config whose difference to the best is not significant is "not told apart
+from the best" (code ``tied``: the data cannot tell them apart; never "as good"), the others are "worse".
 
 Directions: latency, cost and seconds are lower-is-better (``evaluation.directions``), so ``--metric
 latency_ms_total`` ranks the fastest first and counts a config that is faster as better. A percentile of a

@@ -1,7 +1,7 @@
 """Write a Comparison as report.md + report.html with two kinds of plots (matplotlib, no display needed).
 
 The report opens with the ranking on the headline metric (best first, with its interval, and whether each
-config is tied with the best or worse), then the differences to the baseline that are significant, better
+config is told apart from the best, as worse, or not), then the differences to the baseline that are significant, better
 and worse, then the plots and one table per metric (sorted by that metric, the best marked):
 
 - ``metric_per_config.png``: each metric's mean per config with its bootstrap interval, the baseline as a
@@ -27,7 +27,8 @@ from kbench.compare.compare import Comparison, detectable_differences
 from kbench.evaluation.directions import lower_is_better
 
 TEST_NAMES = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test", "randomization": "paired randomization test"}
-VERDICTS = {"best": "best", "tied": "tied with the best", "worse": "worse than the best"}
+VERDICTS = {"best": "best", "tied": "not told apart from the best", "worse": "worse than the best"}  # "tied": the
+# code a ranking row carries; shown in words that never read "as good"
 
 
 def _fmt(x: float, digits: int = 4) -> str:
@@ -45,15 +46,16 @@ def _pct(comparison: Comparison) -> int:
 
 
 def verdict_text(row) -> str:
-    """``best``, ``tied with the best (p = 0.41)`` or ``worse than the best (p = 0.0021)``; p adjusted."""
+    """``best``, ``not told apart from the best (p = 0.41)`` or ``worse than the best (p = 0.0021)``; p adjusted."""
     if row["vs_best"] == "best":
         return "best"
     return f"{VERDICTS[row['vs_best']]} (p = {format_p(row['p_vs_best_adjusted'])})"
 
 
 def tie_note(comparison: Comparison) -> str:
-    return (f"tied = no significant difference to the best ({TEST_NAMES[comparison.test]}, {comparison.correction} "
-            f"correction, α = {comparison.alpha}): it may be as good, the data cannot tell them apart")
+    return (f"not told apart = no significant difference to the best ({TEST_NAMES[comparison.test]}, "
+            f"{comparison.correction} correction, α = {comparison.alpha}): it may be as good or worse, the data cannot "
+            "tell; the recommendation decides at a stated margin")
 
 
 def ranking_note(comparison: Comparison, metric: str | None = None) -> str:
@@ -78,8 +80,8 @@ def ranking_rows(comparison: Comparison, metric: str | None = None) -> list[dict
 
 def ranking_lines(comparison: Comparison, limit: int = 10) -> list[str]:
     """The ranking on the headline metric as console lines: a title, one aligned line per config (the first
-    ``limit``), e.g. ``  2  chunk_size=300  0.6001 [0.4890, 0.7100]  tied with the best (p = 0.41)``, and
-    what "tied" means."""
+    ``limit``), e.g. ``  2  chunk_size=300  0.6001 [0.4890, 0.7100]  not told apart from the best (p = 0.41)``,
+    and what that means."""
     ranking = comparison.ranking()
     shown = ranking.head(limit)
     cells = [[f"{r['rank']:>3}", r["config"] + (" (baseline)" if r["baseline"] else ""),
