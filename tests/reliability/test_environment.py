@@ -255,8 +255,11 @@ def test_an_llm_or_embedding_endpoint_that_refuses_connections_exits_2_naming_ba
     finally:
         del os.environ["KBENCH_TEST_KEY"]
     assert done.code == 2, done.err[-2000:]
-    (line,) = error_lines(done.err)  # kbench.llm's client: no connection stops the stage at once
-    assert line.startswith(f"kbench: error: {section}: stopped after 0 of ") and \
+    (line,) = error_lines(done.err)
+    # an LLM stage's endpoint is probed before the dataset is read (pipeline.preflight); an embedding endpoint
+    # is met by the first batch, and kbench.llm's client stops the stage at once
+    start = f"kbench: error: {section}: " + ("cannot connect to " if section == "enrichment" else "stopped after 0 of ")
+    assert line.startswith(start) and \
         f"cannot connect to {url} (ConnectError" in line and f"or fix {section}.base_url" in line, line
     assert "Traceback" not in done.err
     assert not (workspace / "runs").exists() and not (workspace / "mlflow.db").exists()

@@ -27,6 +27,16 @@ def get(url: str) -> dict:
     return json.loads(urllib.request.urlopen(url, timeout=30).read())
 
 
+def wait_for_log(path: str, parts: tuple[str, ...], seconds: float = 30) -> str:
+    """The server's log, once it holds every part: a request's line is written after its answer is sent."""
+    deadline = time.monotonic() + seconds
+    while True:
+        log = open(path, encoding="utf-8").read()
+        if all(part in log for part in parts) or time.monotonic() > deadline:
+            return log
+        time.sleep(0.1)
+
+
 def test_it_says_when_ready_on_loopback_and_lists_its_models(kbench_server):
     assert kbench_server.base_url.startswith("http://127.0.0.1:") and "ready at" in kbench_server.banner
     ids = [m["id"] for m in get(f"{kbench_server.base_url}/models")["data"]]
@@ -82,9 +92,10 @@ def test_chat_completions_come_from_smollm2_with_token_usage(kbench_server, monk
     usage = answer["usage"]
     assert usage["prompt_tokens"] > 3 and 1 <= usage["completion_tokens"] <= 8
     # one request log line on stderr: route, status, seconds, model and tokens; never the key
-    log = open(kbench_server.log_path, encoding="utf-8").read()
-    assert (f"POST /v1/chat/completions 200 in " in log and f"(model SmolLM2-135M-Instruct, {usage['prompt_tokens']} "
-            f"prompt + {usage['completion_tokens']} completion tokens)" in log)
+    expected = (f"POST /v1/chat/completions 200 in ", f"(model SmolLM2-135M-Instruct, {usage['prompt_tokens']} "
+                f"prompt + {usage['completion_tokens']} completion tokens)")
+    log = wait_for_log(kbench_server.log_path, expected)
+    assert all(part in log for part in expected), log[-2000:]
     assert SECRET not in log
     assert "1 torch thread)" in kbench_server.banner  # --threads 1 unless asked otherwise
 
