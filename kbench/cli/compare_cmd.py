@@ -292,7 +292,9 @@ def metric_table(comparison, metric: str, test: str, thin: set[str] = frozenset(
     rows = []
     for rank in comparison.ranking(metric).itertuples():
         r = table.loc[rank.config]
-        vs_best = "best" if rank.vs_best == "best" else f"{rank.vs_best} (p {compare.report.format_p(rank.p_vs_best_adjusted)})"
+        vs_best = compare.report.SHORT_VERDICTS[rank.vs_best]
+        if rank.vs_best != "best":
+            vs_best += f" (p {compare.report.format_p(rank.p_vs_best_adjusted)})"
         rows.append([rank.rank, rank.config + (" (baseline)" if r["baseline"] else "")
                      + (" †" if rank.config in thin else ""), r["mean"], r["ci_low"],
                      r["ci_high"], vs_best, "–" if r["baseline"] else f"{r['diff']:+.4f}",

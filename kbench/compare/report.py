@@ -29,6 +29,7 @@ from kbench.evaluation.directions import lower_is_better
 TEST_NAMES = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test", "randomization": "paired randomization test"}
 VERDICTS = {"best": "best", "tied": "not told apart from the best", "worse": "worse than the best"}  # "tied": the
 # code a ranking row carries; shown in words that never read "as good"
+SHORT_VERDICTS = {"best": "best", "tied": "not told apart", "worse": "worse"}  # under a "vs best" column header
 
 
 def _fmt(x: float, digits: int = 4) -> str:
