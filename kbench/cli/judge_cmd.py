@@ -69,7 +69,7 @@ def run_judge(args) -> int:
     policy = llm.LLMPolicy(**{k: v for k, v in (("timeout_s", args.timeout_s), ("concurrency", args.concurrency),
                                                 ("min_usable", args.min_usable), ("max_retries", args.max_retries))
                               if v is not None}, allow_partial=args.allow_partial)
-    endpoint = llm.Endpoint("judge", args.base_url, args.model, args.api_key_env)
+    endpoint = llm.Endpoint("judge", args.base_url, args.model, args.api_key_env, base_url_option="--base-url")
     with llm.LLMClient(endpoint, stage="judge", policy=policy, cache_root=workspace_dir(args.workspace) / "cache",
                        cache_params={"prompt_sha256": PROMPT_SHA256}) as client:
         client.check_endpoint()  # before the runs are read and pooled: a dead port is one line in seconds

@@ -182,7 +182,7 @@ class LLMClient:
         except (httpx.ConnectError, httpx.ConnectTimeout) as e:
             raise self._stop(EndpointUnreachableError(
                 f"{section}: cannot connect to {shown} ({type(e).__name__}: {e}); start the endpoint (for a local "
-                f"one: `kbench serve`) or fix {section}.base_url")) from None
+                f"one: `kbench serve`) or fix {self.endpoint.base_url_setting}")) from None
         except httpx.TransportError:  # connected, then slow or cut: the endpoint is there (a busy local server)
             response = None
         if response is not None and response.status_code in (401, 403):
@@ -217,7 +217,7 @@ class LLMClient:
                 except (httpx.ConnectError, httpx.ConnectTimeout) as e:
                     raise self._stop(EndpointUnreachableError(
                         f"{section}: cannot connect to {self.endpoint.shown_url} ({type(e).__name__}: {e}); start the "
-                        f"endpoint (for a local one: `kbench serve`) or fix {section}.base_url")) from None
+                        f"endpoint (for a local one: `kbench serve`) or fix {self.endpoint.base_url_setting}")) from None
                 except httpx.TimeoutException:
                     raise _Retryable(f"no response within {self.policy.timeout_s:g} s") from None
                 except httpx.TransportError as e:

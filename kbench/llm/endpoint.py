@@ -16,6 +16,12 @@ class Endpoint:
     model: str | None
     api_key_env: str = "OPENAI_API_KEY"
     kind: str = "chat"  # "chat" or "embeddings": which model the messages ask for
+    base_url_option: str | None = None  # a command's flag (--base-url) where the URL came from its arguments
+
+    @property
+    def base_url_setting(self) -> str:
+        """What a user changes to point the stage elsewhere: the command's flag, or ``<section>.base_url``."""
+        return self.base_url_option or f"{self.section}.base_url"
 
     @property
     def url(self) -> str | None:

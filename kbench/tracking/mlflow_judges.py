@@ -117,7 +117,8 @@ def judged_frame(traces: list, scorers: list[str]):
 def check_judge_endpoint(env: dict[str, str], model: str, policy: LLMPolicy) -> None:
     """The endpoint answers and takes the key, before any trace is read or judged (LLMClient.check_endpoint)."""
     with _environment({"KBENCH_MLFLOW_JUDGE_KEY": env["OPENAI_API_KEY"]}):
-        endpoint = Endpoint("mlflow-judge", env["OPENAI_BASE_URL"], model, "KBENCH_MLFLOW_JUDGE_KEY")
+        endpoint = Endpoint("mlflow-judge", env["OPENAI_BASE_URL"], model, "KBENCH_MLFLOW_JUDGE_KEY",
+                            base_url_option="--base-url")
         with LLMClient(endpoint, stage="mlflow_judge", policy=policy) as client:
             client.check_endpoint()
 

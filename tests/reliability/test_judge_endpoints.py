@@ -69,7 +69,7 @@ def test_server_down(logged):
         port = s.getsockname()[1]
     done, out = judge(logged, f"http://127.0.0.1:{port}/v1")
     # checked before the runs are pooled (issue 42.7/45): the endpoint, in one line, before any work
-    assert_refused(done, out, f"judge: cannot connect to http://127.0.0.1:{port}/v1", "kbench serve")
+    assert_refused(done, out, f"judge: cannot connect to http://127.0.0.1:{port}/v1", "kbench serve", "fix --base-url")
 
 
 def test_http_500_on_every_request(logged, faulty):

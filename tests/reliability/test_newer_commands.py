@@ -64,6 +64,6 @@ def test_synthetic_llm_with_the_server_down_blames_the_server_not_the_documents(
         "--workspace", str(tmp_path / "ws"), cwd=tmp_path, timeout=120, env={"KBENCH_TEST_SYNTHETIC_KEY": "x"})
     assert done.code == 2, done.err[-2000:]
     (line,) = error_lines(done.err)
-    assert f"cannot connect to http://127.0.0.1:{port}/v1" in line and "synthetic.base_url" in line, line
+    assert f"cannot connect to http://127.0.0.1:{port}/v1" in line and "fix --base-url" in line, line
     assert "documents" not in line and "start the endpoint" in line, line  # checked before a document is read
     assert not (tmp_path / "set").exists() and not list(tmp_path.glob(".partial-*"))

@@ -192,7 +192,7 @@ def test_mlflow_judge_checks_the_endpoint_first_and_holds_the_floor(workspace, c
               "--tracking-uri", result.tracking_uri])
     assert exit_.value.code == 2 and time.perf_counter() - started < 10
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith(f"kbench: error: mlflow-judge: cannot connect to {dead}")
+    assert line.startswith(f"kbench: error: mlflow-judge: cannot connect to {dead}") and line.endswith("--base-url")
     untouched(result, before)
 
     judge_server.reply = lambda prompt: "The document seems to talk about the question in some ways."  # prose

@@ -126,7 +126,8 @@ def build_from_source(source: str, out: str | Path, *, method: str, seed: int = 
 
 
 def llm_endpoint(options: LLMOptions) -> Endpoint:
-    return Endpoint("synthetic", options.base_url, options.model, options.api_key_env)
+    return Endpoint("synthetic", options.base_url, options.model, options.api_key_env,
+                    base_url_option="--base-url")
 
 
 def llm_policy(options: LLMOptions) -> LLMPolicy:
