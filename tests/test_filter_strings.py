@@ -2,6 +2,8 @@
 ``kbench.filter_strings.literal``; each command that takes a name is run with hostile names."""
 from __future__ import annotations
 
+import shlex
+
 import pytest
 from mlflow.utils.search_utils import SearchEvaluationDatasetsUtils, SearchUtils
 
@@ -32,8 +34,12 @@ def test_publish_and_read_back_questions_under_hostile_names(workspace, capsys):
     for name in ("o'brien", "x' OR name LIKE '%"):
         assert main(["datasets", "publish", "demo", "--name", name, "--workspace", str(workspace),
                      "--tracking-uri", uri]) == 0
-        assert "published 98 questions of demo" in capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert "published 98 questions of demo" in out
         assert len(question_records(name, uri)) == 98  # found by its exact name, once
+        # the read-back hint is one a shell takes as written: the name arrives whole
+        hint = out.split("a run reads them back with: ", 1)[1].splitlines()[0]
+        assert shlex.split(hint)[:2] == ["--set", f"dataset.questions_from={name}"], hint
     with pytest.raises(SystemExit) as exit_:
         main(["datasets", "publish", "demo", "--name", "both ' and \"", "--workspace", str(workspace),
               "--tracking-uri", uri])

@@ -3,6 +3,7 @@ publish DATASET [--name NAME]"""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -204,6 +205,8 @@ def publish_cmd(args) -> int:
     if published.merged:
         print(f"note: {published.merged} questions repeat another's text; MLflow keys records by their inputs and "
               "keeps one of each")
-    print(f"a run reads them back with: --set dataset.questions_from={name}"
-          + ("" if args.tracking_uri is None else f" --set dataset.questions_tracking_uri={client.tracking_uri}"))
+    read_back = ["--set", f"dataset.questions_from={name}"]  # quoted for a shell: a name may hold quotes or spaces
+    if args.tracking_uri is not None:
+        read_back += ["--set", f"dataset.questions_tracking_uri={client.tracking_uri}"]
+    print(f"a run reads them back with: {shlex.join(read_back)}")
     return 0
