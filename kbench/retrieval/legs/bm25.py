@@ -18,6 +18,14 @@ queries is one sparse product; documents sharing no term with the query score 0 
 ``regex``, serves the other types): each chunk is analyzed by its document's tokenizer, all of them share
 one index (one vocabulary, idf and average length), and a query is analyzed once per tokenizer, each
 chunk scored with the query terms of its own tokenizer.
+
+``language`` (english, french, german, portuguese, russian, spanish) picks the analyzer of that language: the
+current Snowball stemmer of the language (PyStemmer, ``snowball_<language>``) and PostgreSQL's stop list of it,
+so the leg stems "requêtes" as French. ``none`` is for text no stemmer serves, above all Chinese, Japanese and
+Korean: no stemming, no stop words, and every CJK run as character bigrams (kbench/retrieval/text/tokenizers.py),
+so a line of Japanese is many terms, not one. A ``stemmer`` or ``stopwords`` set away from its default
+(snowball_english, english) beside ``language`` wins.
+Unset, the leg analyzes as it always has (``stemmer`` and ``stopwords``, English by default) and keeps its run key.
 """
 from __future__ import annotations
 
@@ -31,16 +39,18 @@ from kbench.records import Query
 from kbench.registry import StrictModel
 from kbench.retrieval.contracts import Leg, LegResult, SearchContext
 from kbench.retrieval.registry import LEGS
+from kbench.retrieval.text.stemmers import LANGUAGES, STEMMER_NAMES
 from kbench.retrieval.text.stopwords import resolve_list_path
 from kbench.retrieval.text.tokenizers import Analyzer
 
 sp = lazy_module("scipy.sparse")  # half a second to import: a config naming bm25 is checked without it
 
 TokenizerName = Literal["regex", "word", "postgres", "code"]
+Language = Literal["english", *LANGUAGES, "none"]  # type: ignore[valid-type]
 
 
 class BM25Params(StrictModel):
-    late_knobs = {"keep_whole": True}  # added later: at True, configs keep the run keys they had
+    late_knobs = {"keep_whole": True, "language": None}  # added later: at these, configs keep the run keys they had
     k1: float = Field(1.2, ge=0, description="term-frequency saturation (Lucene 1.2, rank_bm25 and bm25s 1.5)")
     b: float = Field(0.75, ge=0, le=1, description="document-length normalization, 0 = none, 1 = full")
     idf: Literal["lucene", "okapi_epsilon", "rank_bm25"] = Field(
@@ -53,11 +63,18 @@ class BM25Params(StrictModel):
         "{code: code, default: regex}")
     token_pattern: str = Field(r"\w+", description="regex tokenizer: what one token matches")
     lowercase: bool = Field(True, description="lowercase tokens before stemming and stop words")
-    stemmer: Literal["none", "snowball_english", "postgres_english"] = Field(
+    stemmer: Literal[STEMMER_NAMES] = Field(  # type: ignore[valid-type]
         "snowball_english", description="snowball_english: current Snowball (PyStemmer); postgres_english: "
-        "the Snowball English PostgreSQL compiles in")
+        "the Snowball English PostgreSQL compiles in; likewise snowball_<language> and postgres_<language> for "
+        "french, german, portuguese, russian, spanish")
     stopwords: str = Field("english", description="none | english: PostgreSQL's english.stop (127 words) | lucene: "
-                           "Lucene's, Elasticsearch's and bm25s' English list (33 words) | a file, one word per line")
+                           "Lucene's, Elasticsearch's and bm25s' English list (33 words) | french | german | "
+                           "portuguese | russian | spanish: PostgreSQL's list | a file, one word per line")
+    language: Language | None = Field(
+        None, description="the analyzer of a language: its current Snowball stemmer (snowball_<language>) and "
+        "PostgreSQL's stop list of it; none: no stemming, no stop words, and runs of Chinese, Japanese or Korean "
+        "as overlapping character bigrams (a line of Japanese is many terms, not one); a stemmer or stopwords "
+        "other than its default wins; null = stemmer and stopwords alone (English by default)")
     keep_whole: bool = Field(True, description="code tokenizer: keep each identifier beside its parts; false: the "
                                                "parts only")
 
@@ -79,8 +96,23 @@ class BM25Params(StrictModel):
         """The analyzer of ``tokenizer`` (default: the one tokenizer this leg names) with this leg's knobs."""
         if tokenizer is None and isinstance(self.tokenizer, dict):
             raise ValueError("tokenizer names one per document type; ask for one of them")
-        return Analyzer(tokenizer or self.tokenizer, self.token_pattern, self.lowercase, self.stopwords, self.stemmer,
-                        self.keep_whole)
+        return Analyzer(tokenizer or self.tokenizer, self.token_pattern, self.lowercase, self.analyzer_stopwords,
+                        self.analyzer_stemmer, self.keep_whole, cjk=self.language == "none")
+
+    @property
+    def analyzer_stemmer(self) -> str:
+        """``stemmer`` if set away from its default, else the language's (see the module doc). A config's leg
+        params arrive as a dict with every default filled in, so "given" can only mean "not the default"."""
+        if self.language is None or self.stemmer != BM25Params.model_fields["stemmer"].default:
+            return self.stemmer
+        return "none" if self.language == "none" else f"snowball_{self.language}"
+
+    @property
+    def analyzer_stopwords(self) -> str:
+        """``stopwords`` if set away from its default, else the language's list."""
+        if self.language is None or self.stopwords != BM25Params.model_fields["stopwords"].default:
+            return self.stopwords
+        return self.language  # none, english and each language name a list of stopwords.py
 
     def tokenizer_of(self, doc_type: str) -> str:
         if isinstance(self.tokenizer, str):

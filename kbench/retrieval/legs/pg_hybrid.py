@@ -15,12 +15,13 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from kbench.records import Query
 from kbench.registry import StrictModel
 from kbench.retrieval.contracts import Leg, LegResult, SearchContext
 from kbench.retrieval.registry import LEGS
+from kbench.retrieval.text.pg_tsearch import POSTGRES_CONFIG_NAMES
 
 
 class PgHybridParams(StrictModel):
@@ -29,7 +30,16 @@ class PgHybridParams(StrictModel):
         "the Archon replication guide; rrf_supabase: Supabase)")
     similarity_threshold: float = Field(0.05, description="archon_weighted: vector hits need cosine > this")
     rrf_k: int = Field(10, ge=0, description="rrf_supabase: the k in 1/(k + value)")
-    query_lang: str = Field("english", description="rrf_supabase: text search configuration (Supabase's default: simple)")
+    query_lang: str = Field("english", description="rrf_supabase: text search configuration, one PostgreSQL ships "
+                            "(simple, english, french, german, spanish, ...; Supabase's default: simple)")
+
+    @field_validator("query_lang")
+    @classmethod
+    def _postgres_config(cls, value: str) -> str:
+        if value not in POSTGRES_CONFIG_NAMES:  # PostgreSQL would fail each query with 'does not exist'
+            raise ValueError(f"query_lang {value!r} is not a text search configuration PostgreSQL ships; give one "
+                             f"of {', '.join(POSTGRES_CONFIG_NAMES)}")
+        return value
 
 
 @LEGS.register("pg_hybrid", PgHybridParams)

@@ -12,8 +12,10 @@ parity test checks them against a real server). A quirk it keeps on purpose: pla
 query word, so a long natural-language question matches only documents containing *all* its words — on
 SciFact most test claims match nothing and the leg returns an empty list for them.
 
-Knobs: the configuration (``english``, or ``simple``: no stemming, no stop words), its stop words (``stopwords``:
-the configuration's own by default, or none, english, lucene or a file, as a custom dictionary would give), the
+Knobs: the configuration (``english``, ``french``, ``german``, ``portuguese``, ``russian``, ``spanish``: that
+language's Snowball stemmer and stop list as PostgreSQL builds them; or ``simple``: no stemming, no stop words;
+the Supabase function's ``query_lang``), its stop words (``stopwords``: the configuration's own by default, or
+a list name or a file, as a custom dictionary would give), the
 query parser (``plainto`` as production; ``or``: the same lexemes ORed, to measure what the AND costs;
 ``websearch_or``: ``websearch_to_tsquery(config, 'w1 or w2 or ...')`` over the question's words, the OR query
 application code commonly builds, kbench/retrieval/text/pg_websearch.py), the rank function and PostgreSQL's
@@ -39,11 +41,14 @@ from kbench.retrieval.text.stopwords import resolve_list_path
 
 class PostgresFtsParams(StrictModel):
     late_knobs = {"stopwords": None}  # added later: unset, configs keep the run keys they had
-    config: Literal["english", "simple"] = Field(
-        "english", description="text search configuration of to_tsvector and the query (Supabase passes 'simple')")
+    config: Literal["english", "simple", "french", "german", "portuguese", "russian", "spanish"] = Field(
+        "english", description="text search configuration of to_tsvector and the query, as PostgreSQL names it (the "
+        "Supabase function's query_lang, 'simple' by default): simple (lowercase only), or a language: its Snowball "
+        "stemmer and stop list as PostgreSQL 18 builds them (russian stems ASCII words as english)")
     stopwords: str | None = Field(
         None, description="the word dictionary's stop list: null = the configuration's own (english: english.stop, "
-                          "127 words; simple: none) | none | english | lucene (33 words) | a file, one word per line")
+                          "127 words; french: french.stop...; simple: none) | none | english | lucene (33 words) | "
+                          "french | german | portuguese | russian | spanish | a file, one word per line")
     query_parser: Literal["plainto", "or", "websearch_or"] = Field(
         "plainto", description="plainto: plainto_tsquery, every lexeme ANDed (production); or: the same lexemes ORed; "
                                "websearch_or: websearch_to_tsquery(config, 'w1 or w2 or ...') over the question's words")

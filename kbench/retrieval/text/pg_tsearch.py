@@ -3,9 +3,10 @@
 What each function reproduces (PostgreSQL 18 sources: ts_parse.c, to_tsany.c, dict_snowball.c, tsrank.c):
 
 - ``to_tsvector(config, text)``: the default parser's tokens (:mod:`pg_parser`); each token type mapped to a
-  dictionary by the configuration. ``english``: words and word parts -> ``english_stem`` (lowercase; a
-  stop word from PostgreSQL's english.stop yields nothing; else the Snowball English stem as PostgreSQL
-  compiles it, see :mod:`stemmers` ``postgres_english``); numbers, number-words,
+  dictionary by the configuration. ``english`` (likewise ``french``, ``german``, ``portuguese``, ``russian``,
+  ``spanish``): words and word parts -> ``english_stem`` (lowercase; a stop word from PostgreSQL's
+  english.stop yields nothing; else the Snowball English stem as PostgreSQL compiles it, see :mod:`stemmers`
+  ``postgres_english``; ``russian`` sends ASCII words to english_stem); numbers, number-words,
   emails, hosts, URLs, paths, versions -> ``simple`` (lowercase, kept); blanks, tags, protocols and XML
   entities are not mapped and are skipped without a position. Every mapped token takes the next position,
   *including stop words*, so "effect of the drug" gives effect:1 drug:4. Positions stop growing at 16383, a
@@ -46,7 +47,7 @@ from typing import Callable, Union
 
 from kbench.retrieval.text import pg_parser as P
 from kbench.retrieval.text.stemmers import make_stemmer
-from kbench.retrieval.text.stopwords import ENGLISH_STOP_WORDS, stop_words
+from kbench.retrieval.text.stopwords import stop_words
 
 MAX_POSITION = (1 << 14) - 1  # MAXENTRYPOS - 1: positions beyond are clamped to this
 MAX_POSITIONS_PER_LEXEME = 255  # MAXNUMPOS - 1
@@ -56,18 +57,39 @@ DEFAULT_WEIGHTS = (0.1, 0.2, 0.4, 1.0)  # {D, C, B, A}, as float4 in tsrank.c
 TsVector = dict[str, tuple[int, ...]]
 
 # --------------------------------------------------------------------------- configurations
-_STEM = "english_stem"
 _SIMPLE = "simple"
-# Token type -> dictionary, as `\dF+ english` lists it. Unlisted types (blank, tag, protocol, entity) are skipped.
-ENGLISH_MAPPING: dict[int, str] = {
-    P.ASCIIWORD: _STEM, P.WORD: _STEM, P.ASCIIHWORD: _STEM, P.HWORD: _STEM, P.ASCIIPARTHWORD: _STEM,
-    P.PARTHWORD: _STEM, P.NUMWORD: _SIMPLE, P.NUMHWORD: _SIMPLE, P.NUMPARTHWORD: _SIMPLE, P.EMAIL: _SIMPLE,
-    P.URL: _SIMPLE, P.HOST: _SIMPLE, P.URLPATH: _SIMPLE, P.FILEPATH: _SIMPLE, P.SCIENTIFIC: _SIMPLE,
-    P.DECIMAL: _SIMPLE, P.SIGNEDINT: _SIMPLE, P.UNSIGNEDINT: _SIMPLE, P.VERSION: _SIMPLE,
-}
+# PostgreSQL's configurations of a language with a Snowball dictionary <language>_stem (stemmer and stop list)
+LANGUAGE_CONFIGS = ("english", "french", "german", "portuguese", "russian", "spanish")
+_WORD_TYPES = (P.ASCIIWORD, P.WORD, P.ASCIIHWORD, P.HWORD, P.ASCIIPARTHWORD, P.PARTHWORD)
+_ASCII_WORD_TYPES = (P.ASCIIWORD, P.ASCIIHWORD, P.ASCIIPARTHWORD)
+_OTHER_TYPES = (P.NUMWORD, P.NUMHWORD, P.NUMPARTHWORD, P.EMAIL, P.URL, P.HOST, P.URLPATH, P.FILEPATH, P.SCIENTIFIC,
+                P.DECIMAL, P.SIGNEDINT, P.UNSIGNEDINT, P.VERSION)
+
+
+def language_mapping(language: str) -> dict[int, str]:
+    """Token type -> dictionary, as ``\\dF+ <language>`` lists it: words and word parts -> <language>_stem,
+    numbers, emails, hosts, URLs, paths, versions -> simple; blank, tag, protocol and entity are unmapped.
+    PostgreSQL's snowball_create.sql gives a language of a non-Latin alphabet (russian here) english_stem for
+    its ASCII words (asciiword, asciihword, hword_asciipart), so "FastAPI" is stemmed as English there."""
+    mapping = {t: f"{language}_stem" for t in _WORD_TYPES}
+    if language == "russian":
+        mapping.update({t: "english_stem" for t in _ASCII_WORD_TYPES})
+    mapping.update({t: _SIMPLE for t in _OTHER_TYPES})
+    return mapping
+
+
+ENGLISH_MAPPING: dict[int, str] = language_mapping("english")
 # The `simple` configuration maps the same token types, all to the simple dictionary.
 SIMPLE_MAPPING: dict[int, str] = {t: _SIMPLE for t in ENGLISH_MAPPING}
-CONFIGS = {"english": ENGLISH_MAPPING, "simple": SIMPLE_MAPPING}
+CONFIGS: dict[str, dict[int, str]] = {"simple": SIMPLE_MAPPING,
+                                      **{language: language_mapping(language) for language in LANGUAGE_CONFIGS}}
+# Every text search configuration PostgreSQL 15-18 ships (pg_ts_config), emulated or not: what a query_lang
+# given to a production SQL function run inside PostgreSQL (pg_hybrid) may name.
+POSTGRES_CONFIG_NAMES = (
+    "arabic", "armenian", "basque", "catalan", "danish", "dutch", "english", "estonian", "finnish", "french",
+    "german", "greek", "hindi", "hungarian", "indonesian", "irish", "italian", "lithuanian", "nepali", "norwegian",
+    "portuguese", "romanian", "russian", "serbian", "simple", "spanish", "swedish", "tamil", "turkish", "yiddish",
+)
 
 _LOWER_EXCEPTIONS = {"\u0130": "i"}  # towlower maps one code point to one; Python's lower() gives "i̇"
 
@@ -86,11 +108,13 @@ def pg_lower(text: str) -> str:
 class TextSearchConfig:
     """A text search configuration (parser + token-type -> dictionary map), with per-instance caches.
 
-    ``stopwords`` (kbench/retrieval/text/stopwords.py: none, english, lucene or a file) replaces the stop list
-    of the configuration's word dictionary, as ``CREATE TEXT SEARCH DICTIONARY ... (TEMPLATE = snowball,
-    Language = english, StopWords = <list>)`` mapped in place of ``english_stem`` would (``simple``: a simple
-    dictionary with that StopWords, mapped for every token type). None: the configuration's own (english:
-    english.stop; simple: none). A stop word still takes its position."""
+    A ``<language>_stem`` dictionary lowercases, drops a word of PostgreSQL's ``<language>.stop`` and stems the
+    rest with the Snowball stemmer PostgreSQL compiles in (kbench/retrieval/text/stemmers.py,
+    ``postgres_<language>``). ``stopwords`` (kbench/retrieval/text/stopwords.py: a list name or a file)
+    replaces the stop list of the configuration's word dictionaries, as ``CREATE TEXT SEARCH DICTIONARY ...
+    (TEMPLATE = snowball, Language = <language>, StopWords = <list>)`` mapped in their place would (``simple``:
+    a simple dictionary with that StopWords, mapped for every token type). None: the configuration's own
+    (<language>.stop; simple: none). A stop word still takes its position."""
 
     def __init__(self, name: str = "english", stopwords: str | None = None):
         if name not in CONFIGS:
@@ -98,13 +122,15 @@ class TextSearchConfig:
         self.name = name
         self.mapping = CONFIGS[name]
         self.parser = P.PgParser()
-        self._stem = make_stemmer("postgres_english")
+        languages = [d.removesuffix("_stem") for d in dict.fromkeys(self.mapping.values()) if d != _SIMPLE]
+        self._stems = {f"{language}_stem": make_stemmer(f"postgres_{language}") for language in languages}
         if stopwords is None:
-            self._stop = frozenset(ENGLISH_STOP_WORDS)
+            self._stops = {f"{language}_stem": stop_words(language) for language in languages}
             self._simple_stop: frozenset[str] = frozenset()
         else:  # PostgreSQL lowercases a stop file's words as it reads them
-            self._stop = stop_words(stopwords, lowercase=True)
-            self._simple_stop = self._stop if name == "simple" else frozenset()
+            custom = stop_words(stopwords, lowercase=True)
+            self._stops = {f"{language}_stem": custom for language in languages}
+            self._simple_stop = custom if name == "simple" else frozenset()
         self._lexize_cache: dict[tuple[str, str], str | None] = {}
 
     def lexize(self, dictionary: str, token: str) -> str | None:
@@ -118,10 +144,10 @@ class TextSearchConfig:
             result = None if low in self._simple_stop else low
         elif len(token.encode("utf-8")) > 1000:
             result = low  # dict_snowball passes very long strings through unstemmed
-        elif not low or low in self._stop:
+        elif not low or low in self._stops[dictionary]:
             result = None
         else:
-            result = self._stem([low])[0]
+            result = self._stems[dictionary]([low])[0]
         self._lexize_cache[key] = result
         return result
 

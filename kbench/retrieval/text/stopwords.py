@@ -1,4 +1,5 @@
-"""Stop word lists: ``none``, ``english``, ``lucene``, or a file of one word per line.
+"""Stop word lists: ``none``, ``english``, ``lucene``, a language (``french``, ``german``, ``portuguese``,
+``russian``, ``spanish``), or a file of one word per line.
 
 - ``english``: Snowball's English list exactly as PostgreSQL ships it (``share/tsearch_data/english.stop``, used
   by the ``english_stem`` dictionary): 127 lowercase words, in the file's order. The default of both keyword
@@ -6,6 +7,10 @@
 - ``lucene``: the 33 words of Lucene's and Elasticsearch's English analyzer
   (``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET``), which is also bm25s' ``"en"`` list (``bm25s/stopwords.py``,
   ``STOPWORDS_EN``, bm25s 0.3.16), so a leg given ``lucene`` removes what those tools remove.
+- ``french``, ``german``, ``portuguese``, ``russian``, ``spanish``: PostgreSQL's own list of that language
+  (``share/tsearch_data/<language>.stop``, used by its ``<language>_stem`` dictionary), shipped as package data
+  in kbench/retrieval/text/stop_lists/ and read as PostgreSQL's readstoplist() reads it (one word a line,
+  lowercased, blank lines skipped).
 - a file: a path (relative to the current folder) to a UTF-8 text file, one word per line; blank lines and lines
   starting with ``#`` are skipped. It is read once when the config validates, at most ``MAX_FILE_BYTES``; any
   fault is one ``ValueError`` naming the file and the line. The run key hashes the list's words, not the path
@@ -42,13 +47,26 @@ LUCENE_STOP_WORDS: tuple[str, ...] = (
     "will", "with",
 )
 
+# PostgreSQL's lists of the languages whose text search configurations are emulated (pg_tsearch.py)
+POSTGRES_LIST_LANGUAGES = ("french", "german", "portuguese", "russian", "spanish")
+_LIST_FOLDER = Path(__file__).with_name("stop_lists")
+
+
+def postgres_stop_list(language: str) -> tuple[str, ...]:
+    """PostgreSQL's ``<language>.stop``, in file order: each line stripped and lowercased, blank ones skipped."""
+    text = (_LIST_FOLDER / f"{language}.stop").read_text(encoding="utf-8")
+    return tuple(line.strip().lower() for line in text.splitlines() if line.strip())
+
+
 STOP_WORD_LISTS: dict[str, frozenset[str]] = {
     "none": frozenset(),
     "english": frozenset(ENGLISH_STOP_WORDS),
     "lucene": frozenset(LUCENE_STOP_WORDS),
+    **{language: frozenset(postgres_stop_list(language)) for language in POSTGRES_LIST_LANGUAGES},
 }
 MAX_FILE_BYTES = 1 << 20  # a stop list has tens to a few thousand words; a megabyte is far beyond any
-FILE_HINT = "give none, english, lucene, or a UTF-8 file of one word per line (at most 1 MiB)"
+FILE_HINT = ("give none, english, lucene, french, german, portuguese, russian, spanish, or a UTF-8 file of one "
+             "word per line (at most 1 MiB)")
 
 
 class StopWordsError(UserError, ValueError):

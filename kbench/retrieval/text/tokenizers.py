@@ -11,8 +11,15 @@ Tokenizers:
   sees the case; ``lowercase`` then applies to every token. ``keep_whole: false`` emits the parts only (an
   identifier of one part is its own part), as code-search baselines that split identifiers do.
 
-Stop words (kbench/retrieval/text/stopwords.py: none, english, lucene or a file) are removed before stemming
-(they are listed as surface forms).
+Stop words (kbench/retrieval/text/stopwords.py: a list name or a file) are removed before stemming (they are
+listed as surface forms).
+
+CJK bigrams (``cjk_bigrams``, what the bm25 leg's ``language: none`` turns on): Chinese, Japanese and Korean
+write words without spaces between them (Korean separates phrases, not morphemes), so ``\\w+`` takes a whole
+line of Japanese for one token and BM25 then matches only identical lines. Each token is cut where the script
+changes, and every run of Han, Hiragana, Katakana or Hangul characters becomes its overlapping character
+bigrams (a run of one character stays itself): "FastAPIを使う" -> fastapi, を使, 使う. This is what Lucene's
+and Elasticsearch's CJK analyzer (CJKBigramFilter) indexes; it needs no dictionary or model.
 """
 from __future__ import annotations
 
@@ -26,6 +33,27 @@ from kbench.retrieval.text.stopwords import stop_words
 
 TOKENIZER_NAMES = ("regex", "word", "postgres", "code")
 IDENTIFIER = re.compile(r"\w+")
+# Han (with extension A and compatibility ideographs), Hiragana, Katakana (and its phonetic extensions and
+# half-width forms), Hangul syllables and jamo: the scripts CJKBigramFilter bigrams
+CJK_RUN = re.compile("([\u1100-\u11ff\u3040-\u309f\u30a0-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
+                     "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]+)")
+
+
+def cjk_bigrams(tokens: list[str]) -> list[str]:
+    """Each token cut at CJK runs; a CJK run becomes its character bigrams, other pieces stay whole."""
+    out: list[str] = []
+    for token in tokens:
+        if token.isascii():
+            out.append(token)
+            continue
+        for i, piece in enumerate(CJK_RUN.split(token)):  # odd pieces are the CJK runs
+            if not piece:
+                continue
+            if i % 2 and len(piece) > 1:
+                out.extend(piece[j:j + 2] for j in range(len(piece) - 1))
+            else:
+                out.append(piece)
+    return out
 
 
 def _kind(char: str) -> str:
@@ -90,12 +118,14 @@ class Analyzer:
     stopwords: str = "english"
     stemmer: str = "snowball_english"
     keep_whole: bool = True  # code tokenizer: each identifier beside its parts (False: parts only)
+    cjk: bool = False  # CJK runs as character bigrams (see the module doc)
     _tokenize: Callable[[str], list[str]] = field(init=False, repr=False)
     _stop: frozenset[str] = field(init=False, repr=False)
     _stem: Callable[[list[str]], list[str]] = field(init=False, repr=False)
 
     def __post_init__(self):
-        self._tokenize = make_tokenizer(self.tokenizer, self.token_pattern, self.keep_whole)
+        tokenize = make_tokenizer(self.tokenizer, self.token_pattern, self.keep_whole)
+        self._tokenize = (lambda text: cjk_bigrams(tokenize(text))) if self.cjk else tokenize
         self._stop = stop_words(self.stopwords, self.lowercase)
         self._stem = make_stemmer(self.stemmer)
 
