@@ -21,6 +21,10 @@ What a child must not inherit from the server, and how it does not:
 - random state: ``random`` reseeds itself after a fork; numpy's and torch's global generators are reseeded here;
 - its listening socket and the other clients' connections: closed;
 - cwd, os.environ (C-level too, through ``os.environ``), umask: the client's.
+- settings libraries read once at import: the server sets what ``console_main`` sets before any library is
+  imported (``quiet_libraries()``: no model-loading bars, MLflow at WARNING) before its preloads, as a real `kbench`
+  process has them; tqdm reads ``TQDM_*`` (``--quiet`` sets TQDM_DISABLE) when a child's bar starts, not when the
+  server imported it (``read_tqdm_settings_when_used``), so `--quiet` shows no bar here either;
 What it does inherit and a fresh process would not: the hash seed of str (PYTHONHASHSEED) and whatever the
 preloaded imports printed once (the server's stderr, not the page's: they print nothing today).
 
@@ -28,8 +32,8 @@ A client that dies (the page's timeout kills its process group with SIGKILL) clo
 kills the child's process group, so no child outlives its page. SIGINT, SIGTERM and SIGHUP sent to the client are
 forwarded to the child (SIGINT to its group, as a terminal's Ctrl-C reaches a foreground job).
 
-Run: ``python tests/docs/forkserver.py SOCKET`` (tests/docs/conftest.py starts one per xdist worker); it prints
-``ready`` on stdout when it listens.
+Run: ``python tests/docs/forkserver.py SOCKET [MODULE:FUNCTION]`` (``ForkServer`` starts one per xdist worker for
+tests/docs/test_commands.py); it prints ``ready`` on stdout when it listens.
 """
 from __future__ import annotations
 
@@ -49,6 +53,8 @@ import threading
 import time
 from pathlib import Path
 
+from kbench.cli.console import quiet_libraries
+
 # what the docs pages' `kbench` lines import, slowest first (python -X importtime of `kbench run
 # configs/quickstart.yaml`: sentence_transformers 3.9 s, mlflow.tracking 0.7 s, then the rest together ~1 s)
 PRELOAD = [
@@ -56,6 +62,7 @@ PRELOAD = [
     "mlflow.store.tracking.sqlalchemy_store", "matplotlib.figure", "pandas", "scipy.stats", "sklearn", "faiss",
     "kbench", "kbench.cli", "kbench.pipeline", "kbench.evaluation.stage", "kbench.tracking.mlflow_export",
 ]
+ENTRY = "kbench.cli:console_main"  # what the installed `kbench` script runs; tests/docs/test_forkserver.py a probe
 HEADER = struct.Struct("!I")  # length of the JSON request that follows
 
 
@@ -104,7 +111,7 @@ def exit_status(status: int) -> dict:
     return {"exit": os.WEXITSTATUS(status)}
 
 
-def serve(path: str, native_threads: int) -> None:
+def serve(path: str, native_threads: int, entry: str) -> None:
     """Accept clients until SIGTERM; fork a child per request; report each child's end to its client."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -159,7 +166,7 @@ def serve(path: str, native_threads: int) -> None:
                 os.close(wake_r)
                 os.close(wake_w)
                 conn.close()
-                raise BecomeChild(request, fds)
+                raise BecomeChild({**request, "entry": entry}, fds)
             _lead_its_group(pid)
             for fd in fds:
                 os.close(fd)
@@ -200,11 +207,12 @@ def become(request: dict, fds: list[int]) -> None:
     os.environ.update(request["env"])
     os.umask(request["umask"])
     reseed()
+    read_tqdm_settings_when_used()
     sys.argv = list(request["argv"])
     sys.path[0] = os.path.dirname(sys.argv[0])  # a script's folder leads sys.path: the real kbench's, not this one's
     sys.argv[0] = sys.argv[0].removesuffix(".exe")
-    from kbench.cli import console_main
-    code = run_like_python(console_main)
+    module, _, name = request["entry"].partition(":")
+    code = run_like_python(getattr(importlib.import_module(module), name))
     end_like_python(code)
 
 
@@ -246,6 +254,24 @@ def end_like_python(code: int | str) -> None:
     os._exit(code if isinstance(code, int) else 1)
 
 
+def read_tqdm_settings_when_used() -> None:
+    """tqdm applies ``TQDM_*`` variables to its bars when it is imported (tqdm.utils.envwrap); a `kbench` line
+    sets TQDM_DISABLE after the server imported tqdm, so here every bar reads them when it starts, as it would
+    have in a process that imported tqdm after they were set."""
+    if "tqdm.std" not in sys.modules:
+        return
+    from tqdm.std import tqdm
+    from tqdm.utils import envwrap
+    wrapped = tqdm.__dict__["__init__"]
+    raw = getattr(wrapped, "func", wrapped)  # envwrap gives a partialmethod around the real __init__
+    types = {"total": float, "ncols": int, "miniters": float, "position": int, "nrows": int}  # tqdm.std's own
+
+    def __init__(self, *args, **kwargs):
+        envwrap("tqdm", types=types)(raw)(self, *args, **kwargs)
+
+    tqdm.__init__ = __init__
+
+
 def reseed() -> None:
     """A fresh process's global generators differ from run to run; forked ones would all repeat the server's."""
     if "numpy" in sys.modules:
@@ -255,8 +281,9 @@ def reseed() -> None:
 
 
 def main(argv: list[str]) -> None:
-    path = argv[1]
+    path, entry = argv[1], argv[2] if len(argv) > 2 else ENTRY
     started = time.process_time()
+    quiet_libraries()  # before any library is imported, as console_main does (see the module's docstring)
     missing = preload(PRELOAD)
     if threading.active_count() != 1:
         sys.exit(f"forkserver: the preloads started {threading.active_count() - 1} Python threads; forking now "
@@ -267,7 +294,7 @@ def main(argv: list[str]) -> None:
           + (f" (not installed: {', '.join(missing)})" if missing else ""), file=sys.stderr, flush=True)
     server_pid, child = os.getpid(), None
     try:
-        serve(path, native_threads)
+        serve(path, native_threads, entry)
     except BecomeChild as forked:
         child = forked
     finally:
@@ -280,14 +307,14 @@ def main(argv: list[str]) -> None:
 class ForkServer:
     """A running fork server and the folder holding its `kbench` launcher (put it first on PATH), for tests."""
 
-    def __init__(self, env: dict[str, str], real_kbench: Path, timeout_s: float = 120):
+    def __init__(self, env: dict[str, str], real_kbench: Path, timeout_s: float = 120, entry: str = ENTRY):
         self.folder = Path(tempfile.mkdtemp(prefix="kbench-fork-"))  # short: a socket path has 108 bytes at most
         self.socket = self.folder / "sock"
         self.bin = self.folder / "bin"
         self.bin.mkdir()
         self.log = self.folder / "server.log"
         with open(self.log, "w", encoding="utf-8") as log:
-            self.process = subprocess.Popen([sys.executable, __file__, str(self.socket)], env=env, cwd=self.folder,
+            self.process = subprocess.Popen([sys.executable, __file__, str(self.socket), entry], env=env, cwd=self.folder,
                                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, text=True)
         ready = self.process.stdout.readline() if self._wait_readable(timeout_s) else ""
         if ready.strip() != "ready":

@@ -8,7 +8,7 @@ or kills itself with the signal that killed the child, so the shell sees what it
 
 When the server cannot be reached or refuses (it would fork from a threaded process), this process becomes the real
 `kbench` (exec), so a page still runs, only slower. Only the standard library: it starts in a few milliseconds.
-A launcher written by tests/docs/conftest.py runs ``main(SOCKET, REAL_KBENCH, THIS_BIN_DIR)``.
+A launcher written by ``ForkServer`` (tests/docs/forkserver.py) runs ``main(SOCKET, REAL_KBENCH, THIS_BIN_DIR)``.
 """
 from __future__ import annotations
 
