@@ -25,8 +25,11 @@ What a child must not inherit from the server, and how it does not:
   imported (``quiet_libraries()``: no model-loading bars, MLflow at WARNING) before its preloads, as a real `kbench`
   process has them; tqdm reads ``TQDM_*`` (``--quiet`` sets TQDM_DISABLE) when a child's bar starts, not when the
   server imported it (``read_tqdm_settings_when_used``), so `--quiet` shows no bar here either;
-What it does inherit and a fresh process would not: the hash seed of str (PYTHONHASHSEED) and whatever the
-preloaded imports printed once (the server's stderr, not the page's: they print nothing today).
+What it does inherit and a fresh process would not: the hash seed of str (PYTHONHASHSEED); whatever the preloaded
+imports printed once (the server's stderr, not the page's: they print nothing today); and Python's sys.stdin,
+sys.stdout and sys.stderr objects, which now write to the line's descriptors but whose buffering was chosen when the
+server started (the pages' PYTHONUNBUFFERED=1 makes them unbuffered, as it does in a real process). Its children
+skip Python's module teardown (``end_like_python``).
 
 A client that dies (the page's timeout kills its process group with SIGKILL) closes its connection; the server then
 kills the child's process group, so no child outlives its page. SIGINT, SIGTERM and SIGHUP sent to the client are
