@@ -7,6 +7,7 @@ do (read stdin, look at its environment and cwd, crash, hang) so each property i
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,8 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kbench.paths import REPO_ROOT
+from tests.conftest import make_config
 from tests.docs.forkserver import ForkServer
 from tests.docs.test_commands import reader_environment
 
@@ -53,13 +56,17 @@ def probe() -> int:
         except KeyboardInterrupt:
             print("interrupted", flush=True)
             return 7
+    elif what == "tqdm":  # what `kbench run --quiet` does, after the server imported tqdm
+        os.environ["TQDM_DISABLE"] = "1"
+        from tqdm import tqdm
+        print(sum(tqdm(range(3), file=sys.stderr, mininterval=0)))
     elif what == "signals":
         print(signal.getsignal(signal.SIGINT) == signal.SIG_IGN, signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)
     return 0
 
 
 @pytest.fixture(scope="module")
-def kbench_forks():
+def kbench_server():
     server = ForkServer(reader_environment(), REAL_KBENCH)
     yield server
     server.stop()
@@ -83,15 +90,15 @@ def shell(server: ForkServer | None, script: str, cwd: Path | None = None, timeo
 @pytest.mark.parametrize("line", ["kbench --help", "kbench nosuch", "kbench run missing.yaml",
                                   "kbench run --help | head -3; echo \"status ${PIPESTATUS[0]}\"",
                                   "kbench list chunkers", "kbench runs --limit 1 || echo \"failed with $?\""])
-def test_a_line_through_the_server_is_the_real_process(line, kbench_forks, tmp_path):
+def test_a_line_through_the_server_is_the_real_process(line, kbench_server, tmp_path):
     real = shell(None, line, cwd=tmp_path, KBENCH_WORKSPACE=str(tmp_path / "ws"))
-    forked = shell(kbench_forks, line, cwd=tmp_path, KBENCH_WORKSPACE=str(tmp_path / "ws"))
+    forked = shell(kbench_server, line, cwd=tmp_path, KBENCH_WORKSPACE=str(tmp_path / "ws"))
     assert (forked.returncode, forked.stdout, forked.stderr) == (real.returncode, real.stdout, real.stderr)
     assert real.stdout or real.stderr  # each line says something, so equal outputs compare something
 
 
-def test_the_page_finds_the_client(kbench_forks):
-    assert shell(kbench_forks, "command -v kbench").stdout.strip() == str(kbench_forks.bin / "kbench")
+def test_the_page_finds_the_client(kbench_server):
+    assert shell(kbench_server, "command -v kbench").stdout.strip() == str(kbench_server.bin / "kbench")
 
 
 def test_exit_codes_and_stdin_pass_through(probe_forks):
@@ -173,3 +180,26 @@ def zombie(pid: int) -> bool | None:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
     except (FileNotFoundError, IndexError):
         return None
+
+
+def test_a_quiet_run_prints_what_the_real_process_prints(kbench_server, tmp_path):
+    """`--quiet` sets TQDM_DISABLE after the server imported tqdm: no bar may appear that a real run does not show.
+    Run ids, times and figures of a run differ from run to run; the lines' words must not."""
+    config = make_config(tmp_path / "ws", dataset={"name": "demo", "max_documents": 1, "max_queries": 3, "seed": 2},
+                         retrieval={"legs": ["vector"], "top_k": 5, "latency": "batch"})
+    (tmp_path / "small.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    real = shell(None, "kbench run small.yaml --quiet", cwd=tmp_path)
+    forked = shell(kbench_server, "kbench run small.yaml --quiet", cwd=tmp_path)
+    assert real.returncode == forked.returncode == 0, forked.stderr[-2000:]
+    assert "results:" in real.stdout
+    assert masked(forked.stdout) == masked(real.stdout) and masked(forked.stderr) == masked(real.stderr)
+    assert "\r" not in forked.stderr
+
+
+def test_a_bar_disabled_after_the_server_imported_tqdm_stays_hidden(probe_forks):
+    done = shell(probe_forks, "kbench tqdm")
+    assert (done.stdout, done.stderr) == ("3\n", "")
+
+
+def masked(text: str) -> list[str]:
+    return [re.sub(r"[0-9a-f]{6,}|\d+(\.\d+)?", "#", line) for line in text.splitlines()]
