@@ -156,7 +156,10 @@ def serve(path: str, native_threads: int, entry: str) -> None:
                 conn.close()
                 continue
             if threading.active_count() != 1 or os_threads() > native_threads:
-                conn.sendall(json.dumps({"refused": f"{os_threads()} threads"}).encode() + b"\n")
+                try:
+                    conn.sendall(json.dumps({"refused": f"{os_threads()} threads"}).encode() + b"\n")
+                except OSError:
+                    pass
                 conn.close()
                 for fd in fds:
                     os.close(fd)
@@ -173,8 +176,11 @@ def serve(path: str, native_threads: int, entry: str) -> None:
             _lead_its_group(pid)
             for fd in fds:
                 os.close(fd)
-            conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
-            children[pid] = conn
+            try:
+                conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+            except OSError:  # the client is gone already: its child must not run on
+                os.killpg(pid, signal.SIGKILL)
+            children[pid] = conn  # reaped, and its end reported if the client is still there, by the loop
     for pid in children:
         try:
             os.killpg(pid, signal.SIGKILL)
