@@ -1,14 +1,16 @@
 """Embed texts through the content-addressed cache; report hits, misses and failures."""
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from kbench.cache import EmbeddingCache
-from kbench.embedding.config import EmbeddingConfig
+from kbench.embedding.config import LOCAL_PROVIDERS, EmbeddingConfig
 from kbench.embedding.onnx_export import EXPORT_VERSION, INT8_VERSION
 from kbench.embedding.onnx_runtime import computes_in, openvino_computes_in
 from kbench.embedding.registry import EMBEDDING_PROVIDERS, Encoder, ReportingEncoder
@@ -18,10 +20,43 @@ from kbench.progress import Progress
 from kbench.paths import exports_dir
 
 
+# Encoders this process loaded, newest last: a sweep's configs, a notebook's runs and the tests load the same model
+# again and again, and a load costs seconds (MiniLM on torch: about 4 s) where encoding cached texts costs nothing.
+LOADED_ENCODERS = 2
+_loaded: OrderedDict[str, Encoder] = OrderedDict()
+_loaded_lock = threading.Lock()
+
+
 def load_encoder(config: EmbeddingConfig, exports: Path | None = None) -> Encoder:
     """The encoder of ``embedding.provider`` for ``embedding.model`` (loads the model); ``exports``: where a
-    backend may write the models it derives (default ``exports_dir()``)."""
-    return EMBEDDING_PROVIDERS.get(config.provider).impl(config, exports=exports)
+    backend may write the models it derives (default ``exports_dir()``). The last ``LOADED_ENCODERS`` local
+    encoders are kept and handed out again for the same settings (``reusable``)."""
+    if not reusable(config):
+        return EMBEDDING_PROVIDERS.get(config.provider).impl(config, exports=exports)
+    key = f"{config.model_dump_json()}|{exports}"
+    with _loaded_lock:
+        if key in _loaded:
+            _loaded.move_to_end(key)
+            return _loaded[key]
+    encoder = EMBEDDING_PROVIDERS.get(config.provider).impl(config, exports=exports)
+    with _loaded_lock:
+        _loaded[key] = encoder
+        while len(_loaded) > LOADED_ENCODERS:
+            _loaded.popitem(last=False)
+    return encoder
+
+
+def reusable(config: EmbeddingConfig) -> bool:
+    """An encoder that is the same whoever asks: a model in this process (not an API provider, whose client
+    holds a connection and a key), and not openvino-int8, which is calibrated on the first run's corpus and keeps
+    that calibration (a second run would get vectors calibrated on someone else's chunks)."""
+    return config.provider in LOCAL_PROVIDERS and config.backend != "openvino-int8"
+
+
+def forget_loaded_encoders() -> None:
+    """Drop the kept encoders (a test that counts loads, or a model folder rewritten in place)."""
+    with _loaded_lock:
+        _loaded.clear()
 
 
 def embedding_computes_in(config: EmbeddingConfig) -> str | None:

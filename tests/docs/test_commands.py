@@ -7,7 +7,11 @@ sets is there in the next and a server a block starts in the background is stopp
 page says `<!-- skip: reason -->` right before it is not run; tests/docs/blocks.py finds the blocks.
 
 The pages are the suite's slowest tests because each `kbench` line is a process of its own that imports its stack
-and loads its model, as a reader's does: that is what they check. They run side by side on the xdist workers.
+and loads its model, as a reader's does: that is what they check. They run side by side on the xdist workers, and
+each worker's pages reach a fork server (tests/docs/forkserver.py) through a `kbench` first on PATH: the stack is
+imported once per worker and each line is a forked child with the line's own stdin, stdout, stderr, argv, cwd and
+environment, so exit codes, pipes and output are the real process's; `KBENCH_TEST_FORKSERVER=0` runs every line as
+a process of its own.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import pytest
 from kbench.paths import REPO_ROOT
 from tests.conftest import PGSERVER_DEFAULT
 from tests.docs.blocks import SKIP, every_block, pages, shell_blocks
+from tests.docs.forkserver import ForkServer
 
 LINKED = [".venv", "benchmarks", "configs", "datasets", "docs", "kbench", "notebooks", "tools", "Makefile",
           "mkdocs.yml", "pyproject.toml", "requirements.lock"]
@@ -57,7 +62,7 @@ def reader_environment() -> dict[str, str]:
     """The environment a reader's shell has after `source .venv/bin/activate`: this checkout's kbench first on PATH,
     no workspace or tracking server chosen for them (the machine's data and models folders are kept)."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("KBENCH_WORKSPACE", "KBENCH_TRACE", "MLFLOW_", "PYTEST", "COV_"))}
+           if not k.startswith(("KBENCH_WORKSPACE", "KBENCH_TRACE", "KBENCH_TEST_", "MLFLOW_", "PYTEST", "COV_"))}
     env.update(PATH=f"{REPO_ROOT / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(REPO_ROOT),
                NO_MKDOCS_2_WARNING="1", PYTHONUNBUFFERED="1")
     return env
@@ -90,9 +95,27 @@ def slowest_commands(timings: Path, count: int = 5) -> list[tuple[float, str]]:
     return sorted(took, reverse=True)[:count]
 
 
+@pytest.fixture(scope="session")
+def kbench_forks():
+    """This worker's fork server, or None when ``KBENCH_TEST_FORKSERVER=0`` (every line a process of its own)."""
+    if os.environ.get("KBENCH_TEST_FORKSERVER", "1") == "0":
+        yield None
+        return
+    server = ForkServer(reader_environment(), REPO_ROOT / ".venv" / "bin" / "kbench")
+    yield server
+    server.stop()
+
+
+def page_environment(forks: ForkServer | None) -> dict[str, str]:
+    env = reader_environment()
+    if forks is not None:
+        env["PATH"] = f"{forks.bin}{os.pathsep}{env['PATH']}"
+    return env
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("page", [page_param(page) for page in RUNNABLE])
-def test_every_command_on_the_page_runs(page, tmp_path, shared_cache_workspace):
+def test_every_command_on_the_page_runs(page, tmp_path, shared_cache_workspace, kbench_forks):
     cache = shared_cache_workspace / "cache"
     cache.mkdir(exist_ok=True)
     checkout = scratch_checkout(tmp_path, cache)
@@ -101,7 +124,8 @@ def test_every_command_on_the_page_runs(page, tmp_path, shared_cache_workspace):
     with open(log, "w", encoding="utf-8") as out:
         # its own session: a page that times out is killed with every process it started, not just its shell
         # (an orphaned benchmark once kept both cores busy for the rest of the suite)
-        shell = subprocess.Popen(["bash", "-c", page_script(page, timings)], cwd=checkout, env=reader_environment(),
+        shell = subprocess.Popen(["bash", "-c", page_script(page, timings)], cwd=checkout,
+                                 env=page_environment(kbench_forks),
                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             code = shell.wait(timeout=PAGE_TIMEOUT_S)
