@@ -70,16 +70,24 @@ def _ordered(counter: Counter) -> dict[str, int]:
     return dict(sorted(counter.items(), key=lambda item: (-item[1], item[0])))
 
 
+def candidate_languages(document_codes: Counter) -> list[str]:
+    """The documents' languages a question is judged among: those of two documents or more (one page detected as
+    Frisian is a misjudged page more often than a Frisian question), all of them when none has two."""
+    found = {code: n for code, n in document_codes.items() if code != UNDETERMINED}
+    repeated = [code for code, n in found.items() if n >= 2]
+    return repeated or list(found)
+
+
 def take_census(documents: Sequence[Document], queries: Sequence[Query], *, sample: int | None = None,
                 seed: int = 0) -> Census:
     """Detect each document's language (or a seeded sample of ``sample`` of them) and each question's, the
-    question among the documents' languages and English. A query whose metadata already says its ``language``
+    question among the documents' languages (candidate_languages) and English. A query whose metadata already says its ``language``
     keeps it."""
     chosen = list(documents)
     if sample is not None and len(chosen) > sample:
         chosen = random.Random(seed).sample(chosen, sample)
     document_codes = Counter(detect_language(f"{d.title}\n{d.text}") for d in chosen)
-    among = sorted({*document_codes, "en"} - {UNDETERMINED}) if document_codes else None
+    among = sorted({*candidate_languages(document_codes), "en"}) if document_codes else None
     question_languages = {q.query_id: str(q.metadata.get("language") or detect_language(q.text, among))
                           for q in queries}
     return Census(_ordered(document_codes), _ordered(Counter(question_languages.values())), question_languages,
