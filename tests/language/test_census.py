@@ -137,3 +137,29 @@ def test_a_set_asked_in_two_languages_has_a_language_slice(workspace, tmp_path):
         page = spans[query_id][0].doc_id
         if label in ("fr", "en") and len(questions[query_id].text.split()) >= 3:
             assert page.startswith(f"{label}-"), (questions[query_id].text, page)
+
+
+def test_chunk_and_inspect_print_the_census(capsys, tmp_path):
+    from kbench.cli import main
+
+    assert main(["chunk", str(FASTAPI / "fr"), "--include", "docs/f*.md", "--show", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "languages of the documents: fr 100% (2)" in out.splitlines()  # features.md, fastapi-cli.md
+    assert "languages of the questions" not in out  # a folder has none
+    assert main(["datasets", "inspect", "demo", "--no-log"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:3] == ["languages of the documents: en 100% (32)", "languages of the questions: en 100% (98)"]
+
+
+def test_a_wrong_language_code_names_the_knob_and_exits_2(tmp_path, capsys):
+    from kbench.cli import main
+
+    config = tmp_path / "x.yaml"
+    config.write_text("dataset: {name: demo}\nembedding: {languages: [French]}\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", str(config)])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("kbench: error:") and err[0].endswith("invalid config")  # a config's one problem:
+    assert err[1:] == ["  - embedding.languages: give ISO 639-1 codes in lower case, e.g. [fr, en, es]; "
+                       "not a code: 'French'"]
