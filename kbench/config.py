@@ -178,6 +178,7 @@ class Experiment(StrictModel):
         if data["dataset"].get("questions_from") is None:
             data["dataset"].pop("questions_from", None)
         data["dataset"].pop("questions_tracking_uri", None)  # where they are read from: their digest is hashed
+        data["embedding"].pop("languages", None)  # what the model is said to cover: a warning, never a vector
         # sections and knobs added after runs were logged: left out at their defaults, so old run keys hold
         if not self.query.active:
             data.pop("query", None)

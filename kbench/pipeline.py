@@ -34,6 +34,8 @@ from kbench.evaluation.config import EvaluationConfig
 from kbench.evaluation.ragas_eval import check_ragas, evaluate_ragas
 from kbench.evaluation.stage import evaluate_rankings, latency_summary, summarize
 from kbench.indexes import CHUNK, BuildLog, Index, IndexSections, build_indexes, close_all, stored_index
+from kbench.language.census import (RUN_SAMPLE, Census, Coverage, census_lines, coverage_of, take_census,
+                                    warn_uncovered)
 from kbench.llm import LLMPolicy, UsageMeter, check_reachable
 from kbench.paths import workspace_dir
 from kbench.records import Chunk, Dataset, Run
@@ -46,6 +48,7 @@ from kbench.store.registry import STORED_CORPORA
 from kbench.store.stage import check_store
 from kbench.trace import StageTimer
 from kbench.tracking.run_folder import check_workspace
+from kbench.tracking.tags import LANGUAGE_DOCUMENTS, LANGUAGE_QUESTIONS, LANGUAGE_WARNING
 
 __all__ = ["Corpus", "PipelineResult", "RunError", "SearchResult", "StageTimer", "chunk_dataset", "chunked_dataset",
            "evaluate_run", "preflight", "prepare_corpus", "read_dataset", "run_pipeline", "search_corpus"]
@@ -64,6 +67,8 @@ class Corpus:
     timer: StageTimer = field(default_factory=StageTimer)
     counts: dict[str, int] = field(default_factory=dict)
     llm_usage: UsageMeter = field(default_factory=UsageMeter)  # every LLM/API request of the run, per stage
+    census: Census | None = None  # the languages of the documents and questions (kbench/language)
+    coverage: Coverage | None = None  # how much of them the embedder's languages cover; None: no embedder
 
     @property
     def chunks(self) -> list[Chunk]:
@@ -111,6 +116,7 @@ class PipelineResult:
     metrics: dict[str, float]
     counts: dict[str, int]
     stage_seconds: dict[str, float]
+    tags: dict[str, str] = field(default_factory=dict)  # what the run says beside its metrics (the language census)
 
 
 def preflight(experiment: Experiment) -> None:
@@ -158,12 +164,55 @@ def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool
         if stored is not None:
             stored.outcome.close()
         raise
+    census, coverage = language_census(dataset, experiment, embedder is not None)  # untimed: no new time_s_ metric
     doc_types = {d.doc_id: d.doc_type for d in dataset.documents}
     context = SearchContext(chunks=indexes[CHUNK].units, embed_queries=embedder.embed_queries if embedder else None,
                             time_queries=embedder.time_queries if embedder else None,
                             workspace=workspace, llm_policy=experiment.llm.policy, llm_meter=log.meter,
                             doc_types=doc_types).on(indexes[CHUNK])
-    return Corpus(dataset, indexes, context, workspace, embedder, log.timer, log.counts, log.meter)
+    return Corpus(dataset, indexes, context, workspace, embedder, log.timer, log.counts, log.meter, census, coverage)
+
+
+def language_census(dataset: Dataset, experiment: Experiment, embedded: bool) -> tuple[Census, Coverage | None]:
+    """The languages of the dataset (a seeded sample of its documents, every question) and, for a run that
+    embeds with a model whose languages are known (the catalogue's, or embedding.languages), how much of the
+    documents they cover: under half, a one-line warning on stderr, once per process. A run without an embedder
+    (BM25 only) says nothing."""
+    census = take_census(dataset.documents, dataset.queries, sample=RUN_SAMPLE)
+    languages = experiment.embedding.covered_languages if embedded else None
+    if languages is None:
+        return census, None
+    coverage = coverage_of(census, experiment.embedding.model, languages)
+    warn_uncovered(coverage)
+    return census, coverage
+
+
+def language_tags(census: Census | None, coverage: Coverage | None) -> dict[str, str]:
+    """``kbench.language.documents`` and ``.questions`` (shares per language), ``kbench.language.warning``
+    (the line said on stderr) when the embedder covers under half of the documents."""
+    if census is None:
+        return {}
+    documents, questions = census_lines(census)
+    tags = {LANGUAGE_DOCUMENTS: documents.split(": ", 1)[1], LANGUAGE_QUESTIONS: questions.split(": ", 1)[1]}
+    if coverage is not None and coverage.warns:
+        tags[LANGUAGE_WARNING] = coverage.message()
+    return tags
+
+
+def language_metrics(coverage: Coverage | None) -> dict[str, float]:
+    """``language_covered_share`` (of the documents) and ``language_covered_questions``, only when the embedder
+    leaves some of the corpus uncovered: an English run on English pages carries no extra metric."""
+    if coverage is None or not coverage.uncovered:
+        return {}
+    return {"language_covered_share": coverage.covered_share, "language_covered_questions": coverage.covered_questions}
+
+
+def language_slice(census: Census | None, config: EvaluationConfig) -> dict[str, str] | None:
+    """Each question's language as the ``slice_language`` column: when ``evaluation.slices`` asks for it, or
+    when two or more languages each hold a meaningful share of the questions."""
+    if census is None or ("language" not in config.slices and len(census.question_slices()) < 2):
+        return None
+    return census.question_languages
 
 
 def search_corpus(corpus: Corpus, experiment: Experiment, *, progress: bool = False,
@@ -252,9 +301,14 @@ def run_pipeline(experiment: Experiment, *, progress: bool = True,
         for column, values in columns.items():
             per_query[column] = values
         metrics.update({c: float(np.mean(v)) if len(v) else 0.0 for c, v in columns.items()})
+    languages = language_slice(corpus.census, experiment.evaluation)
+    if languages is not None:
+        per_query["slice_language"] = per_query["query_id"].map(languages)
+    metrics.update(language_metrics(corpus.coverage))
     metrics.update(corpus.metrics)
     metrics.update(corpus.llm_metrics(experiment.llm.prices))
     metrics.update(run_costs(corpus))
     metrics.update({f"count_{k}": float(v) for k, v in counts.items()})
     metrics.update({f"time_s_{k}": v for k, v in timer.seconds.items()})
-    return PipelineResult(corpus.dataset, found.units, found.run, per_query, metrics, counts, dict(timer.seconds))
+    return PipelineResult(corpus.dataset, found.units, found.run, per_query, metrics, counts, dict(timer.seconds),
+                          language_tags(corpus.census, corpus.coverage))

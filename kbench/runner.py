@@ -45,7 +45,8 @@ def run_experiment(experiment: Experiment, *, progress: bool = True, log: bool =
                        chunks=done.chunks, dataset=done.dataset, run=done.run)
     if log and experiment.tracking.enabled:
         try:
-            keep_in_mlflow(result, workspace, parent_run_id, {**fingerprint_tags(fingerprint), **(extra_tags or {})})
+            keep_in_mlflow(result, workspace, parent_run_id,
+                           {**fingerprint_tags(fingerprint), **done.tags, **(extra_tags or {})})
         except ExportError as e:  # the run is logged; its traces are not: the message says how to write them
             result.tracking_error = str(e)
         except Exception as e:  # a server or disk fault: the results are kept; the caller says where they are

@@ -19,7 +19,7 @@ from kbench.paths import REPO_ROOT
 
 # Libraries that take from half a second to seconds to import (the list and their kin).
 HEAVY = ("scipy", "pandas", "mlflow", "torch", "sentence_transformers", "openvino", "ragas", "duckdb", "faiss",
-         "transformers", "onnxruntime", "papermill", "nbformat", "matplotlib")
+         "transformers", "onnxruntime", "papermill", "nbformat", "matplotlib", "py3langid")
 TORCH = ("torch", "sentence_transformers", "transformers")
 
 

@@ -1,7 +1,8 @@
 """kbench chunk CONFIG_OR_PATH [--chunker NAME] [--set KNOB=VALUE ...] [--show N]
 
 Chunks a corpus without embedding anything and prints what the chunker made: chunk count, length
-percentiles, skipped files by reason, chunk types, and sample chunks with their offsets and metadata.
+percentiles, the languages of the documents (and of the questions, for a dataset), skipped files by reason, chunk
+types, and sample chunks with their offsets and metadata.
 CONFIG_OR_PATH is an experiment YAML (its dataset and chunking section), a registered dataset name
 (``demo``), a dataset folder, any folder of files (a folder source with --include/--exclude), or one file.
 """
@@ -19,6 +20,7 @@ from kbench.chunking import chunk_corpus
 from kbench.chunking.registry import CHUNKERS
 from kbench.config import ChunkingConfig, ConfigError, DatasetConfig, load_experiment, parse_override
 from kbench.datasets.registry import DATASETS, load_dataset
+from kbench.language.census import census_lines, take_census
 from kbench.sources.folder import DEFAULT_EXCLUDE, FolderSource, to_document
 from kbench.sources.loaders import DEFAULT_MAX_FILE_BYTES, LoadedFile, load_file
 
@@ -41,6 +43,13 @@ def add_parser(sub) -> None:
 
 def read_documents(args) -> tuple[str, list, dict[str, list[str]], dict]:
     """(label, documents, skipped by reason, chunking section) for CONFIG_OR_PATH."""
+    label, documents, _, skipped, section = read_source(args)
+    return label, documents, skipped, section
+
+
+def read_source(args) -> tuple[str, list, list, dict[str, list[str]], dict]:
+    """(label, documents, questions, skipped by reason, chunking section) for CONFIG_OR_PATH; a folder or a file
+    has no questions."""
     source = args.source
     path = Path(source).expanduser()
     folder_knobs = {"include": args.include, "exclude": args.exclude,
@@ -52,24 +61,24 @@ def read_documents(args) -> tuple[str, list, dict[str, list[str]], dict]:
             experiment = None  # a YAML that is not an experiment (an OpenAPI spec): chunk it as a file
         if experiment is not None:
             dataset = load_dataset(experiment.dataset)
-            return str(path), dataset.documents, dataset.skipped, experiment.chunking.model_dump()
+            return str(path), dataset.documents, dataset.queries, dataset.skipped, experiment.chunking.model_dump()
     if path.is_file():
         loaded = load_file(path, args.max_file_bytes or DEFAULT_MAX_FILE_BYTES)
         if not isinstance(loaded, LoadedFile):
-            return str(path), [], {loaded.reason: [str(path)]}, {}
-        return str(path), [to_document(path.name, loaded, path.parent.name)], {}, {}
+            return str(path), [], [], {loaded.reason: [str(path)]}, {}
+        return str(path), [to_document(path.name, loaded, path.parent.name)], [], {}, {}
     if source in DATASETS and not path.exists():
         dataset = load_dataset(DatasetConfig(name=source, **{k: v for k, v in folder_knobs.items() if v}))
-        return source, dataset.documents, dataset.skipped, {}
+        return source, dataset.documents, dataset.queries, dataset.skipped, {}
     if path.is_dir():
         is_dataset = any((path / marker).exists() for marker in ("corpus.jsonl", "questions_df.csv", "questions.jsonl"))
         if is_dataset:
             dataset = load_dataset(DatasetConfig(path=str(path), **{k: v for k, v in folder_knobs.items() if v}))
-            return str(path), dataset.documents, dataset.skipped, {}
+            return str(path), dataset.documents, dataset.queries, dataset.skipped, {}
         folder = FolderSource(path, list(args.include or []), list(DEFAULT_EXCLUDE if args.exclude is None else args.exclude),
                               args.max_file_bytes or DEFAULT_MAX_FILE_BYTES)
         documents, skipped = folder.load()
-        return str(path), documents, skipped, {}
+        return str(path), documents, [], skipped, {}
     raise FileNotFoundError(f"{source}: not a file, a folder or a registered dataset name "
                             f"({', '.join(DATASETS)}); give an experiment YAML, a dataset or a folder")
 
@@ -101,7 +110,7 @@ def chunk_statistics(chunks, documents) -> dict[str, float]:
 
 def chunk(args) -> int:
 
-    label, documents, skipped, section = read_documents(args)
+    label, documents, questions, skipped, section = read_source(args)
     config = chunking_config(section, args.chunker, args.knobs)
     chunks = chunk_corpus(documents, config)
     stats = chunk_statistics(chunks, documents)
@@ -110,6 +119,8 @@ def chunk(args) -> int:
     print()
     types = Counter(d.doc_type for d in documents)
     print("documents by type: " + (", ".join(f"{t} {n}" for t, n in sorted(types.items())) or "none"))
+    for line in census_lines(take_census(documents, questions))[: 2 if questions else 1]:
+        print(line)
     print("skipped files: " + (", ".join(f"{r} {len(p)}" for r, p in sorted(skipped.items())) or "none"))
     for reason, paths in sorted(skipped.items()):
         print(f"  {reason}: {', '.join(paths[:5])}{' ...' if len(paths) > 5 else ''}")

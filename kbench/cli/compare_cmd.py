@@ -139,6 +139,10 @@ def run_compare(args) -> int:
                                                    metrics=comparison.metrics, test=args.test,
                                                    correction=args.correction, alpha=args.alpha)
               for key in args.slices or []}
+    if "language" not in sliced:  # a set asked in two or more languages: per language without asking
+        languages = compare.slices.language_table(comparison)
+        if languages is not None:
+            sliced["language"] = languages
     recommendation = compare.recommendation.recommend_comparison(comparison, recommend_config(args, comparison))
     thin = set(judged.thin) if judged is not None else set()
     if judged is not None:

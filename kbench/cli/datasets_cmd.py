@@ -12,6 +12,7 @@ from kbench.cli import add_command
 from kbench.cli.tables import format_table
 from kbench.datasets.config import DatasetConfig
 from kbench.datasets.registry import DATASETS, load_dataset
+from kbench.language.census import census_lines, take_census
 from kbench.paths import workspace_dir
 
 
@@ -172,7 +173,10 @@ def inspect_cmd(args) -> int:
     dataset = load_dataset(config)
     runs = compare.load_runs(args.runs, args.tracking_uri)[0] if args.runs else None
     result = evalsets.inspect_dataset(dataset, runs, args.metric)
-    print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.queries)} questions\n")
+    print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.queries)} questions")
+    for line in census_lines(take_census(dataset.documents, dataset.queries)):
+        print(line)
+    print()
     print(format_table(["measure", "value"], result.rows()))
     for first, second in result.near_duplicate_examples[:3]:
         print(f"near-duplicate: {first!r} ~ {second!r}")

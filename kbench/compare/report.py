@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from kbench.compare.compare import Comparison, detectable_differences
+from kbench.compare.slices import language_table
 from kbench.evaluation.directions import lower_is_better
 
 TEST_NAMES = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test", "randomization": "paired randomization test"}
@@ -234,6 +235,22 @@ def mde_rows(comparison: Comparison) -> list[dict[str, str]]:
             for r in detectable_differences(comparison).itertuples()]
 
 
+def slice_rows(table: pd.DataFrame, comparison: Comparison, key: str = "slice") -> list[dict[str, str]]:
+    """The headline metric per slice label and config (``compare_by_slice``'s table): mean, difference to the
+    baseline, corrected p."""
+    part = table[table["metric"] == comparison.headline]
+    return [{key: str(r.slice), "config": r.config + (" (baseline)" if r.baseline else ""),
+             "questions": str(r.n_queries), "mean": _fmt(r.mean), "Δ vs baseline": "–" if r.baseline else f"{r.diff:+.4f}",
+             f"p adj. ({comparison.correction})": "–" if r.baseline else format_p(r.p_adjusted),
+             "significant": "" if r.baseline else ("**yes**" if r.significant else "no")} for r in part.itertuples()]
+
+
+def language_note(comparison: Comparison, table: pd.DataFrame) -> str:
+    return (f"The questions are in {table['slice'].nunique()} languages: {comparison.headline} per language, each "
+            f"language's questions compared alone ({comparison.correction} correction over every language, config "
+            "and metric). A config that wins overall can lose in the language a team reads.")
+
+
 def md_table(rows: list[dict[str, str]]) -> str:
     if not rows:
         return ""
@@ -284,6 +301,9 @@ def write_report(comparison: Comparison, out_dir: str | Path, scatter: str | Non
         plot_per_query(comparison, scatter, first, out / scatter_file)
     better, worse = differences(comparison)
     no_difference = summary_lines(comparison)[0] if not better and not worse else None
+    languages = language_table(comparison)  # None unless two or more languages hold a meaningful share
+    if languages is not None:
+        languages.to_csv(out / "slices_language.csv", index=False)
 
     title = "kbench comparison"
     md = [f"# {title}", "", *header_lines(comparison), ""]
@@ -301,6 +321,9 @@ def write_report(comparison: Comparison, out_dir: str | Path, scatter: str | Non
     for name, lines in (("Better", better), ("Worse", worse)):
         if lines:
             md += [f"**{name}:**", "", *(f"- {line}" for line in lines), ""]
+    if languages is not None:
+        md += [f"## {comparison.headline} per language", "", language_note(comparison, languages), "",
+               md_table(slice_rows(languages, comparison, "language")), ""]
     md += ["## Minimum detectable difference", "", mde_note(comparison), "", md_table(mde_rows(comparison)), ""]
     md += ["![metric per config](metric_per_config.png)", ""]
     if scatter_file:
@@ -327,6 +350,9 @@ def write_report(comparison: Comparison, out_dir: str | Path, scatter: str | Non
     for name, lines in (("Better", better), ("Worse", worse)):
         if lines:
             body += [f"<h3>{name}</h3><ul>", *(f"<li>{esc(x)}</li>" for x in lines), "</ul>"]
+    if languages is not None:
+        body += [f"<h2>{esc(comparison.headline)} per language</h2>", f"<p>{esc(language_note(comparison, languages))}</p>",
+                 _html_table(slice_rows(languages, comparison, "language"))]
     body += ["<h2>Minimum detectable difference</h2>", f"<p>{esc(mde_note(comparison))}</p>",
              _html_table(mde_rows(comparison))]
     body.append(f'<img src="{_data_uri(out / "metric_per_config.png")}" alt="metric per config">')

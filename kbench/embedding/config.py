@@ -1,6 +1,7 @@
 """The embedding section: which model encodes chunks and queries, through which provider and backend."""
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -84,6 +85,29 @@ class EmbeddingConfig(StrictModel):
     document_prefix: str = Field("", description="text put before every chunk (e5-style models: 'passage: ')")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint, provider=openai")
     api_key_env: str = Field("OPENAI_API_KEY", description="name of the env var holding the key (never the key)")
+    languages: list[str] | None = Field(None, description="the languages the model covers, ISO 639-1 codes (fr, "
+                                        "en, ...): a run warns when they cover under half of the documents; "
+                                        "default: the catalogue's (every catalogue model: en), none for a folder or "
+                                        "an API model (nothing said). Not in the run key: it changes no vector")
+
+    @field_validator("languages")
+    @classmethod
+    def _language_codes(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return v
+        bad = [code for code in v if not re.fullmatch(r"[a-z]{2,3}", str(code))]
+        if bad or not v:
+            raise ValueError(f"embedding.languages: give ISO 639-1 codes in lower case, e.g. [fr, en, es]"
+                             f"{'; not a code: ' + ', '.join(repr(str(b)[:20]) for b in bad[:3]) if bad else ''}")
+        return list(dict.fromkeys(v))
+
+    @property
+    def covered_languages(self) -> tuple[str, ...] | None:
+        """The languages the model covers: the config's, else the catalogue's; None when nobody said."""
+        if self.languages:
+            return tuple(self.languages)
+        spec = CATALOGUE.get(self.model)  # kbench serve serves the catalogue's models under their names too
+        return spec.languages if spec is not None else None
 
     @model_validator(mode="before")
     @classmethod

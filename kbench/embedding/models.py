@@ -45,6 +45,9 @@ class ModelSpec:
     # what embedding.backend: fast runs, per kind of CPU (kbench/embedding/cpu.py: bf16, avx2, other); None: the
     # first of backends everywhere
     fast: Mapping[str, str] | None = field(default=None, hash=False)
+    # the languages it was trained on (ISO 639-1): a run warns when they cover under half the corpus
+    # (kbench/language/census.py). Every model of the catalogue learnt English text only.
+    languages: tuple[str, ...] = ("en",)
 
     def locate(self) -> Path | None:
         """The model folder if it is available on this machine, else None."""

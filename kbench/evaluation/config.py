@@ -64,7 +64,7 @@ class EvaluationConfig(StrictModel):
     miss_k: int | None = Field(None, ge=1, le=MAX_K, description="the cutoff a relevant item must reach to count as a hit; "
                                                         "default: the largest k", json_schema_extra=in_unit("rank"))
     slices: list[str] = Field(
-        default_factory=list, description="per-query slice columns: doc_type, corpus, query_length, "
+        default_factory=list, description="per-query slice columns: doc_type, corpus, query_length, language, "
                                           "query.<metadata field>, doc.<metadata field> (kbench.evaluation.slices)")
     metrics: list[str] = Field(
         default_factory=list,
@@ -123,7 +123,7 @@ class EvaluationConfig(StrictModel):
         return self.miss_k or max(self.k)
 
 
-SLICE_KEYS = ("doc_type", "corpus", "query_length")
+SLICE_KEYS = ("doc_type", "corpus", "query_length", "language")
 
 
 # The section `recommend` (the rule itself is evaluation/recommend.py): kept here with the other sections, so

@@ -6,6 +6,9 @@
   when they differ, ``none`` when the query has none judged),
 - ``corpus``: their ``source_id`` (the corpus file of a span dataset, the source of a folder), same rules,
 - ``query_length``: ``short`` (up to 5 words), ``medium`` (6 to 12) or ``long`` (13 and more),
+- ``language``: the question's language, an ISO 639-1 code (``fr``; ``und`` when too short to tell): its
+  metadata's ``language``, else detected (kbench/language; a run passes its census's, judged among the corpus's
+  languages, and adds the column by itself when two or more languages each hold a meaningful share),
 - ``query.<field>``: a field of the query's metadata (``missing`` when absent),
 - ``doc.<field>``: a field of the relevant documents' metadata (same rules as doc_type).
 
@@ -18,6 +21,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from kbench.language.detect import detect_language
 from kbench.records import Dataset, Document, Query
 
 SHORT_QUERY_WORDS, LONG_QUERY_WORDS = 5, 13
@@ -47,6 +51,8 @@ def slice_label(key: str, query: Query, documents: list[Document]) -> str:
         return _one_label(d.source_id or d.doc_id for d in documents)
     if key == "query_length":
         return query_length_bucket(query.text)
+    if key == "language":
+        return str(query.metadata.get("language") or detect_language(query.text))
     scope, field = key.split(".", 1)
     if scope == "query":
         value = query.metadata.get(field)
@@ -55,7 +61,8 @@ def slice_label(key: str, query: Query, documents: list[Document]) -> str:
 
 
 def slice_columns(dataset: Dataset, slices: list[str]) -> dict[str, dict[str, str]]:
-    """``{"slice_<key>": {query_id: label}}`` for every key of ``slices``."""
+    """``{"slice_<key>": {query_id: label}}`` for every key of ``slices`` (``language`` detects each question
+    by itself; a run replaces it with its census's, kbench.pipeline.language_slice)."""
     by_id = {d.doc_id: d for d in dataset.documents}
     out: dict[str, dict[str, str]] = {f"slice_{key}": {} for key in slices}
     for query in dataset.queries:

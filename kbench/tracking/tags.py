@@ -18,6 +18,9 @@ RUN_FOLDER = "kbench.run_folder"      # the run folder's name (<workspace>/runs/
 TRACES = "kbench.traces"              # the run's traces counted apart: "98 question traces + 1 run trace (kbench.run)"
 EXPORT_ERROR = "kbench.export_error"  # why the run's traces, dataset input or prompts are missing (mlflow_export)
 LLM_PARTIAL = "kbench.llm.partial"    # LLM stages that went on below llm.policy.min_usable (allow_partial)
+LANGUAGE_DOCUMENTS = "kbench.language.documents"  # the documents' languages: "fr 96% (119), en 4% (5)"
+LANGUAGE_QUESTIONS = "kbench.language.questions"  # the questions' languages, as above
+LANGUAGE_WARNING = "kbench.language.warning"  # the embedder covers under half of the documents: the stderr line
 
 SWEEP_KEY = "kbench.sweep.key"        # identifies a sweep (its baseline and configs)
 SWEEP_ROLE = "kbench.sweep.role"      # parent | child
