@@ -58,6 +58,12 @@ def die_like(answer: dict) -> None:
 
 def main(socket_path: str, real_kbench: str, bin_dir: str) -> None:
     message = json.dumps(request(real_kbench, bin_dir)).encode()
+    # the handlers go in before the child exists: a Ctrl-C that comes before the server sends the child's pid is
+    # held and forwarded once it is known, never lost (the child may print before the client reads its pid)
+    child: dict = {"pid": None, "held": []}
+    for number, to_group in FORWARDED.items():
+        if signal.getsignal(number) != signal.SIG_IGN:
+            signal.signal(number, lambda sig, _frame, group=to_group: forward(child, sig, group))
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(socket_path)
@@ -67,17 +73,21 @@ def main(socket_path: str, real_kbench: str, bin_dir: str) -> None:
         started = None
     if not started or "pid" not in started:
         sock.close()
-        os.execv(real_kbench, [real_kbench, *sys.argv[1:]])
-    pid = started["pid"]
-    for number, to_group in FORWARDED.items():
-        if signal.getsignal(number) != signal.SIG_IGN:
-            signal.signal(number, lambda sig, _frame, group=to_group: forward(pid, sig, group))
+        if child["held"]:  # interrupted before anything ran: end as the signal would have ended it
+            die_like({"signal": child["held"][0][0]})
+        os.execv(real_kbench, [real_kbench, *sys.argv[1:]])  # exec resets the handlers set above
+    child["pid"] = started["pid"]
+    for sig, group in child["held"]:
+        forward(child, sig, group)
     answer = read_line(sock)
     die_like(answer if answer is not None else {"exit": 1})
 
 
-def forward(pid: int, sig: int, group: bool) -> None:
+def forward(child: dict, sig: int, group: bool) -> None:
+    if child["pid"] is None:
+        child["held"].append((sig, group))
+        return
     try:
-        os.killpg(pid, sig) if group else os.kill(pid, sig)
+        os.killpg(child["pid"], sig) if group else os.kill(child["pid"], sig)
     except ProcessLookupError:
         pass
