@@ -9,10 +9,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from kbench.cli.console import quiet_libraries
 from kbench.paths import workspace_dir
 
-# a sweep reads its children's artifacts back; MLflow's per-file progress bars would bury the figures
-os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+# the libraries as `kbench` runs them: no model-loading or artifact-upload bars and no MLflow INFO lines between the
+# figures (every benchmark imports this module before it imports a model library)
+quiet_libraries()
 
 # The 8-config grid (2 chunkers x 4 retrieval modes) that recommend_regret.py and synthetic_agreement.py both run,
 # so their figures are about the same configs
