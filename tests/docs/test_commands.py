@@ -12,6 +12,17 @@ each worker's pages reach a fork server (tests/docs/forkserver.py) through a `kb
 imported once per worker and each line is a forked child with the line's own stdin, stdout, stderr, argv, cwd and
 environment, so exit codes, pipes and output are the real process's; `KBENCH_TEST_FORKSERVER=0` runs every line as
 a process of its own.
+
+Each page prints its wall time, its CPU seconds (its shell's and its `kbench` lines', through the fork server) with
+the load average, and its slowest commands (`pytest -rP` shows them for passing pages). Embedding is most of a
+page's CPU (a profile of a demo sweep: 146 of 183 s in MiniLM's forward pass), and the cache is the run's, so a
+chunking two pages embed costs the first of them only: pages keep to the same samples where they can (SciFact with
+`max_queries=20 max_documents=300` in store.md, retrieval.md and sweeps.md; the demo set's chunkings of
+configs/sweeps/demo-strategies.yaml in recommendation.md, sweeps.md, search.md and comparing-chunkers.md). What
+stays slow, and why: README.md and tutorials/your-own-docs.md sweep two chunkings of a set they build (the
+tutorial's point: 30 FastAPI pages, as configs/sweeps/your-docs.yaml says); fast-embedding.md exports the model for
+another runtime, twice in its benchmark checks (each builds its exports fresh, as the benchmark measures them);
+store.md starts PostgreSQL for its pgvector run.
 """
 from __future__ import annotations
 
