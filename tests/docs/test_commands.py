@@ -12,6 +12,17 @@ each worker's pages reach a fork server (tests/docs/forkserver.py) through a `kb
 imported once per worker and each line is a forked child with the line's own stdin, stdout, stderr, argv, cwd and
 environment, so exit codes, pipes and output are the real process's; `KBENCH_TEST_FORKSERVER=0` runs every line as
 a process of its own.
+
+Each page prints its wall time, its CPU seconds (its shell's and its `kbench` lines', through the fork server) with
+the load average, and its slowest commands (`pytest -rP` shows them for passing pages). Embedding is most of a
+page's CPU (a profile of a demo sweep: 146 of 183 s in MiniLM's forward pass), and the cache is the run's, so a
+chunking two pages embed costs the first of them only: pages keep to the same samples where they can (SciFact with
+`max_queries=20 max_documents=300` in store.md, retrieval.md and sweeps.md; the demo set's chunkings of
+configs/sweeps/demo-strategies.yaml in recommendation.md, sweeps.md, search.md and comparing-chunkers.md). What
+stays slow, and why: README.md and tutorials/your-own-docs.md sweep two chunkings of a set they build (the
+tutorial's point: 30 FastAPI pages, as configs/sweeps/your-docs.yaml says); fast-embedding.md exports the model for
+another runtime, twice in its benchmark checks (each builds its exports fresh, as the benchmark measures them);
+store.md starts PostgreSQL for its pgvector run.
 """
 from __future__ import annotations
 
@@ -80,7 +91,22 @@ def page_script(page: Path, timings: Path | None = None) -> str:
     return "\n".join(parts) + "\n"
 
 
-def slowest_commands(timings: Path, count: int = 5) -> list[tuple[float, str]]:
+def cpu_seconds(forks: ForkServer | None) -> float:
+    """CPU seconds (user + system) of this process's reaped children and of the fork server's reaped children (the
+    page's `kbench` lines), so far: the difference across a page is the page's CPU, as each worker runs one page at a
+    time with a fork server of its own."""
+    used = os.times()
+    total = used.children_user + used.children_system
+    if forks is not None and forks.process.poll() is None:
+        try:  # fields 16 and 17 of /proc/PID/stat: cutime and cstime, in clock ticks (after the ")" of the name)
+            fields = Path(f"/proc/{forks.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def slowest_commands(timings: Path, count: int = 8) -> list[tuple[float, str]]:
     """(seconds, command) of the page's slowest top-level commands, from the bash trace: a command runs until the
     next top-level one starts (the last one until the trace ends)."""
     steps = []
@@ -120,7 +146,7 @@ def test_every_command_on_the_page_runs(page, tmp_path, shared_cache_workspace, 
     cache.mkdir(exist_ok=True)
     checkout = scratch_checkout(tmp_path, cache)
     log, timings = tmp_path / "page.log", tmp_path / "page.timings"
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), cpu_seconds(kbench_forks)
     with open(log, "w", encoding="utf-8") as out:
         # its own session: a page that times out is killed with every process it started, not just its shell
         # (an orphaned benchmark once kept both cores busy for the rest of the suite)
@@ -136,7 +162,8 @@ def test_every_command_on_the_page_runs(page, tmp_path, shared_cache_workspace, 
     text = log.read_text(encoding="utf-8", errors="replace")
     ran = [b for b in shell_blocks(page) if b.skip is None]
     failed_at = ([line[4:] for line in text.splitlines() if line.startswith("### ")] or ["before the first block"])[-1]
-    print(f"{page.relative_to(REPO_ROOT)}: {len(ran)} blocks in {time.perf_counter() - started:.0f} s; slowest: "
+    print(f"{page.relative_to(REPO_ROOT)}: {len(ran)} blocks in {time.perf_counter() - started:.0f} s "
+          f"({cpu_seconds(kbench_forks) - cpu_started:.0f} s CPU, load {os.getloadavg()[0]:.1f}); slowest: "
           + "; ".join(f"{seconds} s {command[:100]}" for seconds, command in slowest_commands(timings)))
     assert code == 0, f"{failed_at}: exit {code}\n{text[-4000:]}"
     assert "Traceback (most recent call last)" not in text, text[-4000:]
