@@ -130,6 +130,8 @@ def test_the_request_log_has_one_line_per_request():
 @pytest.mark.slow  # enrichment through SmolLM2, with faults, then the whole store searched for the key
 def test_faults_are_retried_and_recorded_and_the_key_is_nowhere_in_the_store(kbench_server, config_for, workspace,
                                                                             monkeypatch):
+    """Stays slow: the first test of the kbench-serve group pays the one real server's start (SmolLM2 and MiniLM
+    load once per run: tests/conftest.py kbench_server), and SmolLM2 then reads each chunk's page on CPU."""
     monkeypatch.setenv(KEY_ENV, SECRET)
     kbench_server.faults("429", times=1, retry_after_s=0.1)
     kbench_server.faults("500", times=1)
