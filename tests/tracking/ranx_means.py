@@ -5,6 +5,8 @@ functions then run as the plain Python they are written in (the same code, the s
 numba compiling every kernel first. On the six questions of the export test the compilation was the whole cost
 (39 s and 25 s per level in a clean-clone run, about 20 CPU seconds against 2 without it); the flag must be set
 before numba is imported, which an xdist worker that ran other ranx tests already did, hence the process.
+ranx's other parity tests (tests/sweep/test_tuning.py, tests/retrieval/test_fusion_ranx_parity.py) still compile
+the kernels they call, once per venv (numba keeps them in ranx's __pycache__), nDCG's among them.
 
     python -m tests.tracking.ranx_means RUN QRELS METRIC [METRIC ...]
 """
