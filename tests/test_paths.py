@@ -38,6 +38,8 @@ def written_since(root: Path, start: float) -> list[Path]:
 
 @pytest.mark.xdist_group(CHECKOUT_MODELS)  # no other test may write into the checkout meanwhile
 def test_a_run_with_a_workspace_writes_nothing_outside_it_and_the_models_directory(tmp_path):
+    """Stays slow: a fresh process exports MiniLM to ONNX, converts and calibrates it to OpenVINO int8 and exports
+    the cross-encoder, since where those files land is what is checked; the run reads one demo page only."""
     from sentence_transformers import CrossEncoder
 
     from kbench.embedding.models import resolve_model_path
@@ -48,7 +50,7 @@ def test_a_run_with_a_workspace_writes_nothing_outside_it_and_the_models_directo
     reranker = roots["models"] / "seeded-minilm-ce"  # a cross-encoder given by path, inside the models dir
     CrossEncoder(str(resolve_model_path("all-MiniLM-L6-v2")), num_labels=1, max_length=128, device="cpu").save(
         str(reranker))
-    config = make_config(roots["ws"], dataset={"name": "demo", "max_queries": 3, "max_documents": 2},
+    config = make_config(roots["ws"], dataset={"name": "demo", "max_queries": 1, "max_documents": 1},  # 1 page
                          embedding={"backend": "openvino-int8", "threads": 1},
                          retrieval={"legs": ["vector", "bm25"], "top_k": 10, "fusion": {"strategy": "rrf"}},
                          rerank={"enabled": True, "strategy": "cross_encoder", "model": str(reranker),

@@ -16,8 +16,12 @@ def write_config(path, config: dict):
 
 
 def test_run_logs_params_metrics_and_artifacts_to_mlflow(tmp_path, config_for, workspace, capsys):
+    """--set overrides the file: the file says 500 and --set says 600, the chunking most tests use (tests/conftest.py
+    make_config), so the demo's chunks are usually in the run's shared embedding cache already; overriding to a size
+    no other test uses made this test embed the whole demo set again (37 s in a clean-clone run)."""
     config = config_for(name="e2e", dataset={"name": "demo", "max_queries": 20})
-    assert main(["run", write_config(tmp_path / "c.yaml", config), "--set", "chunking.chunk_size=500", "--quiet"]) == 0
+    config["chunking"] = {**config["chunking"], "chunk_size": 500}
+    assert main(["run", write_config(tmp_path / "c.yaml", config), "--set", "chunking.chunk_size=600", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "doc-level" in out and "chunk-level" in out and "MLflow run" in out
 
@@ -26,7 +30,7 @@ def test_run_logs_params_metrics_and_artifacts_to_mlflow(tmp_path, config_for, w
     client = MlflowClient(f"sqlite:///{workspace / 'mlflow.db'}")
     (run,) = client.search_runs([client.get_experiment_by_name("tests").experiment_id])
     assert run.info.status == "FINISHED"
-    assert run.data.params["chunking.chunk_size"] == "500"
+    assert run.data.params["chunking.chunk_size"] == "600"
     assert run.data.params["embedding.model"] == "all-MiniLM-L6-v2"
     assert 0 < run.data.metrics["doc_ndcg_at_10"] <= 1
     assert run.data.metrics["count_queries"] == 20
@@ -36,7 +40,7 @@ def test_run_logs_params_metrics_and_artifacts_to_mlflow(tmp_path, config_for, w
 
     run_dir = next((workspace / "runs").iterdir())
     resolved = yaml.safe_load((run_dir / "config.yaml").read_text())
-    assert resolved["chunking"] == {"strategy": "fixed", "chunk_size": 500, "chunk_overlap": 100}
+    assert resolved["chunking"] == {"strategy": "fixed", "chunk_size": 600, "chunk_overlap": 100}
     per_query = pd.read_parquet(run_dir / "per_query.parquet")
     assert len(per_query) == 20 and per_query["doc_ndcg_at_10"].between(0, 1).all()
     metrics = json.loads((run_dir / "metrics.json").read_text())

@@ -130,13 +130,17 @@ def test_the_request_log_has_one_line_per_request():
 @pytest.mark.slow  # enrichment through SmolLM2, with faults, then the whole store searched for the key
 def test_faults_are_retried_and_recorded_and_the_key_is_nowhere_in_the_store(kbench_server, config_for, workspace,
                                                                             monkeypatch):
+    """Stays slow: the first test of the kbench-serve group pays the one real server's start (SmolLM2 and MiniLM
+    load once per run: tests/conftest.py kbench_server), and SmolLM2 then reads each chunk with its page on CPU.
+    One page (4 chunks of 3,000 characters) instead of three (10 chunks): three faults need three requests or
+    retries, which one page gives as well, and the key is searched for in everything the run wrote alike."""
     monkeypatch.setenv(KEY_ENV, SECRET)
     kbench_server.faults("429", times=1, retry_after_s=0.1)
     kbench_server.faults("500", times=1)
     kbench_server.faults("malformed", times=1)
     endpoint = {"base_url": kbench_server.base_url, "api_key_env": KEY_ENV}
     config = config_for(
-        name="served-enrichment", dataset={"name": "demo", "max_queries": 3, "max_documents": 2},
+        name="served-enrichment", dataset={"name": "demo", "max_queries": 1, "max_documents": 1},  # 1 page, 4 chunks
         chunking={"strategy": "fixed", "chunk_size": 3000, "chunk_overlap": 0},
         enrichment={"enabled": True, "model": "SmolLM2-135M-Instruct", "max_tokens": 12, "document_chars": 600,
                     **endpoint},

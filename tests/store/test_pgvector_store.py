@@ -58,6 +58,8 @@ def vector_top10(index, chunks, query_vectors, queries):
 
 
 def test_vector_leg_and_production_hybrid_match_duckdb_faiss(scifact_run):
+    """Stays slow: a real PostgreSQL with pgvector starts for it, and its module fixture embeds the SciFact sample
+    (300 abstracts, shared through the run's cache with tests/compare/test_gate.py and test_metrics_parity.py)."""
     config, experiment, dataset, chunks, embedder, embedded, qv, workspace = scifact_run
     duck = stored(experiment, dataset, chunks, embedded, embedder, workspace)
     pg_experiment = load_experiment({**config, "store": {**config["store"], "backend": "pgvector"}})

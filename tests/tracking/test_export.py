@@ -2,13 +2,19 @@
 logged demo run (document and chunk level)."""
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pandas as pd
 import pytest
 
 from kbench.config import load_experiment
+from kbench.paths import REPO_ROOT
 from kbench.records import Chunk, Hit, Run
 from kbench.runner import export_run, import_trec_run, run_experiment
-from kbench.tracking.export import (TrecFormatError, ranked_ids, read_trec_qrels, read_trec_run, to_ranx_qrels,
+from kbench.tracking.export import (TrecFormatError, ranked_ids, read_trec_qrels, read_trec_run,
                                     write_trec_qrels, write_trec_run)
 from tests.conftest import link_shared_cache
 
@@ -66,16 +72,13 @@ def logged_run(shared_cache_workspace, tmp_path_factory):
     return run_experiment(load_experiment(config), progress=False), ws
 
 
-def _ranx_means(run_file, qrels_file, metrics):
-    from ranx import Qrels, Run as RanxRun, evaluate
-
-    run, _ = read_trec_run(run_file)
-    qrels = read_trec_qrels(qrels_file)
-    for q in qrels:  # ranx wants every judged query in the run
-        run.setdefault(q, {})
-    assert isinstance(to_ranx_qrels(qrels), Qrels)
-    return evaluate(to_ranx_qrels(qrels), RanxRun({q: r for q, r in run.items() if r}), metrics,
-                    make_comparable=True)
+def _ranx_means(run_file, qrels_file, metrics) -> dict[str, float]:
+    """ranx's scores, computed in a fresh process with numba's compiler off (tests/tracking/ranx_means.py says why)."""
+    done = subprocess.run([sys.executable, "-m", "tests.tracking.ranx_means", str(run_file), str(qrels_file), *metrics],
+                          env={**os.environ, "NUMBA_DISABLE_JIT": "1"}, cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
 
 
 @pytest.mark.slow
@@ -83,7 +86,7 @@ def _ranx_means(run_file, qrels_file, metrics):
 def test_exported_run_scores_the_same_in_ranx(logged_run, tmp_path, level):
     result, ws = logged_run
     paths = export_run(result.run_id, tmp_path, level=level, tracking_uri=result.tracking_uri)
-    names = {"ndcg@10": "ndcg_at_10", "recall@10": "recall_at_10", "mrr@10": "mrr_at_10"}  # ranx compiles each (numba)
+    names = {"ndcg@10": "ndcg_at_10", "recall@10": "recall_at_10", "mrr@10": "mrr_at_10"}
     ours = _ranx_means(paths["run"], paths["qrels"], list(names))
     for ranx_name, kbench_name in names.items():
         assert ours[ranx_name] == pytest.approx(result.metrics[f"{level}_{kbench_name}"], abs=1e-9), ranx_name

@@ -86,6 +86,9 @@ def pairwise_accuracy(model, dataset, chunks, vectors, queries, config) -> float
 
 @pytest.mark.slow
 def test_trained_reranker_is_saved_by_name_and_beats_its_random_head(demo_reranker, demo_mined, monkeypatch):
+    """Stays slow: its setup trains a real cross-encoder (MiniLM, 3 epochs on 16 questions at 128 tokens), once per
+    test run for every worker (tests/training/demo_reranker.py, built_once; the rerank tests reuse it), and the
+    training is what is checked: the loss falls and the trained head beats the random one."""
     from sentence_transformers import CrossEncoder
 
     card = json.loads((demo_reranker.path / "kbench_model.json").read_text())

@@ -63,6 +63,8 @@ def test_synonym_expansion_searches_the_expanded_text_and_keeps_it_per_query(con
 @pytest.mark.slow  # SmolLM2 writes the sub-questions and the hypothetical answers
 def test_decomposition_and_hyde_through_kbench_serve_are_kept_cached_and_counted(kbench_server, config_for,
                                                                                monkeypatch):
+    """Stays slow: SmolLM2 writes the sub-questions and passages on CPU through the one real kbench serve (whose
+    start the first test of the kbench-serve group pays), for two questions only."""
     monkeypatch.setenv(KEY_ENV, "local")
     llm = {"base_url": kbench_server.base_url, "model": "SmolLM2-135M-Instruct", "api_key_env": KEY_ENV}
     config = config_for(dataset={"name": "demo", "max_queries": 2}, retrieval={"legs": ["bm25"], "top_k": 10},
