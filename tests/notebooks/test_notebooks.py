@@ -83,6 +83,9 @@ def test_every_notebook_finishes_with_ci_profile(ci_run):
         executed = nbformat.read(str(r.output), as_version=4)
         errors = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
         assert not errors
+        streamed = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs
+                           if o.output_type == "stream")
+        assert "TqdmWarning" not in streamed and "it/s]" not in streamed, f"{name}: a progress bar in its outputs"
         assert r.plots and all(p.suffix == ".png" and p.stat().st_size > 1000 for p in r.plots)
         shown = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs
                  if "image/png" in o.get("data", {})]
@@ -128,7 +131,8 @@ def test_executed_notebooks_pass_nbval(ci_run):
     marked cell (00_quickstart's counts: same data and chunker, same counts on a second execution). For the others a
     re-execution would check nothing the papermill run above has not: the same notebook, parameters and kernel ran
     every cell once, and test_every_notebook_finishes_with_ci_profile fails on any error output. Re-executing all
-    eight took 293 s of the suite's CPU (issue 44)."""
+    eight took 293 s of the suite's CPU (issue 44). What stays is one kernel running 00_quickstart again: nbval
+    executes the notebook itself, which is what it checks."""
     ws, results = ci_run
     paths = [str(r.output) for r in results.values() if _checks_output(r.output)]
     assert paths, "no notebook has a NBVAL_CHECK_OUTPUT cell: nbval would compare nothing"
@@ -204,6 +208,8 @@ def _child_params(result) -> dict:
 
 
 def test_a_notebook_runs_on_a_dataset_folder_given_by_path(user_set, tmp_path, shared_cache_workspace, monkeypatch):
+    """Slow (a kernel that loads kbench's stack and MiniLM, then one run) because what it checks is that path:
+    papermill's kernel reading a relative folder from the user's working directory."""
     root, _, my_set = user_set
     ws = _workspace(tmp_path / "ws", shared_cache_workspace)
     monkeypatch.chdir(root)  # a path relative to where the user is
@@ -216,7 +222,8 @@ def test_a_notebook_runs_on_a_dataset_folder_given_by_path(user_set, tmp_path, s
 def test_config_is_honoured_with_its_dataset_and_the_gate_example_runs_on_a_user_folder(
         user_set, tmp_path, shared_cache_workspace, monkeypatch):
     """The trap: `-p config my.yaml` silently ran on the demo set. docs/kbench-gate.yml's commands, on a config
-    whose dataset is the user's folder: the notebook's run is on that folder, and the gate compares on it."""
+    whose dataset is the user's folder: the notebook's run is on that folder, and the gate compares on it.
+    Slow because it runs those commands as written: a notebook kernel, then the gate's two runs."""
     import yaml
 
     from kbench.cli import main
