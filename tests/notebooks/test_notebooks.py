@@ -4,6 +4,8 @@ second execution (lax: only the marked cells are compared); a failing cell ends 
 from __future__ import annotations
 
 import json
+import pickle
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +15,7 @@ import pytest
 
 from kbench.studies import NOTEBOOKS_DIR, NotebookError, notebook_names, run_all, run_notebook
 from kbench.studies.driver import load_profile
-from tests.conftest import CHECKOUT_MODELS
+from tests.conftest import CHECKOUT_MODELS, built_once
 
 pytestmark = pytest.mark.slow
 NOTEBOOKS = ["00_quickstart", "01_chunking", "02_embeddings", "03_retrieval", "04_rerank", "05_compare", "06_eval_sets", "07_diagnose"]
@@ -35,10 +37,20 @@ def _workspace(base: Path, shared_cache_workspace: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def ci_run(tmp_path_factory, shared_cache_workspace):
-    """`kbench notebooks run --all --profile ci`, into a fresh workspace that shares the session's embeddings."""
-    ws = _workspace(tmp_path_factory.mktemp("notebooks") / "ws", shared_cache_workspace)
-    results = run_all("ci", {"workspace": str(ws)})
-    return ws, {r.name: r for r in results}
+    """`kbench notebooks run --all --profile ci`, into a fresh workspace that shares the session's embeddings.
+
+    Run once per test run, in the run folder every xdist worker sees (``built_once``): ``make test`` keeps the
+    three tests that read it on one worker (``--dist loadgroup``), but a plain ``pytest -n 2 tests/notebooks``
+    spreads them, and each worker then ran all eight notebooks again (twice the CPU, the same checks)."""
+    def run(folder: Path) -> None:
+        shutil.rmtree(folder / "ws", ignore_errors=True)  # what a run that raised left behind
+        ws = _workspace(folder / "ws", shared_cache_workspace)
+        results = run_all("ci", {"workspace": str(ws)})
+        (folder / "results.pickle").write_bytes(pickle.dumps(results))
+
+    folder = built_once(tmp_path_factory, "notebooks-ci", run)
+    results = pickle.loads((folder / "results.pickle").read_bytes())
+    return folder / "ws", {r.name: r for r in results}
 
 
 def test_committed_notebooks_are_clean_and_parameterized():
@@ -56,6 +68,13 @@ def test_committed_notebooks_are_clean_and_parameterized():
 
 @pytest.mark.xdist_group(CHECKOUT_MODELS)  # 04_rerank trains into the models folder if it has no reranker
 def test_every_notebook_finishes_with_ci_profile(ci_run):
+    """The suite's slowest item, and why it stays slow: its fixture runs the eight notebooks one after another
+    (05_compare reads back the MLflow runs 03_retrieval left, and all share one workspace and its embeddings),
+    each in a kernel of its own that loads kbench's stack and MiniLM. The CPU goes to what no earlier notebook
+    cached (07's other chunkers and its SciFact sample, 06's generated sets, each of which rewrites its
+    documents) and to 04's cross-encoder, trained here when the models folder has none and then scoring every
+    candidate; the ci profile (kbench/studies/profiles.yaml) keeps those samples at what still shows each
+    notebook's point."""
     ws, results = ci_run
     assert list(results) == NOTEBOOKS
     for name, r in results.items():
@@ -64,6 +83,9 @@ def test_every_notebook_finishes_with_ci_profile(ci_run):
         executed = nbformat.read(str(r.output), as_version=4)
         errors = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
         assert not errors
+        streamed = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs
+                           if o.output_type == "stream")
+        assert "TqdmWarning" not in streamed and "it/s]" not in streamed, f"{name}: a progress bar in its outputs"
         assert r.plots and all(p.suffix == ".png" and p.stat().st_size > 1000 for p in r.plots)
         shown = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs
                  if "image/png" in o.get("data", {})]
@@ -109,7 +131,8 @@ def test_executed_notebooks_pass_nbval(ci_run):
     marked cell (00_quickstart's counts: same data and chunker, same counts on a second execution). For the others a
     re-execution would check nothing the papermill run above has not: the same notebook, parameters and kernel ran
     every cell once, and test_every_notebook_finishes_with_ci_profile fails on any error output. Re-executing all
-    eight took 293 s of the suite's CPU (issue 44)."""
+    eight took 293 s of the suite's CPU (issue 44). What stays is one kernel running 00_quickstart again: nbval
+    executes the notebook itself, which is what it checks."""
     ws, results = ci_run
     paths = [str(r.output) for r in results.values() if _checks_output(r.output)]
     assert paths, "no notebook has a NBVAL_CHECK_OUTPUT cell: nbval would compare nothing"
@@ -185,6 +208,8 @@ def _child_params(result) -> dict:
 
 
 def test_a_notebook_runs_on_a_dataset_folder_given_by_path(user_set, tmp_path, shared_cache_workspace, monkeypatch):
+    """Slow (a kernel that loads kbench's stack and MiniLM, then one run) because what it checks is that path:
+    papermill's kernel reading a relative folder from the user's working directory."""
     root, _, my_set = user_set
     ws = _workspace(tmp_path / "ws", shared_cache_workspace)
     monkeypatch.chdir(root)  # a path relative to where the user is
@@ -197,7 +222,8 @@ def test_a_notebook_runs_on_a_dataset_folder_given_by_path(user_set, tmp_path, s
 def test_config_is_honoured_with_its_dataset_and_the_gate_example_runs_on_a_user_folder(
         user_set, tmp_path, shared_cache_workspace, monkeypatch):
     """The trap: `-p config my.yaml` silently ran on the demo set. docs/kbench-gate.yml's commands, on a config
-    whose dataset is the user's folder: the notebook's run is on that folder, and the gate compares on it."""
+    whose dataset is the user's folder: the notebook's run is on that folder, and the gate compares on it.
+    Slow because it runs those commands as written: a notebook kernel, then the gate's two runs."""
     import yaml
 
     from kbench.cli import main
