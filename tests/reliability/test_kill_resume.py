@@ -185,7 +185,10 @@ def test_a_sweep_killed_20_times_then_resumed_equals_an_uninterrupted_one(tmp_pa
         aims = [s for s in STAGES if s != "mlflow"] if finished >= 3 else STAGES
         least = min(hits[s] for s in aims)  # first each stage in pipeline order (the first embedding computes)
         aim = STAGES[n] if n < len(STAGES) else rng.choice([s for s in aims if hits[s] == least])
-        delay = rng.uniform(0.0, 0.9) * rng.choice(took[aim])  # inside the stage, as long as it took uninterrupted
+        # inside the stage: within its shortest uninterrupted occurrence (a config's MLflow logging takes 0.1-0.3 s,
+        # the first one longest; a delay drawn from the longest overshot the others' and the kill landed in the
+        # export after the child was FINISHED, so "mlflow" was never hit in a clean-clone run)
+        delay = rng.uniform(0.0, 0.9) * min(took[aim])
         trace = tmp_path / f"kill-{n}.trace"
         proc = start(config, tmp_path / f"kill-{n}.log", trace)
         if not kill_inside(trace, proc, aim, occurrence, delay):  # the sweep ended first: nothing left to kill
