@@ -42,7 +42,7 @@ def run_experiment(experiment: Experiment, *, progress: bool = True, log: bool =
                                done.counts, done.run, fingerprint, dataset=done.dataset, chunks=done.chunks,
                                started_ms=started_ms)
     result = RunResult(experiment, done.metrics, done.per_query, done.stage_seconds, done.counts, run_dir,
-                       chunks=done.chunks, dataset=done.dataset, run=done.run)
+                       chunks=done.chunks, dataset=done.dataset, run=done.run, tags=done.tags)
     if log and experiment.tracking.enabled:
         try:
             keep_in_mlflow(result, workspace, parent_run_id,

@@ -42,6 +42,7 @@ class ComputedRun:
     host: str = ""
     pid: int = 0
     seconds: float = 0.0  # wall time of this config on its worker, from start to its folder written
+    tags: dict[str, str] = field(default_factory=dict)  # the pipeline's own run tags (kbench.language.*)
 
 
 @dataclass
@@ -95,7 +96,8 @@ def compute_config(experiment_data: dict[str, Any], expected_run_key: str, progr
     files = {p.relative_to(result.run_dir).as_posix(): p.read_bytes()
              for p in sorted(result.run_dir.rglob("*")) if p.is_file()}
     return ComputedRun(expected_run_key, result.metrics, result.counts, result.stage_seconds, str(result.run_dir),
-                       files, result.dataset.name if result.dataset else "", socket.gethostname(), os.getpid())
+                       files, result.dataset.name if result.dataset else "", socket.gethostname(), os.getpid(),
+                       tags=result.tags)
 
 
 def _safe_compute(experiment_data: dict[str, Any], expected_run_key: str,

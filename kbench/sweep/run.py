@@ -494,7 +494,8 @@ def _finished_child(client, experiment_id, parent_id, plan, config, result: Comp
     run_dir = _materialize(result, workspace)
     tags = {tag.RUN_KEY: config.run_key, tag.DATASET: result.dataset_name, tag.RUN_FOLDER: run_dir.name,
             **run_tags(config.experiment, result.metrics), **config.experiment.tracking.tags,
-            **child_tags(plan, config), tag.SWEEP_EXECUTOR: executor_name, tag.WORKER: f"{result.host}:{result.pid}"}
+            **child_tags(plan, config), tag.SWEEP_EXECUTOR: executor_name, tag.WORKER: f"{result.host}:{result.pid}",
+            **result.tags}
     fingerprint_file = run_dir / FINGERPRINT_FILE
     if fingerprint_file.is_file():  # written where the config ran (a Dask worker's own precision)
         tags.update(fingerprint_tags(json.loads(fingerprint_file.read_text(encoding="utf-8"))))
@@ -522,7 +523,7 @@ def _link_child(client, experiment_id, parent_id, plan, config, source) -> str:
     """A child that points at an equal config's finished run instead of computing it again."""
     tags = {**child_tags(plan, config), tag.SWEEP_REUSED_FROM: source.info.run_id,
             tag.DATASET: source.data.tags.get(tag.DATASET, ""),
-            **{k: v for k, v in source.data.tags.items() if k == tag.LLM_PARTIAL}}
+            **{k: v for k, v in source.data.tags.items() if k == tag.LLM_PARTIAL or k in tag.LANGUAGE_TAGS}}
     # the source's start and end: the link took no time, the config took the source's
     run_id = _create_child(client, experiment_id, parent_id, config.label, tags, source.info.start_time)
     fill_run(client, run_id, params=dict(source.data.params), metrics=dict(source.data.metrics), run_dir=None)

@@ -62,6 +62,7 @@ class RunResult:
     run: Run | None = field(default=None, repr=False)  # the rankings (None for an imported TREC file)
     tracking_error: str | None = None  # why MLflow could not be reached (the run folder holds the results)
     export_report: object | None = field(default=None, repr=False)  # mlflow_export.ExportReport, once exported
+    tags: dict[str, str] = field(default_factory=dict)  # what the pipeline found out, for MLflow (kbench.language.*)
 
 
 MAX_NAME_BYTES = 100  # of the name part; with the stamp and run key the folder name stays far below 255

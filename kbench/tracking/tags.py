@@ -21,6 +21,7 @@ LLM_PARTIAL = "kbench.llm.partial"    # LLM stages that went on below llm.policy
 LANGUAGE_DOCUMENTS = "kbench.language.documents"  # the documents' languages: "fr 96% (119), en 4% (5)"
 LANGUAGE_QUESTIONS = "kbench.language.questions"  # the questions' languages, as above
 LANGUAGE_WARNING = "kbench.language.warning"  # the embedder covers under half of the documents: the stderr line
+LANGUAGE_TAGS = (LANGUAGE_DOCUMENTS, LANGUAGE_QUESTIONS, LANGUAGE_WARNING)  # what a sweep's linked child copies
 
 SWEEP_KEY = "kbench.sweep.key"        # identifies a sweep (its baseline and configs)
 SWEEP_ROLE = "kbench.sweep.role"      # parent | child

@@ -160,10 +160,12 @@ def test_a_link_child_shows_its_sources_real_start_and_end(tmp_path, monkeypatch
     experiment_id = ensure_experiment(client, "t", tmp_path)
     source = client.create_run(experiment_id, start_time=1_700_000_000_000).info.run_id
     client.log_metric(source, "chunk_ndcg_at_10", 0.5)
+    client.set_tag(source, "kbench.language.documents", "fr 96% (119), en 4% (5)")
     client.set_terminated(source, "FINISHED", end_time=1_700_000_026_000)  # 26 s
     parent = client.create_run(experiment_id).info.run_id
     link = client.get_run(_link_child(client, experiment_id, parent, plan, plan.configs[0], client.get_run(source)))
     assert (link.info.start_time, link.info.end_time) == (1_700_000_000_000, 1_700_000_026_000)
+    assert link.data.tags["kbench.language.documents"] == "fr 96% (119), en 4% (5)"  # what the source ran on
     _log_parent_plan(client, parent, plan)  # issue 42 item 5: the parent names the workspace actually used
     assert client.get_run(parent).data.params["workspace"] == str((tmp_path / "used").resolve())
 
@@ -264,6 +266,9 @@ def test_local_sweep_logs_parent_children_failure_and_resumes(workspace):
     assert child.data.params["workspace"] == str(Path(workspace).resolve())
     assert "per_query_results.json" in [a.path for a in client.list_artifacts(child.info.run_id)]
     assert children["top_k=3"].data.tags["kbench.knob.retrieval.top_k"] == "3"
+    # the pipeline's own tags reach a child as they reach a single run's (the demo set is English)
+    assert children["top_k=3"].data.tags["kbench.language.documents"].startswith("en 100%")
+    assert children["top_k=3"].data.tags["kbench.language.questions"].startswith("en ")
     assert children["top_k=3"].data.metrics["chunk_recall_at_10"] <= children["top_k=10"].data.metrics[
         "chunk_recall_at_10"]
     failed = children["broken"]
