@@ -123,7 +123,7 @@ class Evidence:
     corpus: str = ""  # how the indexed documents differ from the source documents, in words ("" : they do not)
     warnings: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # label -> warnings bearing on it
     sweep: str | None = None  # the sweep's parent run id, for the next step's commands
-    config_file: str | None = None  # the sweep's config, for `kbench sweep ... --until-decided`
+    sweep_args: str | None = None  # the sweep's config file and --set overrides, for `kbench sweep ... --until-decided`
 
 
 @dataclass
@@ -282,7 +282,7 @@ class Recommendation:
                  if margin is not None else "")
         label = f"label questions by hand (kbench label --sweep {sweep})"
         if available is not None and needed is not None and self.n_questions < needed <= available:
-            config = self.evidence.config_file or "CONFIG"
+            config = self.evidence.sweep_args or "CONFIG"
             return (f"  next: the documents give up to {available:,} questions, enough for the about {needed:,} that "
                     f"would decide: grow the set until it decides (kbench sweep {config} --until-decided "
                     f"--max-questions {needed}), or {wider or label}")

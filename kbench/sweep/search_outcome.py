@@ -22,17 +22,18 @@ from kbench.compare import Comparison, compare_scores
 from kbench.compare.compare import RunScores
 from kbench.compare.recommendation import recommend_by_tag, recommend_comparison
 from kbench.compare.report import ranking_lines
-from kbench.evaluation.recommend import Recommendation, RecommendConfig
+from kbench.compare.evidence import config_warnings, set_evidence
+from kbench.evaluation.recommend import Evidence, Recommendation, RecommendConfig
 from kbench.evaluation.stage import summarize
 from kbench.hashing import stable_hash
 from kbench.paths import workspace_dir
 from kbench.sweep.expand import SweepPlan
 from kbench.sweep.racing import RaceResult
-from kbench.sweep.scoring import SearchCost
-from kbench.sweep.summary import parent_name
+from kbench.sweep.scoring import ConfigScorer, SearchCost
+from kbench.sweep.summary import decision_metrics, decision_tags, parent_name, winner_comments
 from kbench.tracking import tags as tag
 from kbench.tracking.guard import owner_tags
-from kbench.tracking.mlflow_run import ensure_experiment, fill_run, mlflow_client
+from kbench.tracking.mlflow_run import ensure_experiment, fill_run, mlflow_client, run_params
 
 SEARCH_TAG = "kbench.sweep.search"  # grid | race | stagewise, on a search's MLflow run
 
@@ -113,14 +114,26 @@ def race_lines(r: RaceResult, indent: str) -> list[str]:
 
 
 def recommend(comparison: Comparison | None, frames: dict[str, pd.DataFrame], headline: str,
-              config: RecommendConfig | None = None) -> tuple[str | None, Recommendation | None]:
+              config: RecommendConfig | None = None, evidence: Evidence | None = None
+              ) -> tuple[str | None, Recommendation | None]:
     """The recommended config and the recommendation behind it (``compare.recommendation.recommend_comparison``
     with the sweep's ``recommend`` section, as a grid sweep ends); with one config scored on every question, that
-    config. The one place a search takes its recommendation from."""
+    config. The one place a search takes its recommendation from; ``evidence``: ``search_evidence``."""
     if comparison is None:
         return max(frames, key=lambda k: frames[k][headline].mean()), None
-    found = recommend_comparison(comparison, config)
+    found = recommend_comparison(comparison, config, evidence=evidence)
     return found.config, found
+
+
+def search_evidence(plan: SweepPlan, scorer: ConfigScorer) -> Evidence:
+    """What a search's recommendation rests on beside the scores, as a grid's reads it from its runs: the set (its
+    pool, its altered corpus) and each config's warnings (its corpus's language census, its legs' analyzers)."""
+    dataset = plan.baseline.dataset
+    available, corpus = set_evidence(dataset.path)
+    warnings = {c.label: tuple(config_warnings(scorer.languages.get(c.label, {}), run_params(c.experiment)))
+                for c in plan.configs}
+    return Evidence(dataset.name or dataset.path or "", available, corpus, {k: v for k, v in warnings.items() if v},
+                    sweep_args=plan.command or None)
 
 
 def compare_frames(frames: dict[str, pd.DataFrame], headline: str, plan: SweepPlan | None = None,
@@ -150,6 +163,7 @@ def log_search(plan: SweepPlan, outcome: SearchOutcome, started_ms: int | None =
         outcome.winner_config = folder / "winner.yaml"
         outcome.winner_config.write_text(
             f"# The recommendation of the {outcome.strategy} search of sweep {plan.name}: {verdict}\n"
+            + winner_comments(outcome.recommendation)
             + "# Paths are absolute and the workspace is the one used: it runs the same from any folder.\n"
             + yaml.safe_dump(config.experiment.portable(), sort_keys=False), encoding="utf-8")
     (folder / "search.md").write_text("\n".join(outcome.lines()) + "\n", encoding="utf-8")
@@ -164,12 +178,12 @@ def log_search(plan: SweepPlan, outcome: SearchOutcome, started_ms: int | None =
         tag.SWEEP_CONFIGS: str(len(plan.configs)), tag.SWEEP_WINNER: outcome.recommended or "none",
         tag.SWEEP_RECOMMENDATION: outcome.recommended or "none", tag.SWEEP_HEADLINE: outcome.headline,
         tag.SWEEP_RECOMMEND_BY: recommend_by_tag(plan.baseline.recommend),
-        **({tag.SWEEP_DECIDED: str(outcome.recommendation.decided).lower(),
-            tag.SWEEP_WITHIN_MARGIN: ", ".join(outcome.recommendation.within_margin)[:5000]}
-           if outcome.recommendation else {}),
+        **(decision_tags(outcome.recommendation) if outcome.recommendation else {}),
         tag.MLFLOW_NOTE: "\n".join(outcome.lines())[:5000], **owner_tags()}).info.run_id
     metrics = summarize(outcome.frames[outcome.recommended]) if outcome.recommended else {}
     metrics.update({f"search_{k}": float(v) for k, v in outcome.cost.as_dict().items()})
+    if outcome.recommendation is not None:
+        metrics.update(decision_metrics(outcome.recommendation))
     fill_run(client, run_id, params={"search": json.dumps(plan.search.model_dump(mode="json"))[:6000]},
              metrics=metrics, run_dir=None)
     for file in ("search.md", "search.json", "winner.yaml"):

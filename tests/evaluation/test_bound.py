@@ -110,7 +110,7 @@ def test_a_provisional_line_beyond_what_the_documents_give_says_so_and_names_the
     assert "  warning on best: embedding model covers en: 0% of the documents" in lines
     assert "  the set's documents: heading lines removed for every candidate question: 40 of 52 (77%)" in lines
     enough = recommend(records, HEADLINE, RecommendConfig(guards=[], margin=0.03),
-                       evidence=Evidence(available=100_000, config_file="sweep.yaml"))
+                       evidence=Evidence(available=100_000, sweep_args="sweep.yaml"))
     assert not enough.decided
     assert next(line for line in enough.lines() if line.startswith("  next: ")).startswith(
         "  next: the documents give up to 100,000 questions, enough for the about ")

@@ -277,11 +277,17 @@ def check_out(out: str | Path, source: Path | None, force: bool) -> Path:
     return out
 
 
-def is_built_set(folder: Path) -> bool:
+def read_manifest(folder: Path) -> dict | None:
+    """A generated set's manifest.json, or None when the folder holds no set kbench built."""
     try:
-        return json.loads((folder / "manifest.json").read_text(encoding="utf-8")).get("kind") == SET_KIND
-    except (OSError, ValueError, AttributeError):
-        return False
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) and manifest.get("kind") == SET_KIND else None
+
+
+def is_built_set(folder: Path) -> bool:
+    return read_manifest(folder) is not None
 
 
 HINTS = {
