@@ -37,6 +37,13 @@ def add_parser(sub) -> None:
                    help="run the sweep once on each of these evaluation sets (dataset.path), then recommend one "
                         "config across them: each config's bound per set, the smallest worst bound (kbench compare "
                         "--sweep A --sweep B does the same from logged sweeps)")
+    p.add_argument("--until-decided", action="store_true",
+                   help="score the grid on growing batches of questions (a generated set: more of its documents' "
+                        "questions, same corpus) until the recommendation is decided at the margin or a budget is "
+                        "spent; configs ruled out are scored no more; the bound holds over every look")
+    p.add_argument("--max-questions", type=int, metavar="N", help="with --until-decided: ask at most N questions")
+    p.add_argument("--max-minutes", type=float, metavar="M",
+                   help="with --until-decided: start no new look after M minutes")
     p.set_defaults(func=run)
 
 
@@ -54,6 +61,12 @@ def run(args) -> int:
         return 2
     overrides = args.overrides + ([f"dataset.split={args.select_on}"] if args.select_on else []) + (
         ["llm.policy.allow_partial=true"] if args.allow_partial else [])
+    if (args.max_questions is not None or args.max_minutes is not None) and not args.until_decided:
+        print("kbench: error: --max-questions and --max-minutes are the budgets of --until-decided; add it",
+              file=sys.stderr)
+        return 2
+    if args.until_decided:
+        return run_until_decided(args, overrides)
     if args.sets:
         return run_sets(args, overrides)
     plan = sweep.load_sweep(args.config, overrides)
@@ -180,4 +193,26 @@ def run_sets(args, overrides: list[str]) -> int:
     print(f"  written: {across.folder / 'across.txt'}; MLflow run {across.run_id} (the pick, each set's lines)")
     print(f"  compare: kbench compare " + " ".join(f"--sweep {o.parent_run_id}" for o in outcomes)
           + f" --tracking-uri {outcomes[0].tracking_uri}")
+    return 0
+
+
+def run_until_decided(args, overrides: list[str]) -> int:
+    """``--until-decided``: look after each batch of questions until the pick is decided or a budget is spent."""
+    if args.sets or args.executor != "local" or args.confirm_half or args.confirm_on or args.dry_run:
+        print("kbench: error: --until-decided scores one set in this process; drop --sets, --executor dask, "
+              "--confirm-* and --dry-run", file=sys.stderr)
+        return 2
+    try:
+        outcome = sweep.until_decided.run_until_decided(args.config, overrides, max_questions=args.max_questions,
+                                                        max_minutes=args.max_minutes,
+                                                        say=lambda line: print(line, flush=True),
+                                                        progress=not args.quiet)
+    except (sweep.SweepError, ValueError) as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return 2
+    print()
+    for line in outcome.lines():
+        print(line)
+    if outcome.run_id:
+        print(f"MLflow run {outcome.run_id} in {outcome.tracking_uri}")
     return 0

@@ -274,13 +274,18 @@ class Recommendation:
     def next_step(self) -> str:
         """What would decide a provisional pick, with its command: more questions when the documents can give them
         (``kbench sweep --until-decided``), else labels of real questions, a margin at the bound, more documents."""
-        sweep = self.evidence.sweep or "PARENT"
+        sweep, args = self.evidence.sweep, self.evidence.sweep_args
         needed = self._needed(self.undecided, self.versus_pick)
         available = self.evidence.available
         margin = self.margin_to_decide()
-        wider = (f"decide at the bound as the margin (kbench compare --sweep {sweep} --margin {margin:.4f})"
-                 if margin is not None else "")
-        label = f"label questions by hand (kbench label --sweep {sweep})"
+        if margin is None:
+            wider = ""
+        elif sweep is None and args:  # a search logs no runs per config to compare again: run it at that margin
+            wider = f"decide at the bound as the margin (kbench sweep {args} --set recommend.margin={margin:.4f})"
+        else:
+            wider = f"decide at the bound as the margin (kbench compare --sweep {sweep or 'PARENT'} --margin {margin:.4f})"
+        label = (f"label questions by hand (kbench label --sweep {sweep})" if sweep else
+                 "label questions by hand (kbench label --sweep PARENT, on a grid sweep's runs)")
         if available is not None and needed is not None and self.n_questions < needed <= available:
             config = self.evidence.sweep_args or "CONFIG"
             return (f"  next: the documents give up to {available:,} questions, enough for the about {needed:,} that "

@@ -30,12 +30,13 @@ from kbench.paths import workspace_dir
 from kbench.sweep.expand import SweepPlan
 from kbench.sweep.racing import RaceResult
 from kbench.sweep.scoring import ConfigScorer, SearchCost
+from kbench.sweep.sequential import SequentialResult
 from kbench.sweep.summary import decision_metrics, decision_tags, parent_name, winner_comments
 from kbench.tracking import tags as tag
 from kbench.tracking.guard import owner_tags
 from kbench.tracking.mlflow_run import ensure_experiment, fill_run, mlflow_client, run_params
 
-SEARCH_TAG = "kbench.sweep.search"  # grid | race | stagewise, on a search's MLflow run
+SEARCH_TAG = "kbench.sweep.search"  # grid | race | stagewise | until-decided, on a search's MLflow run
 
 
 @dataclass
@@ -50,6 +51,7 @@ class SearchOutcome:
     recommended: str | None  # None only when a budget excludes every config
     recommendation: Recommendation | None  # None when only one config was scored on every question
     race: RaceResult | None = None
+    sequence: SequentialResult | None = None  # --until-decided: its looks and why it stopped
     notes: list[str] = field(default_factory=list)  # what the strategy assumes, what it checked
     steps: list[str] = field(default_factory=list)  # stagewise: what each stage fixed
     stage_races: dict[str, RaceResult] = field(default_factory=dict)  # stagewise with race: true, per stage
@@ -66,6 +68,8 @@ class SearchOutcome:
                f"search {c.search_seconds:.1f}s"]
         if self.race is not None:
             out += race_lines(self.race, "  ")
+        if self.sequence is not None:
+            out += self.sequence.lines("  ")
         for stage, step in zip(self.stage_steps(), self.steps):
             out.append(f"  {step}")
             if stage in self.stage_races:
@@ -98,6 +102,8 @@ class SearchOutcome:
                 "notes": self.notes, "steps": self.steps,
                 "dropped": self.dropped(),
                 "threshold": self.race.threshold if self.race else None,
+                "looks": [vars(look) for look in self.sequence.looks] if self.sequence else [],
+                "stopped": self.sequence.stopped if self.sequence else None,
                 "stage_thresholds": {stage: r.threshold for stage, r in self.stage_races.items()},
                 "ranking": self.comparison.ranking()[["rank", "config", "mean", "vs_best", "p_vs_best_adjusted"]]
                 .to_dict("records") if self.comparison is not None else []}
@@ -154,7 +160,8 @@ def log_search(plan: SweepPlan, outcome: SearchOutcome, started_ms: int | None =
     starts at ``started_ms`` (when the search began) and ends now, so MLflow shows how long the search took."""
     baseline = plan.baseline
     workspace = workspace_dir(baseline.workspace)
-    key = stable_hash({"sweep": plan.sweep_key, "search": plan.search.model_dump(mode="json")}, 16)
+    key = stable_hash({"sweep": plan.sweep_key, "search": plan.search.model_dump(mode="json"),
+                       **({"strategy": outcome.strategy} if outcome.strategy != plan.search.strategy else {})}, 16)
     folder = workspace / "sweeps" / key
     folder.mkdir(parents=True, exist_ok=True)
     config = plan.by_label().get(outcome.recommended) if outcome.recommended else None
@@ -172,7 +179,7 @@ def log_search(plan: SweepPlan, outcome: SearchOutcome, started_ms: int | None =
         return
     client = mlflow_client(baseline.tracking.tracking_uri, workspace)
     experiment_id = ensure_experiment(client, baseline.tracking.experiment, workspace)
-    name = parent_name(plan)  # the sweep, the search and the set: apart from a grid of the same config
+    name = parent_name(plan, strategy=outcome.strategy)  # the sweep, the search and the set: apart from a grid
     run_id = client.create_run(experiment_id, run_name=name, start_time=started_ms, tags={
         "mlflow.runName": name, tag.SWEEP_KEY: key, tag.SWEEP_ROLE: "parent", SEARCH_TAG: outcome.strategy,
         tag.SWEEP_CONFIGS: str(len(plan.configs)), tag.SWEEP_WINNER: outcome.recommended or "none",

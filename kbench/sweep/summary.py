@@ -256,11 +256,12 @@ def dataset_words(dataset) -> str:
     return where + (f" ({dataset.split})" if dataset.split != "test" else "")
 
 
-def parent_name(plan: SweepPlan, record: dict | None = None) -> str:
+def parent_name(plan: SweepPlan, record: dict | None = None, strategy: str | None = None) -> str:
     """``<sweep> · <search> of N configs · <set>``: three sweeps of one config on three sets (or searches) read
-    apart in MLflow's runs list. The set is its name and digest (``docs@1a2b3c4d``) once a config has read it."""
+    apart in MLflow's runs list. The set is its name and digest (``docs@1a2b3c4d``) once a config has read it;
+    ``strategy``: the search's when it is not the plan's (``until-decided``)."""
     where = set_label(record) if record else dataset_words(plan.baseline.dataset)
-    return f"{plan.name} · {plan.search.strategy} of {len(plan.configs)} configs · {where}"
+    return f"{plan.name} · {strategy or plan.search.strategy} of {len(plan.configs)} configs · {where}"
 
 
 def winner_comments(recommendation: Recommendation | None) -> str:
