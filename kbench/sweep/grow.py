@@ -62,7 +62,7 @@ def question_source(dataset: DatasetConfig, workspace: Path) -> QuestionSource:
     if not location:
         raise GrowError(f"{folder}/manifest.json names no source to generate more questions from; build the set again "
                         "with kbench datasets build synthetic")
-    options = {k: manifest.get(k) for k in ("method", "seed", "per_doc", "filters", "params")}
+    options = {k: manifest.get(k) for k in ("method", "seed", "per_doc", "filters", "params", "keep_documents")}
     grown = workspace / "sets" / f"grown-{stable_hash({'source': source, 'options': options}, 16)}"
     if read_manifest(grown) is None:
         try:
@@ -71,7 +71,7 @@ def question_source(dataset: DatasetConfig, workspace: Path) -> QuestionSource:
                               filters=Filters(**(manifest.get("filters") or {})), force=grown.exists(),
                               include=source.get("include"), exclude=source.get("exclude"),
                               since=source.get("since"), max_commits=source.get("max_commits"),
-                              params=manifest.get("params"))
+                              params=manifest.get("params"), keep_documents=bool(manifest.get("keep_documents")))
         except SyntheticError as e:
             raise GrowError(f"generating more questions for {folder} from {location}: {e}") from None
     changed = _changed(manifest, read_manifest(grown) or {}, folder, grown)

@@ -303,3 +303,18 @@ def test_a_folder_source_reads_documentation_files_and_says_what_it_skipped(tmp_
     assert not any("Permission" in q["question"] for q in questions(tmp_path / "set"))
     report = build_from_source(str(source), tmp_path / "all", method="ict", include=["**/*.md", "LICENSE"])
     assert report.documents == 2 and not report.skipped_files  # asked for by name: taken
+
+
+def test_keep_documents_indexes_them_whole_and_measures_the_leak(tmp_path, capsys):
+    """issue 50 item 3, the other way: --keep-documents removes nothing; the set says so, and the questions' leak is
+    measured (a heading question finds its own heading line)."""
+    assert kbench_main(["datasets", "build", "synthetic", str(DOCS), "--method", "heading", "--out",
+                        str(tmp_path / "whole"), "--max", "20", "--keep-documents"]) == 0
+    out = capsys.readouterr().out
+    assert "documents: whole (nothing removed from the indexed copy; the leakage below is what" in out
+    source = {p.relative_to(DOCS).as_posix(): p.read_bytes() for p in DOCS.rglob("*.md")}
+    assert documents_of(tmp_path / "whole") == source
+    manifest = json.loads((tmp_path / "whole" / "manifest.json").read_text())
+    assert manifest["keep_documents"] is True and manifest["report"]["corpus"] == {"removal": "none"}
+    assert corpus_words(manifest["report"]["corpus"]) == ""
+    assert len(questions(tmp_path / "whole")) == 20

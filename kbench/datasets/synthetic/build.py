@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
@@ -80,9 +80,10 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
                     propose: Callable[[Document], Proposals], seed: int = 0, per_doc: int | None = None,
                     max_questions: int | None = None, filters: Filters = Filters(), force: bool = False,
                     provenance: dict[str, Any] | None = None, skipped_files: dict[str, list[str]] | None = None,
-                    verbatim_scope: str = "corpus", report_extra: Callable[[BuildReport], None] | None = None
-                    ) -> BuildReport:
-    """Build the set under ``out``; ``propose`` is the method bound to its options."""
+                    verbatim_scope: str = "corpus", report_extra: Callable[[BuildReport], None] | None = None,
+                    keep_documents: bool = False) -> BuildReport:
+    """Build the set under ``out``; ``propose`` is the method bound to its options. ``keep_documents``: index the
+    documents whole (nothing removed; the leak each question's words give is measured, not prevented)."""
     out = check_out(out, None, force)
     skipped = {k: len(v) for k, v in (skipped_files or {}).items()}
     documents = [d for d in documents if d.text.strip()]
@@ -114,11 +115,15 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
     # The indexed copy is decided by the whole pool: every candidate's removal (what would leak: its heading line,
     # its sentence) is applied whatever --max and --per-doc keep, so 20, 200 or every question of these documents
     # index the same corpus, and a set grown later (kbench sweep --until-decided) keeps it.
+    # With keep_documents nothing is removed: the documents are indexed whole and the leak is only measured.
     pool, _ = stratified_sample(by_doc, per_doc=None, max_questions=None, seed=seed)
     ordered, dropped = stratified_sample(by_doc, per_doc=per_doc, max_questions=None, seed=seed)
     report.rejected.update(dropped)
+    if keep_documents:
+        pool = [replace(p, removal=None) for p in pool]
+        ordered = [replace(p, removal=None) for p in ordered]
     indexed, placed = _indexed_copy(pool, documents)
-    candidates = [placed[id(p)] for p in ordered]  # the same proposals: one sampling order, one seed
+    candidates = [placed[_key(p)] for p in ordered]  # the same proposals: one sampling order, one seed
     fates = _checked(candidates, documents, indexed, verbatim_scope)
     index = PassageIndex(indexed) if "" in fates else None
     rows, rejected, examined = [], Counter(), 0
@@ -151,7 +156,8 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
                       "word_overlap": dict(Counter(overlap_stratum(r["leakage"]["word_overlap"]) for r in rows))}
 
     manifest = {"kind": SET_KIND, "method": method, "seed": seed, "per_doc": per_doc,
-                "max_questions": max_questions, "filters": vars(filters), **(provenance or {}),
+                "max_questions": max_questions, "filters": vars(filters), "keep_documents": keep_documents,
+                **(provenance or {}),
                 "source_hashes": {names[d.doc_id]: d.content_hash for d in documents},
                 "report": report.as_dict()}
     write_set(out, indexed, names, rows, manifest, force)
@@ -159,12 +165,12 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
 
 
 def _indexed_copy(pool: list[Proposal], documents: list[Document]
-                  ) -> tuple[dict[str, str], dict[int, tuple[Proposal, int, int]]]:
+                  ) -> tuple[dict[str, str], dict[tuple, tuple[Proposal, int, int]]]:
     """Every pool removal applied per document; each proposal's reference mapped into the indexed copy and trimmed
-    (keyed by ``id(proposal)``)."""
+    (keyed by ``_key``)."""
     text_of = {d.doc_id: d.text for d in documents}
     indexed = dict(text_of)
-    placed: dict[int, tuple[Proposal, int, int]] = {}
+    placed: dict[tuple, tuple[Proposal, int, int]] = {}
     for doc_id in sorted({p.doc_id for p in pool}):
         mine = [p for p in pool if p.doc_id == doc_id]
         copy, new_offset = apply_edits(text_of[doc_id], [p.removal for p in mine if p.removal is not None])
@@ -174,8 +180,13 @@ def _indexed_copy(pool: list[Proposal], documents: list[Document]
             piece = copy[start:end]
             start += len(piece) - len(piece.lstrip())
             end -= len(piece) - len(piece.rstrip())
-            placed[id(p)] = (p, start, end)
+            placed[_key(p)] = (p, start, end)
     return indexed, placed
+
+
+def _key(p: Proposal) -> tuple:
+    """A proposal's identity across the two samplings of one pool (the same document, group and question)."""
+    return (p.doc_id, p.group, p.question, p.ref_start, p.ref_end)
 
 
 def _checked(placed: list[tuple[Proposal, int, int]], documents: list[Document], indexed: dict[str, str],
@@ -228,7 +239,7 @@ def corpus_record(method: str, documents: list[Document], indexed: dict[str, str
     whatever the set's size; ``none``: the documents are whole), how many removals, documents altered, characters
     and markdown headings before and after."""
     removals = [p for p in pool if p.removal is not None]
-    if not removals:
+    if not removals:  # kept whole (--keep-documents, or a method that removes nothing: llm)
         return {"removal": "none"}
     text_of = {d.doc_id: d.text for d in documents}
     return {"removal": "pool", "removed": len(removals), "removed_unit": REMOVED_UNIT.get(method, "passages"),
