@@ -7,8 +7,9 @@
 
 A set built by ``kbench datasets build synthetic`` with ``--max`` is the first questions of its whole pool (the
 generator samples its candidates in one seeded order spread over the documents, and the indexed copy is the same
-whatever the number: ``datasets/synthetic/build.py``). Grown, it is built again from the same source with the same
-method, seed and options and no ``--max``, under ``<workspace>/sets/grown-<hash>``, and checked: the same source
+whatever the number: ``datasets/synthetic/build.py``; ``--per-doc N`` keeps the first N rounds of that order over the
+documents, a prefix too). Grown, it is built again from the same source with the same method, seed and options and
+neither ``--max`` nor ``--per-doc``, under ``<workspace>/sets/grown-<hash>``, and checked: the same source
 documents (their hashes in the manifest) and byte-identical indexed documents, so the questions added come from the
 corpus the first ones were asked of. Any other set (real questions, an ``llm`` set, which would need the model
 server) gives its own questions only, in a seeded order.
@@ -62,12 +63,13 @@ def question_source(dataset: DatasetConfig, workspace: Path) -> QuestionSource:
     if not location:
         raise GrowError(f"{folder}/manifest.json names no source to generate more questions from; build the set again "
                         "with kbench datasets build synthetic")
-    options = {k: manifest.get(k) for k in ("method", "seed", "per_doc", "filters", "params", "keep_documents")}
+    # the whole pool: --per-doc N kept its first N rounds over the documents, so the set is its first questions too
+    options = {k: manifest.get(k) for k in ("method", "seed", "filters", "params", "keep_documents")}
     grown = workspace / "sets" / f"grown-{stable_hash({'source': source, 'options': options}, 16)}"
     if read_manifest(grown) is None:
         try:
             build_from_source(str(location), grown, method=method, seed=manifest.get("seed", 0),
-                              per_doc=manifest.get("per_doc"), max_questions=None,
+                              per_doc=None, max_questions=None,
                               filters=Filters(**(manifest.get("filters") or {})), force=grown.exists(),
                               include=source.get("include"), exclude=source.get("exclude"),
                               since=source.get("since"), max_commits=source.get("max_commits"),

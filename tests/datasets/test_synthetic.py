@@ -262,7 +262,10 @@ def test_20_200_and_all_questions_index_the_same_documents(tmp_path, method, siz
     rows = {n: questions(tmp_path / str(n)) for n in sets}
     assert len(rows[small]) == small and len(rows[large]) == large and len(rows[None]) == sets[None].kept > large
     assert rows[large][:small] == rows[small] and rows[None][:large] == rows[large]
-    assert sets[None].pool == sets[20].pool == sets[None].kept  # no filters: the pool is every question
+    assert sets[None].pool == sets[small].pool == sets[None].kept  # no filters: the pool is every question
+    # --per-doc N keeps the first N rounds over the documents: the first questions of the pool's order too
+    per_doc = build_from_source(str(DOCS), tmp_path / "per-doc", method=method, per_doc=1, max_questions=small, seed=0)
+    assert questions(tmp_path / "per-doc") == rows[small] and per_doc.pool == sets[None].pool
     checks = ("reference_empty_after_removal", "still_in_indexed_copy", "near_duplicate_question")
     examined = 20 + sum(v for k, v in sets[20].rejected.items() if k in checks)
     candidates = sets[None].kept + sum(v for k, v in sets[None].rejected.items() if k in checks)

@@ -123,8 +123,13 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
         pool = [replace(p, removal=None) for p in pool]
         ordered = [replace(p, removal=None) for p in ordered]
     indexed, placed = _indexed_copy(pool, documents)
-    candidates = [placed[_key(p)] for p in ordered]  # the same proposals: one sampling order, one seed
-    fates = _checked(candidates, documents, indexed, verbatim_scope)
+    # --per-doc N keeps the first N rounds of the pool's round robin over the documents: a prefix of its order, so
+    # each candidate is checked once, in the pool's order, and the set's candidates are the first of them
+    everything = [placed[_key(p)] for p in pool]
+    if [_key(p) for p in ordered] != [_key(p) for p, _, _ in everything[:len(ordered)]]:
+        raise SyntheticError("internal: --per-doc changed the sampling order")
+    all_fates = _checked(everything, documents, indexed, verbatim_scope)
+    candidates, fates = everything[:len(ordered)], all_fates[:len(ordered)]
     index = PassageIndex(indexed) if "" in fates else None
     rows, rejected, examined = [], Counter(), 0
     for (p, start, end), fate in zip(candidates, fates):
@@ -146,7 +151,7 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
         reasons = ", ".join(f"{v} {k}" for k, v in sorted(report.rejected.items()))
         raise SyntheticError(f"synthetic {method}: every candidate question was rejected ({reasons}); loosen the "
                              "filters or give more documents")
-    report.pool = sum(1 for fate in fates if not fate)
+    report.pool = sum(1 for fate in all_fates if not fate)  # whatever --per-doc and --max keep
     report.corpus = corpus_record(method, documents, indexed, pool)
     for n, row in enumerate(rows, 1):
         row["query_id"] = f"{method}-{n:04d}"
