@@ -151,7 +151,7 @@ def build_synthetic_cmd(args) -> int:
                                              args.base_url, args.model, args.api_key_env, args.workspace,
                                              args.timeout_s, args.concurrency, args.min_usable, args.allow_partial))
     print(f"{report.kept} questions ({args.method}) from {report.documents_with_questions} of {report.documents} "
-          f"documents; {report.proposals} candidates, of which {report.pool} pass the checks (what these documents "
+          f"documents; {report.proposals} candidates, of which {report.available} pass the checks (what these documents "
           "can give)")
     altered = synthetic.build.corpus_words(report.corpus)
     print(f"documents: {altered}" if altered else "documents: whole (nothing removed from the indexed copy; the "

@@ -92,7 +92,7 @@ def census_tags(census, coverage) -> dict[str, str]:
 
 
 def set_evidence(dataset_path: str | None) -> tuple[int | None, str]:
-    """A dataset folder's questions its documents can give (a generated set's pool; None for any other set) and how
+    """A dataset folder's questions its documents can give (a generated set's available questions; None for any other set) and how
     its indexed documents were altered, in words ("" when whole, or not a generated set)."""
     if not dataset_path:
         return None, ""
@@ -100,8 +100,8 @@ def set_evidence(dataset_path: str | None) -> tuple[int | None, str]:
     if manifest is None:
         return None, ""
     report = manifest.get("report") or {}
-    pool = report.get("pool")
-    return (int(pool) if pool else None), corpus_words(report.get("corpus"))
+    available = report.get("available")
+    return (int(available) if available else None), corpus_words(report.get("corpus"))
 
 
 def comparison_evidence(comparison) -> Evidence:

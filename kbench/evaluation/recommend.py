@@ -119,7 +119,7 @@ class Evidence:
     from plain records knows none of them."""
 
     set_name: str = ""
-    available: int | None = None  # questions the set's documents can give (a generated set's whole pool); None: unknown
+    available: int | None = None  # questions the set's documents can give (a generated set's available questions); None: unknown
     corpus: str = ""  # how the indexed documents differ from the source documents, in words ("" : they do not)
     warnings: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # label -> warnings bearing on it
     sweep: str | None = None  # the sweep's parent run id, for the next step's commands
@@ -186,10 +186,12 @@ class Recommendation:
 
     @property
     def mde(self) -> float:
-        """The set's minimum detectable difference on the headline, the one every line names: the largest over the
-        other configs of the two-sided paired test's at 80% power, from their differences with the pick."""
+        """The set's minimum detectable difference on the headline, the one every line names: the two-sided paired
+        test's at 80% power, from each config's differences with the pick, the largest over the configs the pick is
+        not shown within the margin of (over every other config when it is decided)."""
+        family = [self.versus_pick[c] for c in self.undecided] or list(self.versus_pick.values())
         values = [minimum_detectable_difference(v.tests[self.headline].sd, v.tests[self.headline].n, self.alpha)
-                  for v in self.versus_pick.values()]
+                  for v in family]
         return max(values) if values else math.nan
 
     @property
@@ -437,7 +439,7 @@ def recommend(records: list[ConfigRecord], headline: str, config: RecommendConfi
     sentence), ``.lines()``. ``estimator``: where the means and tests come from (default ``PairedT``; a PPI
     estimator under human labels). ``shown_worse``: the configs a ranking shown beside the recommendation calls
     worse than the best (``kbench compare``'s test), so no line calls one of them possibly as good; by default, the
-    configs the best's own bound shows worse than it. ``evidence``: the set, its pool, its corpus, the warnings
+    configs the best's own bound shows worse than it. ``evidence``: the set, its available questions, its corpus, the warnings
     (``Evidence``). ``confidence``: the bound's confidence in words when it is not ``1 - alpha`` (a sequential
     sweep's "95% over every look")."""
     config = config or RecommendConfig()

@@ -1,11 +1,11 @@
-"""Where ``--until-decided`` takes its further questions: the whole pool of the generated set a sweep names.
+"""Where ``--until-decided`` takes its further questions: every question the documents of a generated set give.
 
     source = question_source(plan.baseline.dataset, workspace)
     source.path       # the folder to score on: the set grown to every question its documents give, or the set itself
     source.first      # the questions of the first look (the set's own, when it was grown)
     source.ordered    # True: ask the questions in the set's order (a generated set's: spread over documents)
 
-A set built by ``kbench datasets build synthetic`` with ``--max`` is the first questions of its whole pool (the
+A set built by ``kbench datasets build synthetic`` with ``--max`` is the first questions of all its candidates (the
 generator samples its candidates in one seeded order spread over the documents, and the indexed copy is the same
 whatever the number: ``datasets/synthetic/build.py``; ``--per-doc N`` keeps the first N rounds of that order over the
 documents, a prefix too). Grown, it is built again from the same source with the same method, seed and options and
@@ -63,7 +63,7 @@ def question_source(dataset: DatasetConfig, workspace: Path) -> QuestionSource:
     if not location:
         raise GrowError(f"{folder}/manifest.json names no source to generate more questions from; build the set again "
                         "with kbench datasets build synthetic")
-    # the whole pool: --per-doc N kept its first N rounds over the documents, so the set is its first questions too
+    # every candidate: --per-doc N kept its first N rounds over the documents, so the set is its first questions too
     options = {k: manifest.get(k) for k in ("method", "seed", "filters", "params", "keep_documents")}
     grown = workspace / "sets" / f"grown-{stable_hash({'source': source, 'options': options}, 16)}"
     if read_manifest(grown) is None:
@@ -96,7 +96,7 @@ def _changed(manifest: dict, grown: dict, folder: Path, grown_folder: Path) -> s
         return f"{differ} of its source documents changed since it was built"
     if _documents(folder) != _documents(grown_folder):
         return ("its indexed documents differ from what the generator gives now (a set built before kbench decided "
-                "them from the whole candidate pool)")
+                "them from every candidate question)")
     own = _questions(folder)
     if _questions(grown_folder)[:len(own)] != own:
         return "its questions are not the first the generator gives now from these documents"

@@ -249,7 +249,7 @@ def documents_of(out: Path) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("method,sizes", [("heading", (20, 200)), ("ict", (20, 100))])
 def test_20_200_and_all_questions_index_the_same_documents(tmp_path, method, sizes):
-    """issue 50 item 3: the indexed copy is decided by the whole candidate pool, not by the questions drawn, so
+    """issue 50 item 3: the indexed copy is decided by every candidate question, not by the questions drawn, so
     20, 200 and every question of the demo's pages index byte-identical documents, the smaller sets are the first
     questions of the larger (the same ids), --max N still gives N questions and `over_max` counts the candidates
     never examined. The set says how its documents were altered (issue 42's --max 40 had edited only its 40
@@ -262,16 +262,16 @@ def test_20_200_and_all_questions_index_the_same_documents(tmp_path, method, siz
     rows = {n: questions(tmp_path / str(n)) for n in sets}
     assert len(rows[small]) == small and len(rows[large]) == large and len(rows[None]) == sets[None].kept > large
     assert rows[large][:small] == rows[small] and rows[None][:large] == rows[large]
-    assert sets[None].pool == sets[small].pool == sets[None].kept  # no filters: the pool is every question
-    # --per-doc N keeps the first N rounds over the documents: the first questions of the pool's order too
+    assert sets[None].available == sets[small].available == sets[None].kept  # no filters: every question
+    # --per-doc N keeps the first N rounds over the documents: the first questions of the whole order too
     per_doc = build_from_source(str(DOCS), tmp_path / "per-doc", method=method, per_doc=1, max_questions=small, seed=0)
-    assert questions(tmp_path / "per-doc") == rows[small] and per_doc.pool == sets[None].pool
+    assert questions(tmp_path / "per-doc") == rows[small] and per_doc.available == sets[None].available
     checks = ("reference_empty_after_removal", "still_in_indexed_copy", "near_duplicate_question")
     examined = 20 + sum(v for k, v in sets[20].rejected.items() if k in checks)
     candidates = sets[None].kept + sum(v for k, v in sets[None].rejected.items() if k in checks)
     assert sets[20].rejected["over_max"] == candidates - examined
     corpus = json.loads((tmp_path / "20" / "manifest.json").read_text())["report"]["corpus"]
-    assert corpus == sets[None].corpus and corpus["removal"] == "pool"
+    assert corpus == sets[None].corpus and corpus["removal"] == "candidates"
     assert corpus["removed"] == candidates and corpus["removed_unit"] == {"heading": "heading lines",
                                                                           "ict": "sentences"}[method]
     source = {p.relative_to(DOCS).as_posix(): p.read_text(encoding="utf-8") for p in DOCS.rglob("*.md")}

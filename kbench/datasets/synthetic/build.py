@@ -44,14 +44,14 @@ class BuildReport:
     skipped_examples: dict[str, list[str]] = field(default_factory=dict)  # reason -> the first few files
     leakage: dict[str, dict[str, int]] = field(default_factory=dict)  # bm25_rank / word_overlap strata
     cache: dict[str, int] = field(default_factory=dict)  # llm: hits, misses
-    pool: int = 0  # candidates that pass every check but the filters: the questions these documents can give
+    available: int = 0  # candidates that pass every check but the filters: the questions these documents can give
     corpus: dict = field(default_factory=dict)  # how the indexed copy differs from the documents (corpus_record)
 
     def as_dict(self) -> dict:
         return {"method": self.method, "out": self.out, "documents": self.documents,
                 "documents_with_questions": self.documents_with_questions, "proposals": self.proposals,
                 "kept": self.kept, "rejected": dict(sorted(self.rejected.items())),
-                "skipped_files": self.skipped_files, "leakage": self.leakage, "cache": self.cache, "pool": self.pool,
+                "skipped_files": self.skipped_files, "leakage": self.leakage, "cache": self.cache, "available": self.available,
                 "corpus": self.corpus}
 
 
@@ -112,20 +112,20 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
         reasons = ", ".join(f"{v} {k}" for k, v in sorted(report.rejected.items())) or "nothing to propose"
         raise SyntheticError(f"synthetic {method}: no document gave a question ({reasons}); "
                              + HINTS.get(method, "check the source"))
-    # The indexed copy is decided by the whole pool: every candidate's removal (what would leak: its heading line,
+    # The indexed copy is decided by every candidate: each one's removal (what would leak: its heading line,
     # its sentence) is applied whatever --max and --per-doc keep, so 20, 200 or every question of these documents
     # index the same corpus, and a set grown later (kbench sweep --until-decided) keeps it.
     # With keep_documents nothing is removed: the documents are indexed whole and the leak is only measured.
-    pool, _ = stratified_sample(by_doc, per_doc=None, max_questions=None, seed=seed)
+    every, _ = stratified_sample(by_doc, per_doc=None, max_questions=None, seed=seed)
     ordered, dropped = stratified_sample(by_doc, per_doc=per_doc, max_questions=None, seed=seed)
     report.rejected.update(dropped)
     if keep_documents:
-        pool = [replace(p, removal=None) for p in pool]
+        every = [replace(p, removal=None) for p in every]
         ordered = [replace(p, removal=None) for p in ordered]
-    indexed, placed = _indexed_copy(pool, documents)
-    # --per-doc N keeps the first N rounds of the pool's round robin over the documents: a prefix of its order, so
-    # each candidate is checked once, in the pool's order, and the set's candidates are the first of them
-    everything = [placed[_key(p)] for p in pool]
+    indexed, placed = _indexed_copy(every, documents)
+    # --per-doc N keeps the first N rounds of the round robin over the documents: a prefix of the whole order, so
+    # each candidate is checked once, in that order, and the set's candidates are the first of them
+    everything = [placed[_key(p)] for p in every]
     if [_key(p) for p in ordered] != [_key(p) for p, _, _ in everything[:len(ordered)]]:
         raise SyntheticError("internal: --per-doc changed the sampling order")
     all_fates = _checked(everything, documents, indexed, verbatim_scope)
@@ -151,8 +151,8 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
         reasons = ", ".join(f"{v} {k}" for k, v in sorted(report.rejected.items()))
         raise SyntheticError(f"synthetic {method}: every candidate question was rejected ({reasons}); loosen the "
                              "filters or give more documents")
-    report.pool = sum(1 for fate in all_fates if not fate)  # whatever --per-doc and --max keep
-    report.corpus = corpus_record(method, documents, indexed, pool)
+    report.available = sum(1 for fate in all_fates if not fate)  # whatever --per-doc and --max keep
+    report.corpus = corpus_record(method, documents, indexed, every)
     for n, row in enumerate(rows, 1):
         row["query_id"] = f"{method}-{n:04d}"
     report.kept = len(rows)
@@ -169,15 +169,15 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
     return report
 
 
-def _indexed_copy(pool: list[Proposal], documents: list[Document]
+def _indexed_copy(candidates: list[Proposal], documents: list[Document]
                   ) -> tuple[dict[str, str], dict[tuple, tuple[Proposal, int, int]]]:
-    """Every pool removal applied per document; each proposal's reference mapped into the indexed copy and trimmed
+    """Every candidate's removal applied per document; each proposal's reference mapped into the indexed copy and trimmed
     (keyed by ``_key``)."""
     text_of = {d.doc_id: d.text for d in documents}
     indexed = dict(text_of)
     placed: dict[tuple, tuple[Proposal, int, int]] = {}
-    for doc_id in sorted({p.doc_id for p in pool}):
-        mine = [p for p in pool if p.doc_id == doc_id]
+    for doc_id in sorted({p.doc_id for p in candidates}):
+        mine = [p for p in candidates if p.doc_id == doc_id]
         copy, new_offset = apply_edits(text_of[doc_id], [p.removal for p in mine if p.removal is not None])
         indexed[doc_id] = copy
         for p in mine:
@@ -190,7 +190,7 @@ def _indexed_copy(pool: list[Proposal], documents: list[Document]
 
 
 def _key(p: Proposal) -> tuple:
-    """A proposal's identity across the two samplings of one pool (the same document, group and question)."""
+    """A proposal's identity across two samplings of the same candidates (its document, group and question)."""
     return (p.doc_id, p.group, p.question, p.ref_start, p.ref_end)
 
 
@@ -239,15 +239,15 @@ def _row(p: Proposal, start: int, end: int, indexed: dict[str, str], names: dict
 REMOVED_UNIT = {"heading": "heading lines", "ict": "sentences", "commits": "commit subjects"}
 
 
-def corpus_record(method: str, documents: list[Document], indexed: dict[str, str], pool: list[Proposal]) -> dict:
-    """How the indexed copy differs from the source documents: ``removal`` (``pool``: every candidate's removal,
+def corpus_record(method: str, documents: list[Document], indexed: dict[str, str], candidates: list[Proposal]) -> dict:
+    """How the indexed copy differs from the source documents: ``removal`` (``candidates``: every candidate's removal,
     whatever the set's size; ``none``: the documents are whole), how many removals, documents altered, characters
     and markdown headings before and after."""
-    removals = [p for p in pool if p.removal is not None]
+    removals = [p for p in candidates if p.removal is not None]
     if not removals:  # kept whole (--keep-documents, or a method that removes nothing: llm)
         return {"removal": "none"}
     text_of = {d.doc_id: d.text for d in documents}
-    return {"removal": "pool", "removed": len(removals), "removed_unit": REMOVED_UNIT.get(method, "passages"),
+    return {"removal": "candidates", "removed": len(removals), "removed_unit": REMOVED_UNIT.get(method, "passages"),
             "documents": len(text_of), "documents_altered": sum(indexed[k] != v for k, v in text_of.items()),
             "characters": sum(len(v) for v in text_of.values()),
             "characters_removed": sum(len(v) - len(indexed[k]) for k, v in text_of.items()),
@@ -258,7 +258,7 @@ def corpus_record(method: str, documents: list[Document], indexed: dict[str, str
 def corpus_words(record: dict | None) -> str:
     """A set's corpus record (``manifest.json``'s ``report.corpus``) in words: what the indexed documents lost, or
     "" when they are whole (or the set says nothing)."""
-    if not record or record.get("removal") != "pool":
+    if not record or record.get("removal") != "candidates":
         return ""
     lost = record["headings"] - record["headings_left"]
     headings_text = (f"{lost} of their {record['headings']} markdown headings ({lost / record['headings']:.0%})"
