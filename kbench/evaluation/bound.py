@@ -66,8 +66,9 @@ class Bound:
     def words(self) -> str:
         """``95%, simultaneous over 7 configs by Bonferroni``: what the bound's confidence is and how it is shared."""
         confidence = self.confidence or f"{1 - self.alpha:.0%}"
-        return (f"{confidence}, simultaneous over {self.comparisons} config{'s' if self.comparisons != 1 else ''} "
-                "by Bonferroni")
+        if self.comparisons == 1:
+            return confidence
+        return f"{confidence}, simultaneous over {self.comparisons} configs by Bonferroni"
 
 
 def pick_bound(pick, others: list, metric: str, *, estimator: Versus, alpha: float = 0.05,

@@ -487,6 +487,12 @@ def test_sweep_console_compare_and_the_mlflow_parent_name_one_recommended_config
     assert load_experiment(winner_yaml).run_key() == children[pick].data.tags["kbench.run_key"]
     assert winner_yaml.read_text().startswith(f"# The recommendation of sweep t (parent run {parent_id}): "
                                               f"{found.reason}\n")
+    # issue 50: the bound on every surface, from the one record
+    assert f"# {found.bound_line().strip()}\n" in winner_yaml.read_text() and found.bound_line() in out
+    assert parent.data.tags["kbench.sweep.bound"] == f"{found.bound:.4f}"
+    assert parent.data.tags["kbench.sweep.ruled_out"] == (", ".join(found.ruled_out) or "none")
+    assert parent.data.metrics["recommendation_bound"] == pytest.approx(found.bound)
+    assert found.bound_line().strip() in note
     artifacts = {a.path for a in client.list_artifacts(parent_id)}
     assert "winner.yaml" in artifacts and "report" in artifacts and "recommended.yaml" not in artifacts
     logged = client.download_artifacts(parent_id, "winner.yaml", str(tmp_path))
