@@ -171,8 +171,8 @@ def test_guards_take_the_headline_level_and_unmeasured_ones_are_said():
 def test_a_comparison_recommends_by_its_own_alpha_and_quality_headline():
     index = pd.Index([f"q{i:02d}" for i in range(N)], name="query_id")
     runs = []
-    for label, shift, cost in (("base", 0.0, 100.0), ("close", -0.002, 0.0), ("far", -0.2, 0.0)):
-        frame = pd.DataFrame({HEADLINE: np.clip(BASE + shift + noise(9, 0.002), 0, 1),
+    for seed, (label, shift, cost) in enumerate((("base", 0.0, 100.0), ("close", -0.002, 0.0), ("far", -0.2, 0.0))):
+        frame = pd.DataFrame({HEADLINE: np.clip(BASE + shift + noise(9 + seed, 0.002), 0, 1),
                               "latency_ms_total": np.full(N, 1.0)}, index=index)
         runs.append(RunScores(label, f"id-{label}", frame, f"id-{label}", "baseline" if label == "base" else "",
                               {"cost_index_bytes": cost}))
