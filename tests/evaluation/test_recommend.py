@@ -180,6 +180,10 @@ def test_a_comparison_recommends_by_its_own_alpha_and_quality_headline():
     found = recommend_comparison(cmp, ONLY_HEADLINE)
     assert found.headline == HEADLINE and found.config == "close" and found.decided
     assert found.as_dict()["config"] == "close"
+    # issue 50 item 4: the ranking printed beside it is the one that says which configs are worse than the best
+    ranking = cmp.ranking(HEADLINE)
+    assert found.shown_worse == [c for c, v in zip(ranking["config"], ranking["vs_best"]) if v == "worse"]
+    assert found.shown_worse == ["close", "far"]  # close is worse by 0.002, and within the 0.01 margin: both hold
 
 
 def test_the_recommend_section_is_checked_and_changes_no_run_key(tmp_path):
