@@ -43,7 +43,7 @@ from kbench.datasets.synthetic import SyntheticError
 from kbench.evaluation.across import recommend_across
 from kbench.evaluation.recommend import ConfigRecord, RecommendConfig, recommend
 from kbench.sweep.sequential import growing_batches, until_decided
-from recommend_regret import cached_grid, subset
+from recommend_regret import cached_grid, dataset_config, subset
 from synthetic_agreement import build
 
 MARGIN = 0.01
@@ -199,11 +199,7 @@ def main() -> int:
     started = time.perf_counter()
     figures: dict = {}
     for name in [d for d in args.datasets.split(",") if d]:
-        config: dict = {"name": name}
-        if name == "scifact":
-            config["max_documents"] = args.scifact_documents
-        if name == "chroma_chunking" and args.chroma_subset:
-            config["subset"] = args.chroma_subset.split(",")
+        config = dataset_config(name, args.scifact_documents, args.chroma_subset)
         dataset = load_dataset(DatasetConfig(**config))
         headline = f"{'chunk' if dataset.spans else 'doc'}_ndcg_at_10"
         print(f"{name}: {len(dataset.queries)} questions, {len(dataset.documents)} documents; the grid", file=sys.stderr,

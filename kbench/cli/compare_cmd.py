@@ -220,11 +220,8 @@ def run_compare_across(args) -> int:
               "none of them, or compare each sweep by itself", file=sys.stderr)
         return 2
     try:
-        client = tracking.read.tracking_client(args.tracking_uri)
-        for parent in args.sweep:
-            if tracking.read.get_run(client, parent).data.tags.get(tag.SWEEP_ROLE) != "parent":
-                raise compare.CompareError(f"--sweep {parent} is not a sweep's parent run; give one sweep parent run id "
-                                           "per evaluation set (kbench runs --sweeps)")
+        check_sweep_parents(args.sweep, args.tracking_uri, "--sweep {} is not a sweep's parent run; give one sweep "
+                                                           "parent run id per evaluation set (kbench runs --sweeps)")
         comparisons = [compare.compare_runs(parent, metrics=args.metrics, tracking_uri=args.tracking_uri,
                                             test=args.test, correction=args.correction, alpha=args.alpha,
                                             progress=lambda line: print(line, file=sys.stderr, flush=True))
@@ -245,14 +242,19 @@ def run_compare_across(args) -> int:
     return 0
 
 
+def check_sweep_parents(run_ids: list[str], tracking_uri: str | None, message: str) -> None:
+    """Each id is a sweep's parent run, else CompareError(``message`` with the first id that is not)."""
+    client = tracking.read.tracking_client(tracking_uri)
+    for run_id in run_ids:
+        if tracking.read.get_run(client, run_id).data.tags.get(tag.SWEEP_ROLE) != "parent":
+            raise compare.CompareError(message.format(run_id))
+
+
 def run_compare_sets(args) -> int:
     """Two sweeps of the same configs on two evaluation sets: how alike they rank the configs."""
     try:
-        client = tracking.read.tracking_client(args.tracking_uri)
-        for parent in args.sets:
-            if tracking.read.get_run(client, parent).data.tags.get(tag.SWEEP_ROLE) != "parent":
-                raise compare.CompareError(f"--sets: {parent} is not a sweep's parent run; give two sweep parent "
-                                           "run ids")
+        check_sweep_parents(args.sets, args.tracking_uri, "--sets: {} is not a sweep's parent run; give two sweep "
+                                                          "parent run ids")
         comparisons = [compare.compare_runs(parent, tracking_uri=args.tracking_uri, test=args.test,
                                             correction=args.correction, alpha=args.alpha) for parent in args.sets]
         metric = (args.metrics or [comparisons[0].headline])[0]

@@ -98,32 +98,15 @@ def run(args) -> int:
             print(f"kbench: error: search: {plan.search.strategy} runs in this process without a confirmation split; "
                   "drop --executor dask / --confirm-*, or use search: {strategy: grid}", file=sys.stderr)
             return 2
-        try:
-            outcome = sweep.search_run.run_search(plan, say=lambda line: print(line, flush=True),
-                                                  progress=not args.quiet)
-        except (sweep.SweepError, ValueError) as e:
-            print(f"kbench: error: {e}", file=sys.stderr)
-            return 2
-        print()
-        for line in outcome.lines():
-            print(line)
-        if outcome.run_id:
-            print(f"MLflow run {outcome.run_id} in {outcome.tracking_uri}")
-        return 0
+        return run_in_process(lambda: sweep.search_run.run_search(plan, say=lambda line: print(line, flush=True),
+                                                                  progress=not args.quiet))
     if args.workers < 1:
         print("kbench: error: --workers must be at least 1", file=sys.stderr)
         return 2
 
-    try:
-        executor = sweep.make_executor(args.executor, args.scheduler, args.workers, progress=not args.quiet)
-        outcome = sweep.run_sweep(plan, executor, reuse=not args.no_reuse, report=not args.no_report,
-                                  say=lambda line: print(line, flush=True))
-    except (ValueError, sweep.SweepError) as e:
-        print(f"kbench: error: {e}", file=sys.stderr)
+    outcome = run_grid(args, plan)
+    if outcome is None:
         return 2
-    print()
-    for line in sweep.summary.summary_lines(plan, outcome):
-        print(line)
     if args.confirm_half or args.confirm_on:
         try:
             confirmation = sweep.confirm.confirm_sweep(outcome, plan, half_seed=args.confirm_seed,
@@ -146,6 +129,21 @@ def run(args) -> int:
     return 1 if outcome.errors else 0
 
 
+def run_grid(args, plan):
+    """Run the grid sweep of ``plan`` as the flags say and print its summary; None (the error said) on bad input."""
+    try:
+        executor = sweep.make_executor(args.executor, args.scheduler, args.workers, progress=not args.quiet)
+        outcome = sweep.run_sweep(plan, executor, reuse=not args.no_reuse, report=not args.no_report,
+                                  say=lambda line: print(line, flush=True))
+    except (ValueError, sweep.SweepError) as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return None
+    print()
+    for line in sweep.summary.summary_lines(plan, outcome):
+        print(line)
+    return outcome
+
+
 def run_sets(args, overrides: list[str]) -> int:
     """``--sets DIR DIR ...``: the sweep once per set (its own parent run, summary and winner.yaml), then one pick
     across the sets (``compare.across``), logged as one MLflow run beside the sweeps."""
@@ -165,16 +163,9 @@ def run_sets(args, overrides: list[str]) -> int:
     outcomes = []
     for n, (folder, plan) in enumerate(zip(args.sets, plans), start=1):
         print(f"set {n}/{len(plans)}: {folder}", flush=True)
-        try:
-            executor = sweep.make_executor(args.executor, args.scheduler, args.workers, progress=not args.quiet)
-            outcome = sweep.run_sweep(plan, executor, reuse=not args.no_reuse, report=not args.no_report,
-                                      say=lambda line: print(line, flush=True))
-        except (ValueError, sweep.SweepError) as e:
-            print(f"kbench: error: {e}", file=sys.stderr)
+        outcome = run_grid(args, plan)
+        if outcome is None:
             return 2
-        print()
-        for line in sweep.summary.summary_lines(plan, outcome):
-            print(line)
         print(f"MLflow parent run {outcome.parent_run_id} in {outcome.tracking_uri}\n")
         outcomes.append(outcome)
     failed = [folder for folder, o in zip(args.sets, outcomes) if o.errors or o.comparison is None]
@@ -202,11 +193,16 @@ def run_until_decided(args, overrides: list[str]) -> int:
         print("kbench: error: --until-decided scores one set in this process; drop --sets, --executor dask, "
               "--confirm-* and --dry-run", file=sys.stderr)
         return 2
+    return run_in_process(lambda: sweep.until_decided.run_until_decided(
+        args.config, overrides, max_questions=args.max_questions, max_minutes=args.max_minutes,
+        say=lambda line: print(line, flush=True), progress=not args.quiet))
+
+
+def run_in_process(search) -> int:
+    """A search that runs in this process (race, stage-wise, --until-decided): ``search()`` gives its outcome; print
+    its lines and its MLflow run."""
     try:
-        outcome = sweep.until_decided.run_until_decided(args.config, overrides, max_questions=args.max_questions,
-                                                        max_minutes=args.max_minutes,
-                                                        say=lambda line: print(line, flush=True),
-                                                        progress=not args.quiet)
+        outcome = search()
     except (sweep.SweepError, ValueError) as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 2

@@ -103,7 +103,7 @@ class Versus:
     reference: str
     tests: dict[str, NonInferiority]  # metric -> the test of mean(label - reference) against -margin
     p_value: float  # the largest over the metrics: H0 is that it is more than the margin worse on any of them
-    p_adjusted: float  # Holm over the configs of its family
+    p_adjusted: float  # corrected over the configs of its family (Holm in step 4, Bonferroni in step 6)
     shown: bool
 
     @property
