@@ -78,7 +78,8 @@ def log_across(found: AcrossSets, comparisons: list[Comparison], *, tracking_uri
     note = [f"**Recommended across {len(found.names)} sets{'' if found.decided else ' (provisional)'}: {found.pick}**",
             "", *report_lines(found, parents)]
     run = client.create_run(experiment_id, run_name=title[:250], tags={
-        "mlflow.runName": title[:250], tag.SWEEP_ROLE: ROLE, tag.SWEEP_SETS: json.dumps(dict(zip(found.names, parents))),
+        "mlflow.runName": title[:250], tag.SWEEP_ROLE: ROLE,
+        tag.SWEEP_SETS: json.dumps(dict(zip(found.names, parents))),
         tag.SWEEP_WINNER: found.pick, tag.SWEEP_RECOMMENDATION: found.pick, tag.SWEEP_HEADLINE: found.headline,
         tag.SWEEP_DECIDED: str(found.decided).lower(), tag.SWEEP_BOUND: f"{found.worst(found.pick):.4f}",
         tag.MLFLOW_NOTE: "\n".join(note)[:5000]})

@@ -92,8 +92,8 @@ def census_tags(census, coverage) -> dict[str, str]:
 
 
 def set_evidence(dataset_path: str | None) -> tuple[int | None, str]:
-    """A dataset folder's questions its documents can give (a generated set's available questions; None for any other set) and how
-    its indexed documents were altered, in words ("" when whole, or not a generated set)."""
+    """The questions a dataset folder's documents can give (a generated set's available questions; None for any other
+    set) and how its indexed documents were altered, in words ("" when whole, or not a generated set)."""
     if not dataset_path:
         return None, ""
     manifest = read_manifest(Path(dataset_path).expanduser())

@@ -119,11 +119,11 @@ class Evidence:
     from plain records knows none of them."""
 
     set_name: str = ""
-    available: int | None = None  # questions the set's documents can give (a generated set's available questions); None: unknown
+    available: int | None = None  # questions the set's documents can give (a generated set); None: unknown
     corpus: str = ""  # how the indexed documents differ from the source documents, in words ("" : they do not)
     warnings: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # label -> warnings bearing on it
     sweep: str | None = None  # the sweep's parent run id, for the next step's commands
-    sweep_args: str | None = None  # the sweep's config file and --set overrides, for `kbench sweep ... --until-decided`
+    sweep_args: str | None = None  # the sweep's config file and --set overrides (for `kbench sweep ...`)
 
 
 @dataclass
@@ -285,7 +285,8 @@ class Recommendation:
         elif sweep is None and args:  # a search logs no runs per config to compare again: run it at that margin
             wider = f"decide at the bound as the margin (kbench sweep {args} --set recommend.margin={margin:.4f})"
         else:
-            wider = f"decide at the bound as the margin (kbench compare --sweep {sweep or 'PARENT'} --margin {margin:.4f})"
+            wider = (f"decide at the bound as the margin (kbench compare --sweep {sweep or 'PARENT'} "
+                     f"--margin {margin:.4f})")
         label = (f"label questions by hand (kbench label --sweep {sweep})" if sweep else
                  "label questions by hand (kbench label --sweep PARENT, on a grid sweep's runs)")
         if available is not None and needed is not None and self.n_questions < needed <= available:
@@ -439,8 +440,8 @@ def recommend(records: list[ConfigRecord], headline: str, config: RecommendConfi
     sentence), ``.lines()``. ``estimator``: where the means and tests come from (default ``PairedT``; a PPI
     estimator under human labels). ``shown_worse``: the configs a ranking shown beside the recommendation calls
     worse than the best (``kbench compare``'s test), so no line calls one of them possibly as good; by default, the
-    configs the best's own bound shows worse than it. ``evidence``: the set, its available questions, its corpus, the warnings
-    (``Evidence``). ``confidence``: the bound's confidence in words when it is not ``1 - alpha`` (a sequential
+    configs the best's own bound shows worse than it. ``evidence``: the set, its available questions, its corpus,
+    the warnings (``Evidence``). ``confidence``: the bound's confidence in words when it is not ``1 - alpha`` (a sequential
     sweep's "95% over every look")."""
     config = config or RecommendConfig()
     estimator = estimator or PairedT()
