@@ -6,8 +6,8 @@ of questions until the recommendation is decided at the margin, or a budget is s
 
 The questions come from ``grow.question_source``: a generated set's own questions first, then more of the questions
 its documents give, in the generator's order (spread over the documents, none repeated, the indexed documents
-unchanged); any other set's questions in a seeded order. The configs are scored through one ``scoring.ConfigScorer`` (one corpus per
-chunking and embedding group, as a race scores them); each look recommends over every question so far at the look's
+unchanged); any other set's questions in a seeded order. The configs are scored through one
+``scoring.ConfigScorer`` (one corpus per chunking and embedding group, as a race scores them); each look recommends over every question so far at the look's
 share of alpha (``sequential``), and the configs it rules out are scored no more. At the end the configs still in
 contention are compared over every question asked, as a grid's are, and the last look's recommendation, with its
 bound, is the outcome's, logged as one MLflow run (``search_outcome.log_search``, strategy ``until-decided``).

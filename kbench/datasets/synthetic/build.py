@@ -197,8 +197,9 @@ def _key(p: Proposal) -> tuple:
 def _checked(placed: list[tuple[Proposal, int, int]], documents: list[Document], indexed: dict[str, str],
              verbatim_scope: str) -> list[str]:
     """Each candidate (in the sampling order) checked against the indexed copy: its reference left, its removed text
-    gone, no near-duplicate of an earlier one. Returns each candidate's rejection reason ("": it passes). Each check reads the fixed indexed copy and the candidates before it only, so the first N that pass
-    are the same whatever N."""
+    gone, no near-duplicate of an earlier one. Returns each candidate's rejection reason ("": it passes). Each check
+    reads the fixed indexed copy and the candidates before it only, so the first N that pass are the same whatever
+    N."""
     text_of = {d.doc_id: d.text for d in documents}
     flat = " ".join(_collapse(t) for t in indexed.values()) if verbatim_scope == "corpus" else ""
     fates: list[str] = []
