@@ -1,7 +1,7 @@
 """kbench models list | prepare | tune | train-reranker"""
 from __future__ import annotations
 
-from kbench import training
+from kbench import sweep, training
 from kbench.cli import add_command
 from kbench.cli.tables import format_table
 from kbench.config import load_experiment
@@ -10,7 +10,6 @@ from kbench.embedding.config import CHOICES, DriftGate, EmbeddingConfig
 from kbench.embedding.models import CATALOGUE, ModelNotInstalledError, prepare_mpnet
 from kbench.errors import ConfigError
 from kbench.paths import EXPORTED_FOLDER, exports_dir, models_dir, workspace_dir
-from kbench.sweep import load_sweep
 
 
 def add_parser(sub) -> None:
@@ -120,7 +119,7 @@ def _experiments(path: str) -> list[tuple[str, object]]:
     experiment = load_experiment(path)
     if not (experiment.sweep or experiment.variants):
         return [(path, experiment)]
-    return [(f"{path} [{c.label}]", c.experiment) for c in load_sweep(path).configs]
+    return [(f"{path} [{c.label}]", c.experiment) for c in sweep.load_sweep(path).configs]
 
 
 def _sample(experiment) -> tuning.TuningSample:

@@ -27,6 +27,7 @@ from pathlib import Path
 from kbench.embedding.config import CHOICES, EXACT, FAST, DriftGate, EmbeddingConfig
 from kbench.embedding.cpu import PRIOR_FAST, PRIOR_SOURCE, CpuFeatures, cpu_features
 from kbench.embedding.models import CATALOGUE
+from kbench.embedding.runtimes import RuntimeMissingError, check_runtimes
 from kbench.embedding.tuning import Measured, Tuning, TuningSample, demo_sample, stored_tuning, tune
 from kbench.paths import exports_dir
 
@@ -71,18 +72,20 @@ class Choice:
         return self.backend if self.precision == "auto" else f"{self.backend} ({self.precision})"
 
 
-def choose(tuned: Tuning, asked: str, gate: DriftGate) -> Choice:
-    """The fastest row of ``tuned`` that is exact (``asked`` exact) or within ``gate`` (fast)."""
+def choose(tuned: Tuning, asked: str, gate: DriftGate, broken: dict[str, str] | None = None) -> Choice:
+    """The fastest row of ``tuned`` that is exact (``asked`` exact) or within ``gate`` (fast), of the backends not
+    ``broken`` here (backend -> why: a runtime that stopped importing since the tuning)."""
+    usable = [r for r in tuned.rows if r.backend not in (broken or {})]
     if asked == EXACT:
-        allowed = [r for r in tuned.rows if is_exact(r)]
+        allowed = [r for r in usable if is_exact(r)]
     else:
-        allowed = [r for r in tuned.rows if gate_problem(r, gate) is None]
+        allowed = [r for r in usable if gate_problem(r, gate) is None]
     best = max(allowed or tuned.rows[:1], key=lambda r: r.chunks_per_s)
     what = ("the fastest backend here whose vectors are torch's to f32 rounding" if asked == EXACT else
             f"the fastest backend here within the drift gate (overlap >= {gate.min_overlap:g}, cosine error <= "
             f"{gate.max_cosine_error:g})")
     why = (f"{asked}: {what}: {best.speedup:.2f}x {tuned.reference}'s chunks/s, {drift_text(best)} "
-           f"({_measured_on(tuned)})")
+           f"({_measured_on(tuned)})" + "".join(f"; not {b}: {line}" for b, line in (broken or {}).items()))
     return Choice(asked, best.backend, best.precision, why, best, tuned)
 
 
@@ -131,10 +134,7 @@ def choice_for(config: EmbeddingConfig, *, sample: TuningSample | Callable[[], T
 
         tuned = tune(config.model, texts, exports or exports_dir(), say=say)
     if asked not in CHOICES:
-        row = tuned.row(asked, config.precision) if tuned is not None else None
-        measured = (f"measured here: {row.speedup:.2f}x {tuned.reference}'s chunks/s, {drift_text(row)}"
-                    if row is not None else f"not measured on this machine (kbench models tune {config.model})")
-        return Choice(asked, asked, config.precision, f"set in the config; {measured}", row, tuned)
+        return _named(config, tuned)
     if tuned is None:
         spec = CATALOGUE.get(config.model)
         reference = "torch" if spec is None or "torch" in spec.backends else spec.backends[0]
@@ -147,8 +147,38 @@ def choice_for(config: EmbeddingConfig, *, sample: TuningSample | Callable[[], T
     key = (str(tuned.path or id(tuned)), tuned.created, asked, config.drift_gate.min_overlap,
            config.drift_gate.max_cosine_error)
     if key not in _choices:
-        _choices[key] = choose(tuned, asked, config.drift_gate)
+        broken: dict[str, str] = {}
+        picked = choose(tuned, asked, config.drift_gate)
+        while picked.backend not in broken and (problem := _runtime_problem(picked.backend)):
+            broken[picked.backend] = problem  # measured once, broken since: the next fastest
+            picked = choose(tuned, asked, config.drift_gate, broken)
+        _choices[key] = picked
     return _choices[key]
+
+
+def _named(config: EmbeddingConfig, tuned: Tuning | None) -> Choice:
+    """A backend the config names (or ``fast`` resolved into when it loaded), with its figures here and whether it
+    is what ``fast`` or ``exact`` runs here."""
+    row = tuned.row(config.backend, config.precision) if tuned is not None else None
+    if row is None:
+        return Choice(config.backend, config.backend, config.precision, f"set in the config; not measured on this "
+                      f"machine (kbench models tune {config.model})", None, tuned)
+    figures = f"{row.speedup:.2f}x {tuned.reference}'s chunks/s, {drift_text(row)}"
+    for alias, what in ((FAST, "the fastest backend here within the drift gate"),
+                        (EXACT, "the fastest backend here whose vectors are torch's to f32 rounding")):
+        if choice_for(config.model_copy(update={"backend": alias, "precision": "auto"})).row == row:
+            return Choice(config.backend, config.backend, config.precision,
+                          f"what embedding.backend: {alias} runs, {what}: {figures}", row, tuned)
+    return Choice(config.backend, config.backend, config.precision, f"set in the config; measured here: {figures}",
+                  row, tuned)
+
+
+def _runtime_problem(backend: str) -> str | None:
+    try:
+        check_runtimes(backend)
+    except RuntimeMissingError as error:
+        return str(error)
+    return None
 
 
 def resolved(config: EmbeddingConfig, **how) -> EmbeddingConfig:

@@ -4,8 +4,9 @@
 machine that runs it (kbench/embedding/choice.py, from the backend tuning of tuning.py):
 
 - ``exact`` (the default): the fastest backend whose vectors are torch's to float32 rounding (f32; the same
-  top 10s). Resolved when the encoder is built: the saved config and the run key say ``exact``, since every exact
-  backend gives the run's results; the fingerprint and the MLflow params name the backend that ran, and why;
+  top 10s). Resolved when the encoder is built: the saved config says ``exact`` and the run key hashes it as torch,
+  since every exact backend gives torch's results; the fingerprint and the MLflow params name the backend that ran,
+  and why;
 - ``fast``: the fastest backend whose measured drift from torch is within ``drift_gate``. Resolved when the
   experiment loads (kbench/config.py): its vectors differ from torch's, so the saved config and the run key name the
   backend that runs.
@@ -86,9 +87,9 @@ class EmbeddingConfig(StrictModel):
                                                 "embedding.precision), openvino-int8 (static int8 calibrated on the "
                                                 "run's corpus); or a choice measured on this machine (kbench models "
                                                 "tune, once per model and machine): exact, the fastest backend whose "
-                                                "vectors are torch's to f32 rounding (in the run key as exact), or "
-                                                "fast, the fastest within embedding.drift_gate (resolved on load, "
-                                                "in the run key as the backend it chose)")
+                                                "vectors are torch's to f32 rounding (the run key of torch's "
+                                                "results), or fast, the fastest within embedding.drift_gate (resolved "
+                                                "on load: the run key of the backend it chose)")
     drift_gate: DriftGate = Field(default_factory=DriftGate,
                                   description="backend fast: how far from torch's results its choice may go here")
     device: Device = Field("auto", description="auto: cuda when a GPU is visible, else cpu")
@@ -141,14 +142,19 @@ class EmbeddingConfig(StrictModel):
         return {**data, **catalogue_choices(data)} if isinstance(data, dict) else data
 
     def run_key_view(self, data: dict[str, Any]) -> dict[str, Any]:
-        """The dumped section as the run key hashes it: without what changes no vector (the languages a model is
-        said to cover; the drift gate, whose choice the resolved ``fast`` backend carries); ``exact`` of a static
-        model or an API, which have no backend to choose, as the torch it always was."""
+        """The dumped section as the run key hashes it: without what changes no result (the languages a model is
+        said to cover; the drift gate, whose choice the resolved ``fast`` backend carries). ``exact``, the default
+        since issue 55, hashes as ``torch``, the default it replaced: every exact backend gives torch's results, so
+        the runs that torch finished stand for it (and every run key from before holds). A ``torch`` the config names
+        (runs torch itself, never another exact backend) hashes apart, except for a static model or an API, which
+        have no other backend."""
         view = {k: v for k, v in data.items() if k not in ("languages", "drift_gate")}
         spec = CATALOGUE.get(self.model)
-        if view.get("backend") == EXACT and (self.provider != "sentence_transformers" or
-                                             (spec is not None and spec.provider != self.provider)):
+        chosen = self.provider == "sentence_transformers" and (spec is None or spec.provider == self.provider)
+        if view.get("backend") == EXACT:
             view["backend"] = "torch"
+        elif view.get("backend") == "torch" and chosen:
+            view["backend"] = "torch (named)"
         return view
 
     @model_validator(mode="after")
