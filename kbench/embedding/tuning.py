@@ -340,7 +340,7 @@ def measure(model: str, sample: TuningSample, exports: Path, *, backends: Sequen
                 t = time.perf_counter()
                 alone = np.concatenate([encoder.encode([q], for_queries=True) for q in sample.questions])
                 query_ms = 1000 * (time.perf_counter() - t) / len(sample.questions)
-                vectors[pair] = (_unit(passages), _unit(batch), _unit(alone), query_ms)
+                vectors[pair] = (unit_vectors(passages), unit_vectors(batch), unit_vectors(alone), query_ms)
     rows = []
     for pair, encoder in encoders.items():
         runs_in = computes_in(pair[0], encoder.onnx.precision if getattr(encoder, "onnx", None) else "f32")
@@ -371,7 +371,8 @@ def drift_row(pair: tuple[str, str], runs_in: str, mine: tuple, reference: tuple
                     float(cosine_errors(alone, batch).max()))
 
 
-def _unit(vectors: np.ndarray) -> np.ndarray:
+def unit_vectors(vectors: np.ndarray) -> np.ndarray:
+    """Each row at unit length, in float64 (the drift measures' precision)."""
     v = vectors.astype(np.float64)
     return v / np.clip(np.linalg.norm(v, axis=1, keepdims=True), 1e-12, None)
 
