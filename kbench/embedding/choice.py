@@ -28,7 +28,8 @@ from kbench.embedding.config import CHOICES, EXACT, FAST, DriftGate, EmbeddingCo
 from kbench.embedding.cpu import PRIOR_FAST, PRIOR_SOURCE, CpuFeatures, cpu_features
 from kbench.embedding.models import CATALOGUE
 from kbench.embedding.runtimes import RuntimeMissingError, check_runtimes
-from kbench.embedding.tuning import Measured, Tuning, TuningSample, demo_sample, stored_tuning, tune
+from kbench.embedding.tuning import (Measured, Tuning, TuningSample, demo_sample, say_on_stderr, stored_tuning,
+                                     tune)
 from kbench.paths import exports_dir
 
 # Worst over the sample. f32 runtimes differ from torch in the order of summation only: 1e-13 here (MiniLM, demo
@@ -133,6 +134,9 @@ def choice_for(config: EmbeddingConfig, *, sample: TuningSample | Callable[[], T
             return found.prefixed(config.document_prefix, config.query_prefix)
 
         tuned = tune(config.model, texts, exports or exports_dir(), say=say)
+        if tuned.ran_here:  # what was measured, once: the table `kbench models tune` prints
+            for line in tuning_lines(tuned, config.drift_gate):
+                (say or say_on_stderr)(line)
     if asked not in CHOICES:
         return _named(config, tuned)
     if tuned is None:

@@ -245,7 +245,7 @@ def tune(model: str, sample: TuningSample | Callable[[], TuningSample], exports:
     """The tuning of ``model`` here: the kept one, else measured now on ``sample`` (a callable is called only when
     a measurement is needed), kept, and returned. One process measures at a time per model and machine; another
     that asks meanwhile waits and reads its result. ``force``: measure again. ``backends``: only these (tests)."""
-    say = say or _say
+    say = say or say_on_stderr
     name, key = tuning_key(model)
     path = tuning_path(name, key)
     if not force and (found := _read(path, key)) is not None:
@@ -282,7 +282,8 @@ def _keep(tuned: Tuning, path: Path, say: Callable[[str], None]) -> None:
     _kept[str(path)] = tuned
 
 
-def _say(line: str) -> None:
+def say_on_stderr(line: str) -> None:
+    """A line of a tuning's on stderr (``kbench: tuning: ...``): what a run says while it measures."""
     print(f"kbench: tuning: {line}", file=sys.stderr, flush=True)
 
 
@@ -304,7 +305,7 @@ def candidates(model: str) -> list[tuple[str, str]]:
 
 
 def measure(model: str, sample: TuningSample, exports: Path, *, backends: Sequence[str] | None = None,
-            rounds: int = ROUNDS, say: Callable[[str], None] = _say) -> Tuning:
+            rounds: int = ROUNDS, say: Callable[[str], None] = say_on_stderr) -> Tuning:
     """Time every backend of ``model`` on ``sample`` and measure its drift from the reference (the module doc)."""
     started = time.perf_counter()
     pairs = [p for p in candidates(model) if backends is None or p[0] in backends]
