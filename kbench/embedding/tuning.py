@@ -55,6 +55,7 @@ from kbench.embedding.openvino_int8 import INT8_RECIPE
 from kbench.embedding.registry import EMBEDDING_PROVIDERS
 from kbench.embedding.runtimes import RuntimeMissingError, runtime_versions
 from kbench.embedding.sentence_transformers import model_revision
+from kbench.errors import ConfigError
 from kbench.hashing import stable_hash
 from kbench.paths import REPO_ROOT, models_dir
 from kbench.records import Dataset, Document, Query
@@ -116,7 +117,7 @@ def sample_of(documents: Sequence[Document], queries: Sequence[Query], source: s
         picked = [" ".join(p.split()[:12]) for p in (rest or chosen)[:questions]]
         source += " (no questions: the first words of other passages stand in)"
     if not chosen or not picked:
-        raise ValueError(f"backend tuning: {source} gives no passage to encode; tune on another corpus "
+        raise ConfigError(f"backend tuning: {source} gives no passage to encode; tune on another corpus "
                          "(kbench models tune --config CONFIG)")
     return TuningSample(chosen, picked, source)
 
@@ -128,6 +129,9 @@ def dataset_sample(dataset: Dataset) -> TuningSample:
 
 def demo_sample() -> TuningSample:
     """The sample of kbench's demo set (datasets/demo), read without the dataset layer (its files and questions)."""
+    if not (DEMO / "questions.jsonl").is_file():
+        raise ConfigError(f"backend tuning: the demo set is not here ({DEMO}) to measure on; measure on a config's "
+                         "corpus instead: kbench models tune --config CONFIG")
     documents = [Document(str(p.relative_to(DEMO / "docs")), p.read_text(encoding="utf-8", errors="replace"))
                  for p in sorted((DEMO / "docs").rglob("*")) if p.is_file()]
     with (DEMO / "questions.jsonl").open(encoding="utf-8") as f:
@@ -250,8 +254,17 @@ def tune(model: str, sample: TuningSample | Callable[[], TuningSample], exports:
     path = tuning_path(name, key)
     if not force and (found := _read(path, key)) is not None:
         return found
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "a+") as lock:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = open(path.with_suffix(".lock"), "a+")
+    except OSError as error:  # a models folder that cannot be written: measured for this process only
+        say(f"cannot write {path.parent} ({error.strerror or error}): measuring for this process only; set "
+            "KBENCH_TUNING_DIR to a folder you can write, so the next one need not measure again")
+        tuned = measure(model, sample() if callable(sample) else sample, exports, backends=backends, say=say)
+        tuned.model, tuned.key = name, key
+        _kept[str(path)] = tuned
+        return tuned
+    with lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

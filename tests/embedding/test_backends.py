@@ -157,7 +157,7 @@ def test_cuda_without_a_gpu_is_a_clear_error():
 
 @pytest.mark.skipif("not __import__('torch').cuda.is_available()", reason="no GPU on this machine")
 def test_auto_device_uses_the_gpu_when_there_is_one(abstracts, torch_vectors):
-    encoder = load_encoder(EmbeddingConfig(device="auto"))
+    encoder = load_encoder(EmbeddingConfig(device="auto", backend="torch"))
     assert str(encoder.model.device).startswith("cuda")
     assert cosines(encoder.encode(abstracts), torch_vectors).min() >= 0.999
 
