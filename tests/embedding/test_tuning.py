@@ -152,17 +152,26 @@ def test_the_rank_biased_overlap_of_two_top_tens():
     assert rbo([1, 0, *range(2, 10)], list(range(10))) < 1.0  # the same ten, two of them swapped
 
 
-def test_the_default_is_exact_on_this_machine_and_torch_still_runs_when_named():
-    from kbench.embedding.stage import CachedEmbedder, load_encoder
+def test_the_default_is_exact_on_this_machine_says_so_and_torch_still_runs_when_named():
+    from kbench.embedding.stage import load_encoder
 
     picked = choice.choice_for(EmbeddingConfig())  # the test run's tuning (tests/conftest.py tuning_store)
     assert picked.row is not None and picked.row.computes_in == "f32" and choice.is_exact(picked.row)
     fastest_exact = max((r for r in picked.tuning.rows if choice.is_exact(r)), key=lambda r: r.chunks_per_s)
     assert picked.row == fastest_exact
+    # what a run records and says: the MLflow params, a sweep's line for each config
+    from kbench.config import load_experiment
+    from kbench.paths import REPO_ROOT
+    from kbench.tracking.mlflow_run import run_params
+
+    params = run_params(load_experiment(REPO_ROOT / "configs" / "quickstart.yaml"))
+    assert params["embedding.backend"] == "exact" and params["embedding.backend_ran"] == picked.label
+    assert params["embedding.backend_why"] == picked.why
+    assert choice.drift_note(EmbeddingConfig()) == f" (embedding {picked.label}: {choice.drift_text(picked.row)})"
+    assert choice.drift_note(EmbeddingConfig(model="wordllama-l2-supercat")) == ""  # a static model: nothing chosen
     named = load_encoder(EmbeddingConfig(backend="torch"))
     assert named.model is not None and named.onnx is None  # sentence-transformers on torch, as the config says
-    assert CachedEmbedder(EmbeddingConfig(backend="torch"), picked.tuning.path.parent / "unused").config.backend \
-        == "torch"
+    assert choice.resolved(EmbeddingConfig(backend="torch")).backend == "torch"
 
 
 def test_check_exits_2_naming_the_backend_its_drift_and_the_gate(tmp_path, monkeypatch, capsys):
