@@ -10,6 +10,7 @@ backend with that line). Never a traceback from deep inside the library.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 from importlib import metadata
 
@@ -82,6 +83,12 @@ def _first_line(error: BaseException) -> str:
     return text[0][:200] if text else "(no message)"
 
 
+@functools.cache
+def _versions() -> tuple[tuple[str, str], ...]:
+    return tuple((name, _installed(name) or "none") for name in VERSIONED)
+
+
 def runtime_versions() -> dict[str, str]:
-    """The installed version of each library in ``VERSIONED`` ("none" when absent), read without importing it."""
-    return {name: _installed(name) or "none" for name in VERSIONED}
+    """The installed version of each library in ``VERSIONED`` ("none" when absent), read once per process without
+    importing it."""
+    return dict(_versions())

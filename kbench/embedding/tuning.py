@@ -212,9 +212,22 @@ def tuning_key(model: str) -> tuple[str, dict]:
         kbench = metadata.version("kbench")
     except metadata.PackageNotFoundError:
         kbench = "unknown"
-    return name, {"model": name, "revision": model_revision(folder), "machine": machine(),
+    return name, {"model": name, "revision": _revision(folder), "machine": machine(),
                   "runtimes": runtime_versions(), "kbench": kbench, "tuning": TUNING_VERSION,
                   "recipes": {"export": EXPORT_VERSION, "int8": INT8_VERSION, "openvino_int8": INT8_RECIPE}}
+
+
+_revisions: dict[tuple, str] = {}
+
+
+def _revision(folder: Path) -> str:
+    """``model_revision`` (it reads every weight file), computed once per process while the folder's files keep
+    their sizes and times: a run asks for its tuning a few times (its embedder, fingerprint, params, lines)."""
+    files = tuple(sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file()))
+    key = (str(folder), files)
+    if key not in _revisions:
+        _revisions[key] = model_revision(folder)
+    return _revisions[key]
 
 
 def tuning_path(name: str, key: dict) -> Path:
