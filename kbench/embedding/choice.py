@@ -29,8 +29,7 @@ from kbench.embedding.cpu import PRIOR_FAST, PRIOR_SOURCE, CpuFeatures, cpu_feat
 from kbench.embedding.models import CATALOGUE
 from kbench.embedding.runtimes import RuntimeMissingError, check_runtimes
 from kbench.embedding.tuning import (Measured, Tuning, TuningSample, demo_sample, say_on_stderr, stored_tuning,
-                                     tune)
-from kbench.paths import exports_dir
+                                     tune, tuning_exports)
 
 # Worst over the sample. f32 runtimes differ from torch in the order of summation only: 1e-13 here (MiniLM, demo
 # set); bf16 is 1e-5 (2.5e-5 worst), int8 1e-3 to 1e-2
@@ -133,7 +132,7 @@ def choice_for(config: EmbeddingConfig, *, sample: TuningSample | Callable[[], T
             found = sample() if callable(sample) else sample or demo_sample()
             return found.prefixed(config.document_prefix, config.query_prefix)
 
-        tuned = tune(config.model, texts, exports or exports_dir(), say=say)
+        tuned = tune(config.model, texts, exports or tuning_exports(), say=say)
         if tuned.ran_here:  # what was measured, once: the table `kbench models tune` prints
             for line in tuning_lines(tuned, config.drift_gate):
                 (say or say_on_stderr)(line)

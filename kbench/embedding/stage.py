@@ -12,11 +12,11 @@ import numpy as np
 
 from kbench.cache import EmbeddingCache
 from kbench.embedding.choice import resolved
-from kbench.embedding.config import LOCAL_PROVIDERS, EmbeddingConfig
+from kbench.embedding.config import CHOICES, LOCAL_PROVIDERS, EmbeddingConfig
 from kbench.embedding.onnx_export import EXPORT_VERSION, INT8_VERSION
 from kbench.embedding.onnx_runtime import computes_in, openvino_computes_in
 from kbench.embedding.registry import EMBEDDING_PROVIDERS, Encoder, ReportingEncoder
-from kbench.embedding.tuning import TuningSample
+from kbench.embedding.tuning import TuningSample, tuning_exports
 from kbench.hashing import sha256_text
 from kbench.llm import stop_error
 from kbench.progress import Progress
@@ -35,6 +35,8 @@ def load_encoder(config: EmbeddingConfig, exports: Path | None = None) -> Encode
     names or, for ``exact`` and ``fast``, the one chosen on this machine (kbench/embedding/choice.py: tuned first if
     need be); ``exports``: where a backend may write the models it derives (default ``exports_dir()``). The last
     ``LOADED_ENCODERS`` local encoders are kept and handed out again for the same settings (``reusable``)."""
+    if exports is None and config.backend in CHOICES:  # where the tuning built them (the default folder, or
+        exports = tuning_exports()                       # beside KBENCH_TUNING_DIR)
     config = resolved(config, exports=exports)
     if not reusable(config):
         return EMBEDDING_PROVIDERS.get(config.provider).impl(config, exports=exports)

@@ -57,7 +57,7 @@ from kbench.embedding.runtimes import RuntimeMissingError, runtime_versions
 from kbench.embedding.sentence_transformers import model_revision
 from kbench.errors import ConfigError
 from kbench.hashing import stable_hash
-from kbench.paths import REPO_ROOT, models_dir
+from kbench.paths import EXPORTED_FOLDER, REPO_ROOT, models_dir
 from kbench.records import Dataset, Document, Query
 
 TUNING_VERSION = 1  # bump when what is measured or how changes: every machine is then measured again
@@ -72,6 +72,12 @@ def tuning_dir() -> Path:
     """Where tunings are kept: ``KBENCH_TUNING_DIR``, else ``models_dir()/tuning``."""
     env = os.environ.get("KBENCH_TUNING_DIR")
     return Path(env).expanduser().resolve() if env else models_dir() / "tuning"
+
+
+def tuning_exports() -> Path:
+    """Where a tuning no run asked for (a library call with no exports folder) builds its exports: beside the
+    tuning store, ``models_dir()/exported`` by default (where ``exports_dir()`` puts them without a workspace)."""
+    return tuning_dir().parent / EXPORTED_FOLDER
 
 
 # --------------------------------------------------------------------------- the sample
