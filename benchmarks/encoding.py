@@ -406,7 +406,8 @@ def bench_overhead(model: str, texts, rounds: int) -> dict:
     from sentence_transformers import SentenceTransformer
 
     bare = SentenceTransformer(str(resolve_model_path(model)), device="cpu", local_files_only=True)
-    embedder = CachedEmbedder(EmbeddingConfig(model=model, backend="torch"), Path(tempfile.gettempdir()) / "kbench-unused")
+    embedder = CachedEmbedder(EmbeddingConfig(model=model, backend="torch"),
+                              Path(tempfile.gettempdir()) / "kbench-unused")
 
     def through_kbench():
         with tempfile.TemporaryDirectory() as tmp:  # cold cache every round: every text is encoded

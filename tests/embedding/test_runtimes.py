@@ -59,3 +59,22 @@ def test_a_run_on_a_broken_runtime_is_one_line_and_exit_2(tmp_path, workspace, b
     assert line.startswith(f"kbench: error: embedding.backend {backend} runs on {package}, which ")
     instead = "torch" if backend == "onnx" else "onnx"
     assert line.endswith(f"set embedding.backend={instead}") and "pip install" in line
+
+
+def test_a_tuning_measures_the_backends_that_run_and_names_the_one_that_does_not(tmp_path, monkeypatch):
+    from kbench.embedding import choice, tuning
+    from kbench.embedding.config import EmbeddingConfig
+
+    monkeypatch.setenv("KBENCH_TUNING_DIR", str(tmp_path / "tuning"))
+    monkeypatch.setattr(tuning, "_kept", {})
+    monkeypatch.setattr(choice, "_choices", {})
+    monkeypatch.setitem(sys.modules, "openvino", types.ModuleType("openvino"))  # imports, has nothing
+    sample = tuning.demo_sample()
+    said = []
+    tuned = tuning.tune("paraphrase-MiniLM-L3-v2", tuning.TuningSample(sample.passages[:8], sample.questions[:4], "8"),
+                        tmp_path / "exports", say=said.append)
+    assert [r.backend for r in tuned.rows] == ["onnx"]  # its reference, measured
+    assert tuned.skipped["openvino"].startswith("embedding.backend openvino runs on openvino, which does not have Core")
+    assert any(line.startswith("openvino: skipped: embedding.backend openvino runs on openvino") for line in said)
+    exact = choice.choice_for(EmbeddingConfig(model="paraphrase-MiniLM-L3-v2"))
+    assert exact.backend == "onnx"

@@ -71,18 +71,19 @@ def test_a_tuning_is_kept_and_a_second_resolution_does_not_measure_again(fresh_s
 
 
 def test_another_cpu_or_other_runtime_versions_are_measured_again(fresh_store, tmp_path, monkeypatch):
-    config = EmbeddingConfig(model=SMALL)
-    choice.choice_for(config, sample=few_passages, exports=tmp_path / "exports")
+    def tuned():  # the ONNX file alone: the reference of a model without torch weights, a second to measure
+        return tuning.tune(SMALL, few_passages, tmp_path / "exports", backends=["onnx"])
+
+    first = tuned()
+    assert tuned() is first and fresh_store == [SMALL]  # kept: asked again, nothing measured
     machine = tuning.machine()
     monkeypatch.setattr(tuning, "machine", lambda: {**machine, "flags": "another-set-of-flags"})
     forget(monkeypatch)
-    choice.choice_for(config, sample=few_passages, exports=tmp_path / "exports")
-    assert fresh_store == [SMALL, SMALL]
+    assert tuned().key["machine"]["flags"] == "another-set-of-flags" and fresh_store == [SMALL, SMALL]
     versions = tuning.runtime_versions()
     monkeypatch.setattr(tuning, "runtime_versions", lambda: {**versions, "openvino": "2099.1"})
     forget(monkeypatch)
-    choice.choice_for(config, sample=few_passages, exports=tmp_path / "exports")
-    assert fresh_store == [SMALL, SMALL, SMALL]
+    assert tuned().key["runtimes"]["openvino"] == "2099.1" and fresh_store == [SMALL, SMALL, SMALL]
     assert len(list((tmp_path / "tuning").glob(f"{SMALL}-*.json"))) == 3  # one per machine key, none replaced
 
 
