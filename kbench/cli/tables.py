@@ -6,7 +6,7 @@ import re
 
 from kbench import compare
 from kbench.cli.ui_cmd import browse_hint
-from kbench.embedding import choice
+from kbench import embedding
 
 SLOW_EMBED_S = 30  # a torch embedding stage this long gets the hint below: a faster backend would pay off
 
@@ -123,17 +123,17 @@ def llm_usage_lines(metrics: dict[str, float]) -> list[str]:
     return lines
 
 
-def faster_backend_hint(embedding, stage_seconds: dict[str, float]) -> str | None:
+def faster_backend_hint(section, stage_seconds: dict[str, float]) -> str | None:
     """One line telling a run that spent long embedding on torch what ``fast`` runs instead on this machine, with
     its figures measured here (kbench/embedding/choice.py), or None."""
     seconds = stage_seconds.get("embed", 0.0)
-    return choice.faster_backend_hint(embedding, seconds) if seconds >= SLOW_EMBED_S else None
+    return embedding.choice.faster_backend_hint(section, seconds) if seconds >= SLOW_EMBED_S else None
 
 
-def backend_line(embedding) -> str | None:
+def backend_line(section) -> str | None:
     """Which backend a local transformer ran on and why, with this machine's measurements (a saved config may say
     ``exact``); None for static and API models."""
-    return choice.backend_line(embedding)
+    return embedding.choice.backend_line(section)
 
 
 def language_line(per_query) -> str | None:
