@@ -33,6 +33,7 @@ from kbench.compare import Comparison, compare_runs, headline_metric, write_repo
 from kbench.compare.evidence import comparison_evidence
 from kbench.compare.recommendation import recommend_by_tag, recommend_comparison
 from kbench.compare.report import md_table, ranking_rows
+from kbench.embedding.choice import drift_note
 from kbench.evaluation.recommend import Recommendation
 from kbench.paths import workspace_dir
 from kbench.progress import duration
@@ -331,8 +332,8 @@ def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPla
                 if record is not None and not shown_set:
                     _show_the_set(client, experiment_id, parent_id, plan, record, say)
                     shown_set = True
-                say(f"  [{n}/{len(jobs)}] {config.label}: {_headline(result.metrics)} in "
-                    f"{duration(result.seconds)} ({progress})")
+                say(f"  [{n}/{len(jobs)}] {config.label}: {_headline(result.metrics)}"
+                    f"{drift_note(config.experiment.embedding)} in {duration(result.seconds)} ({progress})")
     finally:
         executor.close()
     if not shown_set:  # nothing ran here (all reused or finished before): a child's set names the parent
