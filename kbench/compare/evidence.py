@@ -17,7 +17,7 @@ from pathlib import Path
 
 from kbench.datasets.synthetic.build import corpus_words, read_manifest
 from kbench.evaluation.recommend import Evidence
-from kbench.language.census import TEXT_SEARCH_LANGUAGE, census_lines
+from kbench.language.census import TEXT_SEARCH_LANGUAGE
 from kbench.tracking import tags as tag
 
 # a language's name (an analyzer's) -> its ISO 639-1 code; "none" (CJK bigrams) and "simple" analyze no language
@@ -78,17 +78,6 @@ def config_warnings(tags: dict[str, str], params: dict[str, str]) -> list[str]:
             out.append(f"the {leg} leg analyzes {name} (its stemmer and stop words) while {share:.0%} of the documents "
                        f"are {code}" + (f"; set {key}: {fix}" if fix and fix != "none" else ""))
     return out
-
-
-def census_tags(census, coverage) -> dict[str, str]:
-    """A corpus's language census and coverage (``pipeline.Corpus.census``, ``.coverage``) as the tags a run logs
-    them under, for a search that logs no run per config."""
-    if census is None:
-        return {}
-    tags = {tag.LANGUAGE_DOCUMENTS: census_lines(census)[0].split(": ", 1)[1]}
-    if coverage is not None and coverage.warns:
-        tags[tag.LANGUAGE_WARNING] = coverage.message()
-    return tags
 
 
 def set_evidence(dataset_path: str | None) -> tuple[int | None, str]:

@@ -136,7 +136,7 @@ def search_evidence(plan: SweepPlan, scorer: ConfigScorer) -> Evidence:
     pool, its altered corpus) and each config's warnings (its corpus's language census, its legs' analyzers)."""
     dataset = plan.baseline.dataset
     available, corpus = set_evidence(dataset.path)
-    warnings = {c.label: tuple(config_warnings(scorer.languages.get(c.label, {}), run_params(c.experiment)))
+    warnings = {c.label: tuple(config_warnings(scorer.language_tags.get(c.label, {}), run_params(c.experiment)))
                 for c in plan.configs}
     return Evidence(dataset.name or dataset.path or "", available, corpus, {k: v for k, v in warnings.items() if v},
                     sweep_args=plan.command or None)
