@@ -76,7 +76,7 @@ def read_source(args) -> tuple[str, list, list, dict[str, list[str]], dict]:
             dataset = load_dataset(DatasetConfig(path=str(path), **{k: v for k, v in folder_knobs.items() if v}))
             return str(path), dataset.documents, dataset.queries, dataset.skipped, {}
         folder = FolderSource(path, list(args.include or []), list(DEFAULT_EXCLUDE if args.exclude is None else args.exclude),
-                              args.max_file_bytes or DEFAULT_MAX_FILE_BYTES)
+                              args.max_file_bytes or DEFAULT_MAX_FILE_BYTES, skip_generated=True)
         documents, skipped = folder.load()
         return str(path), documents, [], skipped, {}
     raise FileNotFoundError(f"{source}: not a file, a folder or a registered dataset name "
