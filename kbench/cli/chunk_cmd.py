@@ -119,7 +119,7 @@ def chunk(args) -> int:
     print()
     types = Counter(d.doc_type for d in documents)
     print("documents by type: " + (", ".join(f"{t} {n}" for t, n in sorted(types.items())) or "none"))
-    for line in census_lines(take_census(documents, questions))[: 2 if questions else 1]:
+    for line in census_lines(take_census(documents, questions))[: None if questions else 1]:
         print(line)
     print("skipped files: " + (", ".join(f"{r} {len(p)}" for r, p in sorted(skipped.items())) or "none"))
     for reason, paths in sorted(skipped.items()):
