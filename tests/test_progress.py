@@ -83,6 +83,7 @@ def test_a_run_piped_to_a_file_has_one_line_per_stage_and_no_bar(tmp_path):
     # the sample is said first (issue 53 item 1), then one line per stage
     assert lines[0].startswith("kbench: note: dataset demo: 6 of 32 documents (dataset.max_documents: 3: ")
     assert [line.split(":")[0] for line in lines[1:]] == ["embed", "search"], done.stderr
+    assert "experiment piped: 5 queries, 6 of 32 documents (dataset.max_documents), " in done.stdout
     assert "Warning" not in done.stderr and "warn" not in done.stderr.lower()
 
 

@@ -58,12 +58,16 @@ def is_budget_metric(metric: str) -> bool:
 def chunk_size_lines(sizes: dict[str, str], headline: str, pick: str | None, budget_means: dict[str, dict[str, float]],
                      command: str) -> list[str]:
     """Beside a pick on a top-k headline among configs that chunk differently (``sizes``: label -> its chunking in
-    words, ``chunk_size 1000`` or ``markdown 2000``): the warning, and the budget metric's own ranking when the runs
-    measured one (``budget_means``: metric -> label -> mean), else the command that measures it. [] when the headline
-    is a budget metric or every config chunks alike."""
+    words, ``chunk_size 1000`` or ``strategy markdown, chunk_size 2000``, said once per distinct chunking): the
+    warning, and the budget metric's own ranking when the runs measured one (``budget_means``: metric -> label ->
+    mean), else the command that measures it. [] when the headline is a budget metric or every config chunks alike."""
     if is_budget_metric(headline) or len(set(sizes.values())) < 2:
         return []
-    shown = ", ".join(f"{label}: {size}" for label, size in sizes.items())
+    counts: dict[str, int] = {}
+    for size in sizes.values():
+        counts[size] = counts.get(size, 0) + 1
+    shown = "; ".join(f"{size}: {n} config{'s' if n > 1 else ''}" if len(counts) < len(sizes) else size
+                      for size, n in counts.items())
     lines = [f"  warning: these configs chunk differently ({shown}) and {headline} counts chunks, not tokens: "
              "longer chunks hold more of an answer in the same top k and cost a reader more, so a top-k headline "
              "favours them (docs/tutorials/comparing-chunkers.md)"]

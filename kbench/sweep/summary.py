@@ -222,8 +222,8 @@ def summary_lines(plan: SweepPlan, outcome) -> list[str]:
     if outcome.errors:
         return lines + [failed_line]
     if outcome.recommendation is not None:
-        lines += recommendation_lines(outcome.recommendation, plan, outcome.winner_config)
-        lines += chunk_size_warning(plan, outcome)
+        lines += (outcome.recommendation.lines() + chunk_size_warning(plan, outcome)  # beside the pick
+                  + recommendation_knobs(outcome.recommendation.config, plan, outcome.winner_config))
     else:
         value = f", {outcome.headline} {outcome.headline_value:.4f}" if outcome.headline_value is not None else ""
         lines += [f"recommendation: {outcome.winner} (the only config that finished{value}: nothing to compare it "

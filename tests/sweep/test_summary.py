@@ -79,8 +79,9 @@ def test_a_sweep_of_chunk_sizes_on_a_top_k_headline_says_so_beside_its_pick(work
     pick = next(i for i, line in enumerate(lines) if line.startswith("recommendation:"))
     warning = next(i for i, line in enumerate(lines) if "these configs chunk differently" in line)
     assert pick < warning  # beside the pick, before the closing lines
-    assert ("(chunk_size=300: chunk_size 300, chunk_size=1200: chunk_size 1200) and chunk_ndcg_at_10 counts chunks, "
+    assert ("these configs chunk differently (chunk_size 300; chunk_size 1200) and chunk_ndcg_at_10 counts chunks, "
             "not tokens") in lines[warning]
+    assert lines[warning + 2].startswith("  its knobs: ")  # then the pick's knobs and its resolved config
     budget = lines[warning + 1]
     parent = re.search(r"MLflow parent run (\w+)", out).group(1)
     assert budget.startswith("  at a token budget (span_recall_at_budget_500): the pick chunk_size=")
@@ -96,6 +97,11 @@ def test_the_chunk_size_lines_without_a_budget_and_on_a_budget_headline():
     command = "kbench sweep s.yaml --set 'evaluation.budgets=[500]'"
     lines = chunk_size_lines(sizes, "chunk_ndcg_at_10", "b", {}, command)
     assert len(lines) == 2 and lines[1] == f"  compare them at a token budget: {command}"
+    assert "(chunk_size 1000; chunk_size 2000; chunk_size 500)" in lines[0]
+    grouped = chunk_size_lines({"m1": "strategy markdown, chunk_size 2000", "m2": "strategy markdown, chunk_size 2000",
+                                "r1": "strategy recursive, chunk_size 1000"}, "chunk_ndcg_at_10", "r1", {}, command)
+    assert ("(strategy markdown, chunk_size 2000: 2 configs; strategy recursive, chunk_size 1000: 1 config)"
+            in grouped[0])
     means = {"span_recall_at_budget_500": {"a": 0.39, "b": 0.24, "c": 0.30}}
     assert chunk_size_lines(sizes, "chunk_ndcg_at_10", "b", means, "C")[1] == (
         "  at a token budget (span_recall_at_budget_500): the pick b is 3rd of 3 (0.2400 against a's 0.3900); rank "
