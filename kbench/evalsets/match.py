@@ -15,7 +15,9 @@ hand-written questions). For each set:
   Each side is a seeded sample of at most ``max_questions``. The log against its own two random halves is the
   reference: the AUC a set as close as another sample of the same users would get (about 0.5).
 - **The distributions side by side**: length in words (median, quartiles); question forms (``FORMS``: a question
-  (a question word first or a "?"), how-to, keywords only, an error message, code); the first word (what, how,
+  (a question word first or a "?"), how-to, keywords only (none of the others, at most ``KEYWORD_WORDS`` words),
+  an error message (an exception name, "error:", an HTTP status), code (backticks, a call, snake_case, operators));
+  the first word (what, how,
   why, ..., a yes/no question's verb); and the lexical overlap with the gold passage (the share of the question's
   content stems in its reference, ``leakage.word_overlap``) where the set has labels.
 - **The closest generator**: the set with the lowest AUC.
@@ -57,11 +59,10 @@ MATCHES = "matches"  # <workspace>/matches/<key>.json
 
 QUESTION_WORDS = ("what", "how", "why", "when", "where", "which", "who", "whom", "whose")
 YES_NO = ("can", "could", "does", "do", "did", "is", "are", "was", "were", "should", "would", "will", "has", "have")
-HOW_TO = re.compile(r"(?i)^\s*how\s+(to|do|does|can|could|should|would|would)\b|\bhow to\b")
+HOW_TO = re.compile(r"(?i)^\s*how\s+(to|do|does|can|could|should|would)\b|\bhow to\b")
 ERROR = re.compile(r"\b\w*(Error|Exception|Warning)\b|Traceback|(?i:\berror\s*:|\berrno\b|\bexit code\b|\bstatus "
                    r"code\b|\bfailed with\b)|\b[45]\d\d\b")
-CODE = re.compile(r"`|\w\(\)?|\(\)|\b[a-z]+_[a-z_]+\b|\b\w+\.\w+\(|^\s*(import|from)\s+\w|[{}]|::|->|==|!=|\.py\b|"
-                  r"\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b")
+CODE = re.compile(r"`|\w\(|\(\)|\b[a-z]+_[a-z_]+\b|\b\w+\.\w+\(|^\s*(import|from)\s+\w|[{}]|::|->|==|!=|\.py\b")
 KEYWORD_WORDS = 6  # a keywords-only query: no question form and at most this many words
 
 
@@ -78,12 +79,20 @@ def is_question(text: str) -> bool:
     return text.rstrip().endswith("?") or first_word(text) != "other"
 
 
-FORMS = {
+def is_error(text: str) -> bool:
+    return bool(ERROR.search(text))
+
+
+def is_code(text: str) -> bool:
+    return bool(CODE.search(text))
+
+
+FORMS = {  # a question may take several forms (an error message asked as a question); shares are each their own
     "question": is_question,
     "how-to": lambda t: bool(HOW_TO.search(t)),
-    "keywords only": lambda t: not is_question(t) and len(t.split()) <= KEYWORD_WORDS,
-    "error message": lambda t: bool(ERROR.search(t)),
-    "code": lambda t: bool(CODE.search(t)),
+    "keywords only": lambda t: not (is_question(t) or is_error(t) or is_code(t)) and len(t.split()) <= KEYWORD_WORDS,
+    "error message": is_error,
+    "code": is_code,
 }
 FIRST_WORDS = ("what", "how", "why", "when", "where", "which", "who", "yes/no", "other")
 
@@ -251,11 +260,9 @@ def dataset_config(source: str, split: str = "test") -> DatasetConfig:
     return DatasetConfig(path=str(path), split=split) if path.is_dir() else DatasetConfig(name=source, split=split)
 
 
-def read_set(source: str, kind: str, split: str = "test") -> QuestionSet:
-    """A dataset's questions and, where it has labels, each question's gold passage."""
-    config = dataset_config(source, split)
-    dataset = load_dataset(config)
-    path, name = resolve_dataset_path(config)
+def question_set(dataset, kind: str, path: str | None = None, method: str | None = None) -> QuestionSet:
+    """A loaded dataset's questions and, where it has labels, each question's gold passage (its spans' text, or its
+    relevant documents' text)."""
     texts = {d.doc_id: d.text for d in dataset.documents}
     references: list[str] = []
     for q in dataset.queries:
@@ -265,10 +272,19 @@ def read_set(source: str, kind: str, split: str = "test") -> QuestionSet:
         else:
             relevant = [d for d, g in dataset.qrels.get(q.query_id, {}).items() if g > 0]
             references.append("\n".join(texts.get(d, "") for d in relevant))
+    return QuestionSet(dataset.name, kind, [q.text for q in dataset.queries], references if any(references) else None,
+                       path, method)
+
+
+def read_set(source: str, kind: str, split: str = "test") -> QuestionSet:
+    """A dataset's questions (by name or folder), with its gold passages and a generated set's method."""
+    config = dataset_config(source, split)
+    path, name = resolve_dataset_path(config)
     manifest = read_manifest(path)
-    labelled = any(references)
-    return QuestionSet(name, kind, [q.text for q in dataset.queries], references if labelled else None, str(path),
-                       manifest.get("method") or ("query log" if manifest.get("kind") == LOG_KIND else None))
+    method = manifest.get("method") or ("query log" if manifest.get("kind") == LOG_KIND else None)
+    found = question_set(load_dataset(config), kind, str(path), method)
+    found.name = name
+    return found
 
 
 def read_questions(source: str, kind: str, seed: int, split: str = "test") -> QuestionSet:
@@ -294,36 +310,44 @@ def match_file(workspace: Path, path: str | Path) -> Path:
     return Path(workspace) / MATCHES / f"{set_key(path)}.json"
 
 
-def match_sets(log: str, sets: list[str], workspace: Path, *, seed: int = 0, max_questions: int = MAX_QUESTIONS,
-               split: str = "test", write: bool = True) -> MatchReport:
-    log_questions = read_questions(log, "log", seed, split)
-    others = [read_questions(s, "set", seed, split) for s in sets]
-    for q in [log_questions, *others]:
+def match_questions(log: QuestionSet, sets: list[QuestionSet], workspace: Path, *, seed: int = 0,
+                    max_questions: int = MAX_QUESTIONS) -> MatchReport:
+    """The classifier test and the profiles of ``sets`` against ``log`` (nothing written)."""
+    for q in [log, *sets]:
         if len(q.texts) < MIN_QUESTIONS:
             raise MatchError(f"{q.name}: {len(q.texts)} questions; a two-sample test needs {MIN_QUESTIONS} or more "
                              "a side")
     embedding = EmbeddingConfig()
     embedder = CachedEmbedder(embedding, Path(workspace) / "cache")
-    log_texts, _ = sample(log_questions.texts, None, max_questions, seed)
+    log_texts, _ = sample(log.texts, None, max_questions, seed)
     log_vectors = embedder.embed_queries(log_texts)
     halves = None
     if len(log_texts) >= 2 * MIN_QUESTIONS:
         order = np.random.default_rng(seed).permutation(len(log_texts))
         half = len(order) // 2
         halves = classifier_auc(log_vectors[order[:half]], log_vectors[order[half:2 * half]], seed)
-    report = MatchReport(log_questions.name, Profile.of(log_questions), halves, model=embedding.model)
-    for other in others:
+    report = MatchReport(log.name, Profile.of(log), halves, model=embedding.model)
+    for other in sets:
         texts, references = sample(other.texts, other.references, max_questions, seed)
         shown = QuestionSet(other.name, other.kind, texts, references, other.path, other.method)
         auc = classifier_auc(log_vectors, embedder.embed_queries(texts), seed)
         report.sets.append(SetMatch(other.name, other.path, other.method, auc, Profile.of(shown)))
+    return report
+
+
+def match_sets(log: str, sets: list[str], workspace: Path, *, seed: int = 0, max_questions: int = MAX_QUESTIONS,
+               split: str = "test", write: bool = True) -> MatchReport:
+    """``kbench datasets match``: read the log and the sets, match them, and write each set's result."""
+    report = match_questions(read_questions(log, "log", seed, split),
+                             [read_questions(s, "set", seed, split) for s in sets], workspace, seed=seed,
+                             max_questions=max_questions)
     if write:
         for s in report.sets:
             target = match_file(workspace, s.path)
             target.parent.mkdir(parents=True, exist_ok=True)
             record = {"set": s.name, "path": s.path, "method": s.method, "log": report.log, "auc": asdict(s.auc),
                       "closest": report.closest.name, "closest_auc": report.closest.auc.auc,
-                      "halves": None if halves is None else asdict(halves), "model": embedding.model,
+                      "halves": None if report.halves is None else asdict(report.halves), "model": report.model,
                       "written": datetime.now(timezone.utc).isoformat(timespec="seconds")}
             tmp = target.with_name(f".partial-{target.name}")
             tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
@@ -357,4 +381,5 @@ def decision_line(dataset: DatasetConfig, workspace: Path) -> str | None:
 
 
 __all__ = ["Auc", "FORMS", "MatchError", "MatchReport", "Profile", "QuestionSet", "SetMatch", "classifier_auc",
-           "decision_line", "delong_interval", "match_file", "match_sets", "read_questions"]
+           "decision_line", "delong_interval", "match_file", "match_questions", "match_sets", "question_set",
+           "read_questions"]
