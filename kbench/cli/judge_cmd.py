@@ -52,7 +52,8 @@ def add_parser(sub) -> None:
     p.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL; `kbench serve`)")
     p.add_argument("--model", help="the judge's chat model")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="the variable holding the key")
-    p.add_argument("--workspace", default="experiments", help="judgements are cached under WORKSPACE/cache/llm")
+    p.add_argument("--workspace", default="experiments", help="judgements are cached under WORKSPACE/cache/llm (a "
+                   "trained judge's embeddings under WORKSPACE/cache)")
     p.add_argument("--timeout-s", type=float, default=None, metavar="S",
                    help="seconds to wait for one answer (default 60; a small model on a busy CPU needs more)")
     p.add_argument("--concurrency", type=int, default=None, metavar="N",
@@ -97,7 +98,8 @@ def run_judge(args) -> int:
     if args.train:
         report = judging.train_judge_on_runs(args.runs, args.train, k=args.k, negatives=args.negatives,
                                              max_pairs=args.max_pairs, epochs=args.epochs, seed=args.seed,
-                                             tracking_uri=args.tracking_uri, force=args.force)
+                                             tracking_uri=args.tracking_uri, force=args.force,
+                                             workspace=args.workspace)
         counts, taken = report.card["counts"], report.card["pairs_from"]
         print(f"trained judge {args.train} on {counts['pairs']} pairs of {counts['questions']} questions "
               f"({counts['positives']} relevant: {taken['pooled_positives']} pooled, {taken['reference_positives']} "
@@ -106,7 +108,7 @@ def run_judge(args) -> int:
         print(f"saved {report.path}; measure it: kbench judge RUN... --calibrate --judge-model {args.train} "
               "[--labels LABELS]; use it: --judge-model on kbench judge and kbench label")
         return 0
-    trained = judging.TrainedJudge.load(args.judge_model) if args.judge_model else None
+    trained = judging.TrainedJudge.load(args.judge_model, args.workspace) if args.judge_model else None
     with contextlib.ExitStack() as stack:
         judges = [] if trained is None else [trained]
         if trained is None or args.model or args.base_url:

@@ -105,7 +105,7 @@ def run_label(args) -> int:
                                     judged=Path(args.judged).expanduser() if args.judged else None,
                                     random_share=args.random_share, scale=args.scale,
                                     tracking_uri=args.tracking_uri, recommend_config=config,
-                                    judge_model=args.judge_model)
+                                    judge_model=args.judge_model, workspace=args.workspace)
     labels = labelling.LabelsFile.open(labels_path, pool, args.annotator)
     if args.export_label_studio:
         tasks_file, config_file, count = labelling.write_tasks(labels, Path(args.export_label_studio), args.limit)

@@ -26,7 +26,8 @@ from kbench.errors import UserError
 from kbench.judging.judge import JudgeAnswers, Pair, _pooled, calibration_label
 from kbench.paths import models_dir
 from kbench.records import Dataset
-from kbench.training.judge import JUDGE_KIND, JudgeTrainingConfig, grade_of, probabilities, train_judge
+from kbench.training.judge import (JUDGE_KIND, JudgeTrainingConfig, grade_of, judge_embedder, probabilities,
+                                   train_judge)
 from kbench.training.reranker import MODEL_CARD, TrainingPair, TrainingReport
 
 REFERENCE_CHARS = 2000  # of a relevant document, when its text is the positive
@@ -78,7 +79,7 @@ def training_pairs(dataset: Dataset, questions: dict[str, str], pooled: list[tup
 
 def train_judge_on_runs(run_ids: list[str], name: str, *, k: int = 10, negatives: int = 3, max_pairs: int = 400,
                         epochs: int = 1, seed: int = 0, tracking_uri: str | None = None, force: bool = False,
-                        log=None) -> TrainingReport:
+                        workspace: str = "experiments", log=None) -> TrainingReport:
     """``kbench judge RUN... --train NAME``: pairs from the runs' pools and their set's labels, then
     ``train_judge``; the runs are a sweep on a set with labels (a generated set)."""
     runs, dataset, questions, pooled = _pooled(run_ids, k, tracking_uri)
@@ -88,7 +89,7 @@ def train_judge_on_runs(run_ids: list[str], name: str, *, k: int = 10, negatives
                                 "(kbench datasets build synthetic) over the same documents")
     pairs, counts = training_pairs(dataset, questions, pooled, negatives=negatives, max_pairs=max_pairs, seed=seed)
     config = JudgeTrainingConfig(name, dataset=dataset.name, runs=tuple(r.run_id for r in runs), epochs=epochs,
-                                 seed=seed, force=force)
+                                 seed=seed, force=force, workspace=workspace)
     report = train_judge(pairs, config, log)
     report.card["pairs_from"] = {"k": k, "negatives": negatives, "max_pairs": max_pairs, **counts}
     return report
@@ -101,10 +102,11 @@ class TrainedJudge:
     name: str
     path: Path
     card: dict[str, Any] = field(default_factory=dict)
+    workspace: str = "experiments"  # whose cache/ holds the embeddings of its second feature
     _model: Any = None
 
     @classmethod
-    def load(cls, name: str) -> "TrainedJudge":
+    def load(cls, name: str, workspace: str = "experiments") -> "TrainedJudge":
         path = models_dir() / name
         try:
             card = json.loads((path / MODEL_CARD).read_text(encoding="utf-8"))
@@ -117,7 +119,10 @@ class TrainedJudge:
         if card.get("kind") != JUDGE_KIND:
             raise TrainedJudgeError(f"--judge-model {name}: {path} is a {card.get('kind', 'model')}, not a trained "
                                     f"judge; train one with kbench judge RUN... --train NAME")
-        return cls(name, path, card)
+        if "combination" not in card:
+            raise TrainedJudgeError(f"--judge-model {name}: {path} was trained before judges combined their two "
+                                    f"features; train it again (kbench judge RUN... --train {name} --force)")
+        return cls(name, path, card, workspace)
 
     @property
     def model(self):
@@ -134,11 +139,16 @@ class TrainedJudge:
     @property
     def provenance(self) -> dict[str, Any]:
         return {"judge_model": f"trained:{self.name}", "judge_kind": "trained cross-encoder",
-                "judge_card": {k: self.card.get(k) for k in ("base", "dataset", "runs", "counts", "grades", "created")}}
+                "judge_card": {k: self.card.get(k) for k in ("base", "dataset", "runs", "counts", "grades", "combination",
+                                                             "created")}}
+
+    def probabilities(self, pairs: list[tuple[str, str]]):
+        embedder = judge_embedder(self.card["combination"]["embedding_model"], self.workspace)
+        return probabilities(self.model, embedder, self.card, pairs)
 
     def grade(self, pairs: list[tuple[str, str]]) -> list[int]:
         """A 0-3 grade per (question, passage): the probability of relevance in quarters."""
-        return [grade_of(p) for p in probabilities(self.model, pairs)]
+        return [grade_of(p) for p in self.probabilities(pairs)]
 
     def answers(self, questions: dict[str, str], pairs: list[tuple[Pair, str]]) -> JudgeAnswers:
         """The judge interface ``judge_runs`` and ``calibrate`` call (every pair gets a grade)."""

@@ -230,7 +230,8 @@ def set_label(dataset, pair: Pair) -> int | None:
 
 def build_pool(run_ids: list[str], *, k: int = 10, judged: Path | None = None, seed: int = 0,
                random_share: float = 0.8, scale: str = "graded", tracking_uri: str | None = None,
-               recommend_config: RecommendConfig | None = None, judge_model: str | None = None) -> LabelPool:
+               recommend_config: RecommendConfig | None = None, judge_model: str | None = None,
+               workspace: str = "experiments") -> LabelPool:
     chosen, runs, lines, parent = contenders(run_ids, tracking_uri, recommend_config)
     client = tracking_client(tracking_uri)
     logged = [load_logged_run(client, runs[label]) for label in chosen]
@@ -254,7 +255,7 @@ def build_pool(run_ids: list[str], *, k: int = 10, judged: Path | None = None, s
         models.append((model, np.array([by_pair.get((p.query_id, p.doc_id, p.start, p.end), np.nan) for p in keys],
                                        float), GRADED, RELEVANT_FROM))
     if judge_model is not None:
-        trained = TrainedJudge.load(judge_model)
+        trained = TrainedJudge.load(judge_model, workspace)
         models.append((trained.describe(), np.array(trained.grade(
             [(questions[p.query_id], texts[p]) for p in keys]), float), GRADED, RELEVANT_FROM))
     own = np.array([np.nan if (g := set_label(dataset, p)) is None else g for p in keys], float)

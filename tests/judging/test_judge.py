@@ -169,6 +169,8 @@ def test_prompt_and_parsing():
     assert parse_grade("Final Score: **3**") == 3
     assert parse_grade("I'd say 1") == 1
     assert parse_grade("between 1 and 2") is None and parse_grade("no idea") is None and parse_grade("7") is None
+    assert parse_grade("##final score: 0, 1, 2, 3") is None  # SmolLM2 echoing the scale is no grade 0
+    assert parse_grade("##Final Score: 2 (of 3)") is None and parse_grade("final score: 2.") == 2
 
 
 def test_cohen_kappa_on_hand_built_tables():
