@@ -73,6 +73,7 @@ class LoggedRun:
     run: Run
     dataset: Dataset
     chunks: dict[str, Chunk]
+    judged_qrels: str | None = None  # the judged qrels the run was scored with (its dataset's labels include them)
 
 
 def load_logged_run(client, run_id: str) -> LoggedRun:
@@ -87,7 +88,7 @@ def load_logged_run(client, run_id: str) -> LoggedRun:
     dataset, chunks = chunked_dataset(experiment.dataset, experiment.chunking,
                                      cache_dir=workspace_dir(experiment.workspace) / "cache")
     return LoggedRun(run.info.run_id, run.data.tags.get("mlflow.runName", run.info.run_id[:8]), read_run(client, run),
-                     dataset, {c.chunk_id: c for c in chunks})
+                     dataset, {c.chunk_id: c for c in chunks}, experiment.dataset.judged_qrels)
 
 
 def dataset_label(dataset: Dataset, pair: Pair) -> int | None:

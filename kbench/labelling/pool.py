@@ -11,7 +11,8 @@
   character range), with the passage's text, its document's title and the text around it.
 - **The model's grades** (Yhat's labels): a ``kbench judge`` file's chunk-level judgements (``--judged``), else
   a trained judge's (``--judge-model``: a cross-encoder ``kbench judge --train`` made, grading every pair), else
-  the dataset's own labels (a generated set's qrels or reference spans, ``judging.dataset_label``); a pair with
+  the dataset's own labels (a generated set's qrels or reference spans, ``judging.dataset_label``; not when the
+  runs were scored with ``dataset.judged_qrels``, whose document grades are a judge's, not the set's); a pair with
   none is left ungraded (counted as not relevant by the metric, and the least certain for the order). The others
   that exist are kept beside it (``other_models``): the estimate reports each one's kappa against the humans and
   PPI++ uses the one that agrees best (kbench/labelling/estimate.py). Each model's scale (binary: a set's 0/1
@@ -259,7 +260,8 @@ def build_pool(run_ids: list[str], *, k: int = 10, judged: Path | None = None, s
         models.append((trained.describe(), np.array(trained.grade(
             [(questions[p.query_id], texts[p]) for p in keys]), float), GRADED, RELEVANT_FROM))
     own = np.array([np.nan if (g := set_label(dataset, p)) is None else g for p in keys], float)
-    if not np.isnan(own).all() or not models:  # a set's grades (qrels 1, 2) count from 1
+    scored_by_judge = logged[0].judged_qrels is not None  # its labels then include a judge's document grades
+    if not models or (not np.isnan(own).all() and not scored_by_judge):  # a set's grades (qrels 1, 2) count from 1
         models.append((f"the dataset's labels ({dataset.name})", own, scale_of(own), 1))
     if scale == "binary":  # the page asks 0/1: every model's grades on it
         models = [(name, np.where(np.isnan(g), np.nan, (g >= relevant).astype(float)), BINARY, 1)

@@ -108,8 +108,10 @@ def test_a_jsonl_log_takes_a_dotted_column_or_a_chat_request_and_counts_bad_line
     assert questions(tmp_path / "chat-set")[0]["question"] in ("What is a queue?", "How do I pause a queue?")
 
 
-def test_an_mlflow_experiments_traces_are_a_log(tmp_path):
+def test_an_mlflow_experiments_traces_are_a_log(tmp_path, monkeypatch):
     import mlflow
+
+    monkeypatch.chdir(tmp_path)  # MLflow puts a new experiment's artifacts in ./mlruns
 
     from kbench.datasets.mlflow_questions import fluent_tracking_uri
 

@@ -56,7 +56,7 @@ def trained(demo_runs, models, tmp_path_factory):
     return printed.getvalue() + logged.getvalue(), ids
 
 
-def test_the_trained_judge_is_saved_by_name_with_its_card(trained, models):
+def test_the_trained_judge_is_saved_by_name_with_its_card(trained, models, demo_runs):
     printed, ids = trained
     card = json.loads((models / NAME / "kbench_model.json").read_text())
     assert card["kind"] == "judge" and card["base"] == "all-MiniLM-L6-v2" and sorted(card["runs"]) == sorted(ids)
@@ -65,7 +65,7 @@ def test_the_trained_judge_is_saved_by_name_with_its_card(trained, models):
     assert card["combination"]["held_out_auc"]["minilm_cosine"] > 0.6
     assert re.search(r"epoch\(s\) of \d+ steps: about \d+ s \(one step took", printed)  # the estimate came first
     assert f"trained judge {NAME} on {card['counts']['pairs']} pairs" in printed
-    judge = TrainedJudge.load(NAME)
+    judge = TrainedJudge.load(NAME, str(demo_runs[0]))  # its embeddings cached in the test's workspace
     grades = judge.grade([("On which port does lumend expose metrics?", "lumend serves Prometheus metrics on port "
                            "9464 at /metrics."), ("On which port does lumend expose metrics?", "Retries back off.")])
     assert all(g in (0, 1, 2, 3) for g in grades) and grades[0] >= grades[1]
