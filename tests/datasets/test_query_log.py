@@ -10,6 +10,7 @@ from kbench.cli import main as kbench_main
 from kbench.config import load_experiment
 from kbench.datasets import DatasetError, load_dataset, unlabelled_questions
 from kbench.datasets.config import DatasetConfig
+from kbench.evalsets import inspect_dataset
 from kbench.datasets.query_log import (NEAR_DUPLICATE_TRIGRAMS, NearDuplicates, import_queries, read_log,
                                        secret_like)
 from kbench.runner import run_experiment
@@ -63,6 +64,8 @@ def test_a_csv_log_becomes_a_set_without_labels_and_drops_are_counted_never_quot
     dataset = load_dataset(DatasetConfig(path=str(out)))
     assert len(dataset.queries) == 4 and unlabelled_questions(dataset) == [q.query_id for q in dataset.queries]
     assert not dataset.qrels and not dataset.spans and len(dataset.documents) > 20
+    inspected = inspect_dataset(dataset)  # kbench datasets inspect: no figure pretends to measure them
+    assert inspected.unlabelled == 4 and inspected.reading()[0].startswith("none of the 4 questions carries a label")
 
 
 def test_errors_about_the_log_never_quote_it(tmp_path):
