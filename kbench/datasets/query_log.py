@@ -4,7 +4,8 @@
 
 The log is a CSV or TSV file with a header (the question's column by ``column``, else the first of
 ``TEXT_COLUMNS`` it has), JSON lines (``column`` a key, or a dotted path into the object: ``request.query``; a
-chat request's last user message is taken from ``messages``), a plain text file (one question a line), or the
+chat request's last user message is taken from ``messages``; a ``.json`` file holding one array of records is read
+record by record, a record's position standing for its line), a plain text file (one question a line), or the
 requests of an MLflow experiment's traces (``mlflow_experiment``). Every record is read once, in the log's order,
 and each is kept or counted under one reason (``DROP_REASONS``), never quoted: a log holds what users typed, and
 an error or a report that repeated a line could put a user's key or personal data in a terminal, a CI log or
@@ -212,7 +213,6 @@ def read_csv_log(path: Path, delimiter: str, column: str | None) -> tuple[Iterat
     index = header.index(name)
 
     def records() -> Iterator[LogRecord]:
-        n = 0
         while True:
             try:
                 row = next(reader)
@@ -221,7 +221,6 @@ def read_csv_log(path: Path, delimiter: str, column: str | None) -> tuple[Iterat
             except csv.Error as e:
                 raise DatasetError(f"{path}:{reader.line_num}: not valid CSV ({e}); quote fields that hold the "
                                    "delimiter or newlines") from None
-            n += 1
             if not row:
                 yield LogRecord(reader.line_num, None, EMPTY)
                 continue
@@ -258,7 +257,26 @@ def question_of(row: dict, column: str | None) -> Any:
     return None
 
 
+def read_json_array(path: Path, column: str | None) -> Iterator[LogRecord] | None:
+    """A ``.json`` log holding one array of records (an export), its records in order; None when it is not one
+    (then it is read as JSON lines)."""
+    text = decoded(path).strip()
+    if not text.startswith("["):
+        return None
+    try:
+        rows = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if not isinstance(rows, list):
+        return None
+    return (clean(question_of(row, column), n) if isinstance(row, dict) else clean(chat_question(row), n)
+            if isinstance(row, list) else clean(row, n) for n, row in enumerate(rows, start=1))
+
+
 def read_jsonl_log(path: Path, column: str | None) -> Iterator[LogRecord]:
+    if path.suffix.lower() == ".json" and (array := read_json_array(path, column)) is not None:
+        yield from array
+        return
     for n, line in enumerate(log_lines(path), start=1):
         if not line.strip():
             yield LogRecord(n, None, EMPTY)

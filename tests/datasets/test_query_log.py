@@ -102,6 +102,10 @@ def test_a_jsonl_log_takes_a_dotted_column_or_a_chat_request_and_counts_bad_line
     report = import_queries(str(log), tmp_path / "set", docs=str(DOCS), column="request.query")
     assert report.kept == 1 and report.dropped["duplicate"] == 1
 
+    export = tmp_path / "export.json"  # one array of records, as an export writes it
+    export.write_text(json.dumps([{"request": {"query": "How are webhooks signed?"}}, {"request": {"query": None}}]))
+    assert [r.reason for r in read_log(str(export), column="request.query")[0]] == [None, "empty"]
+
     chat = tmp_path / "chat.jsonl"
     chat.write_text("\n".join(json.dumps({"messages": [{"role": "system", "content": "be brief"},
                                                        {"role": "user", "content": q}]})
