@@ -17,9 +17,9 @@ other pooled abstract). Three ways to estimate the two configs' difference of po
 200 labelled questions (a seeded random sample, ``--draws`` draws each): humans alone (the labelled questions' mean
 difference), PPI++ with a trained judge's grades on every question (a MiniLM cross-encoder, ``kbench judge
 --train``, trained on an ``ict`` set built from 1,000 SciFact abstracts with hard negatives from the same two
-configs' pools: ``--max-pairs`` pairs, one epoch), and the served SmolLM2 (``kbench serve``): its kappa on a seeded
-balanced sample of ``--served-pairs`` pooled pairs (at 10-60 s an answer on this shared machine, grading the whole
-pool of about 3,400 pairs would take a day: no PPI++ interval is given for it, and the table says so). Reported:
+configs' pools: ``--max-pairs`` pairs, ``--epochs``), and the served SmolLM2 (``kbench serve``): its kappa on a
+seeded balanced sample of ``--served-pairs`` pooled pairs (grading the whole pool of about 5,000 pairs takes it
+hours on this machine: no PPI++ interval is given for it, and the line says why and how long). Reported:
 Cohen's kappa against the qrels on one scale (a judge's grade >= 2 relevant), the mean width of the 95% interval of
 the difference, PPI++'s mean lambda, and how often each interval covered the full-set truth.
 
@@ -223,14 +223,16 @@ def judges_part(args) -> int:
 
     served = None
     if args.served_pairs:
+        asked = time.perf_counter()
         chosen, grades = served_sample(pairs, human, questions, args.served_pairs, args.seed, workspace,
                                        args.served_timeout_s)
+        per_answer = (time.perf_counter() - asked) / max(1, len(chosen))
         readable = [(int(human[i]), int(g >= 2)) for i, g in zip(chosen, grades) if g is not None]
-        served = {"pairs": len(chosen), "readable": len(readable),
+        served = {"pairs": len(chosen), "readable": len(readable), "seconds_per_answer": per_answer,
                   "kappa": cohen_kappa(*map(list, zip(*readable))) if len(readable) >= 2 else float("nan"),
                   "grades": [g for g in grades]}
-        print(f"served SmolLM2: {len(readable)} of {len(chosen)} answers held a grade; kappa on those "
-              f"{served['kappa']:.3f} (load {load()})", flush=True)
+        print(f"served SmolLM2: {len(readable)} of {len(chosen)} answers held a grade ({per_answer:.1f} s an answer, "
+              f"server start included); kappa on those {served['kappa']:.3f} (load {load()})", flush=True)
         subset = np.asarray(chosen)
         served["trained_kappa_same_pairs"] = cohen_kappa(human[subset].astype(int).tolist(),
                                                          trained_binary[subset].astype(int).tolist())
@@ -266,8 +268,12 @@ def judges_part(args) -> int:
           f"{'lambda':>6s}  {'PPI++ served':>12s}")
     for n, hw, hc, tw, tc, lam in table:
         print(f"{n:8d}  {hw:18.4f} {hc:6.0%}  {tw:19.4f} {tc:6.0%} {lam:6.2f}  {'n/a':>12s}")
-    print(f"(PPI++ served: n/a, its grades of all {len(pairs)} pairs would take SmolLM2 about a day here; a judge whose "
-          "grades carry no information gets lambda 0, i.e. humans alone)")
+    if served is not None:
+        hours = served["seconds_per_answer"] * len(pairs) / 3600
+        print(f"(PPI++ served: n/a, not measured: its grades of all {len(pairs)} pairs would take SmolLM2 about "
+              f"{hours:.1f} h at the measured {served['seconds_per_answer']:.1f} s an answer; "
+              + ("with no readable grade in its sample, its grades carry nothing and PPI++ gives them lambda 0: "
+                 "humans alone)" if not served["readable"] else "see its kappa above)"))
     print(f"total {time.perf_counter() - started:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps({"pairs": len(pairs), "truth": truth, "kappa_trained": kappa_trained,

@@ -104,7 +104,10 @@ def run_judge(args) -> int:
         print(f"trained judge {args.train} on {counts['pairs']} pairs of {counts['questions']} questions "
               f"({counts['positives']} relevant: {taken['pooled_positives']} pooled, {taken['reference_positives']} "
               f"reference passages; {counts['negatives']} hard negatives from the top {args.k} of the runs) in "
-              f"{report.card['train_seconds']} s (estimated {report.card['estimated_seconds']} s)")
+              f"{report.card['train_seconds']} s, of which the training steps {report.card['fit_seconds']} s "
+              f"(estimated {report.card['estimated_seconds']} s)")
+        held = report.card["combination"]["held_out_auc"]
+        print("held-out AUC (0.5: no better than chance): " + ", ".join(f"{k} {v:.3f}" for k, v in held.items()))
         print(f"saved {report.path}; measure it: kbench judge RUN... --calibrate --judge-model {args.train} "
               "[--labels LABELS]; use it: --judge-model on kbench judge and kbench label")
         return 0
