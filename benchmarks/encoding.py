@@ -1,31 +1,36 @@
-"""Embedding speed per model and backend, side by side in one process, with nDCG@10 per backend.
+"""Embedding speed per model and backend, side by side in one process, with the drift from torch and nDCG@10.
 
 ``--corpus FOLDER`` (a folder of documents, e.g. ../shared/datasets/fastapi_docs, every file, recursively):
-indexing speed and accuracy on real documentation. A heading question set is built from the folder (``kbench
-datasets build synthetic FOLDER --method heading``: a section's heading path is the question, its body the
-reference; into <workspace>/bench/sets/, reused when built; or give one with ``--set DIR``), its documents are
-chunked recursive 1000/200, and every backend of the model (torch, onnx, onnx-int8, openvino, openvino-int8)
-encodes the same chunks in turn (``--rounds`` interleaved rounds, best kept): chunks/s, the ratio to torch, the
-one-off preparation (export, int8 calibration build), and doc nDCG@10 of exact cosine search with that
-backend's vectors for every question, beside its paired difference to torch with a 95% bootstrap interval
-(questions resampled); the last line names the fastest backend whose interval stays above -0.005. The timed
-chunks are the set's documents (the folder, less the ~200 heading lines the questions were taken from).
+indexing speed, drift and accuracy on real documentation. A heading question set is built from the folder
+(``kbench datasets build synthetic FOLDER --method heading``: a section's heading path is the question, its body
+the reference; into <workspace>/bench/sets/, reused when built; or give one with ``--set DIR``), its documents are
+chunked recursive 1000/200, and every backend of the model (torch, onnx, onnx-int8, openvino at OpenVINO's own
+precision and at f32 where they differ, openvino-int8: what ``kbench models tune`` measures) encodes the same chunks
+in turn (``--rounds`` interleaved rounds, best kept). Per backend: chunks/s, the ratio to torch, the one-off
+preparation (export, int8 calibration build), the label-free drift a tuning measures (kbench/embedding/tuning.py:
+mean cosine error to torch's vectors; mean top-10 overlap of each question's top 10 over the chunks with torch's,
+questions in one batch and each alone; within the drift gate or beyond it), and doc nDCG@10 of exact cosine search
+for every question beside its paired difference to torch with a 95% bootstrap interval (questions resampled): the
+gate's verdict and the labelled difference side by side. The backends ``exact`` and ``fast`` would choose from the
+table are marked, and the last line names them, the fastest backend whose interval stays above -0.005, and what
+this machine's kept tuning chose. The timed chunks are the set's documents (the folder, less the ~200 heading
+lines the questions were taken from).
 
     .venv/bin/python benchmarks/encoding.py --corpus ../shared/datasets/fastapi_docs [--questions 200]
         [--max-documents N] [--limit N] [--backends torch,openvino-int8] [--scifact 0]
 
 ``--max-documents`` keeps the questions' documents and a seeded sample of the rest (a quick check);
-``--scifact N`` adds the same columns on N SciFact test claims (their abstracts and others, up to 2,000).
+``--scifact N`` adds the drift and nDCG columns on N SciFact test claims (their abstracts and others, up to 2,000).
 ``--set DIR`` alone takes a labelled set as it is (the demo set, chunked as configs/quickstart.yaml does):
 
     .venv/bin/python benchmarks/encoding.py --set datasets/demo --chunker fixed --chunk-size 600 --chunk-overlap 100
 
-Every table is printed under the CPU's model, its deciding flags (kbench/embedding/cpu.py), what ``embedding.backend:
-fast`` runs on it (marked "(fast)" in the table) and the load average; each row has the highest 1-minute load
-average seen right after its timed rounds. ``--cpu avx2`` emulates an AVX2-only CPU (an EPYC before Zen 4) on
+Every table is printed under the CPU's model, its flags (kbench/embedding/cpu.py), its kind and the prior (what
+``fast`` was expected to run on such a CPU before measuring) and the load average; each row has the highest 1-minute
+load average seen right after its timed rounds. ``--cpu avx2`` emulates an AVX2-only CPU (an EPYC before Zen 4) on
 this one: the process starts again with torch's MKL, ATen and oneDNN and OpenVINO's oneDNN capped at AVX2
-(AVX2_ENV), OpenVINO computes in f32 and ``fast`` resolves for that CPU. OpenVINO's MLAS f32 kernels and all of
-ONNX Runtime keep this CPU's instructions (EMULATION_NOTE; docs/how-to/fast-embedding.md).
+(AVX2_ENV), OpenVINO computes in f32. OpenVINO's MLAS f32 kernels and all of ONNX Runtime keep this CPU's
+instructions (EMULATION_NOTE; docs/how-to/fast-embedding.md).
 
 Without ``--corpus`` or ``--set``: the SciFact measurements below.
 
@@ -50,6 +55,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -60,8 +66,10 @@ from kbench.cache import EmbeddingCache
 from kbench.chunking import chunk_corpus
 from kbench.config import ChunkingConfig
 from kbench.embedding.config import EmbeddingConfig
-from kbench.embedding.cpu import CPUINFO, CpuFeatures, cpu_features
-from kbench.embedding.models import CATALOGUE, fast_backend, resolve_model_path
+from kbench.embedding import choice, tuning
+from kbench.embedding.config import DriftGate
+from kbench.embedding.cpu import CPUINFO, PRIOR_SOURCE, CpuFeatures, cpu_features
+from kbench.embedding.models import CATALOGUE, resolve_model_path
 from kbench.embedding.onnx_runtime import computes_in
 from kbench.embedding.stage import CachedEmbedder, l2_normalize, load_encoder
 from kbench.evaluation.metrics.ndcg import ndcg_at_k
@@ -78,7 +86,7 @@ EMULATED_CPUS = {"avx2": CpuFeatures.of("avx2")}
 EMULATION_NOTE = (
     "emulated AVX2-only CPU: torch (MKL, ATen, oneDNN) and OpenVINO's oneDNN kernels capped at AVX2 "
     f"({', '.join(f'{k}={v}' for k, v in AVX2_ENV.items())}), OpenVINO at precision f32 (what it computes in "
-    "without bf16), `fast` resolved for a CPU with the flag avx2 only. Not capped: OpenVINO's MLAS f32 "
+    "without bf16). Not capped: OpenVINO's MLAS f32 "
     "FullyConnected and MVN kernels, and all of ONNX Runtime (MLAS picks its kernels from CPUID, no switch): "
     "their times are this CPU's widest kernels, an upper bound for an AVX2 CPU. onnx-int8's 7-bit weights give the "
     "same integers on an AVX2 CPU as here, so its nDCG is the AVX2 one; its speed there must be measured there")
@@ -108,14 +116,14 @@ def load_average() -> str:
 
 
 def cpu_lines(args, model: str) -> list[str]:
-    """What every table is measured on: this CPU's deciding flags, the emulation, what `fast` runs, the load."""
+    """What every table is measured on: this CPU's flags, the emulation, its kind and the prior, the load."""
     lines = [f"CPU: {cpu_model()}, {os.cpu_count()} cores, flags {cpu_features().describe()}"]
     if args.cpu != "native":
         lines.append(EMULATION_NOTE)
-    cpu = EMULATED_CPUS.get(args.cpu)
-    kind = (cpu or cpu_features()).kind
-    lines.append(f"embedding.backend: fast runs {fast_backend(model, cpu=cpu)} for {model} on this "
-                 f"{'emulated ' if cpu else ''}CPU ({kind}); load average {load_average()}")
+    cpu = EMULATED_CPUS.get(args.cpu) or cpu_features()
+    lines.append(f"{'an emulated' if args.cpu != 'native' else 'a'} {cpu.kind} CPU, where fast was expected to run "
+                 f"{choice.prior_fast(EmbeddingConfig(model=model), cpu)} for {model} before measuring "
+                 f"(kbench/embedding/cpu.py: {PRIOR_SOURCE[cpu.kind]}); load average {load_average()}")
     return lines
 
 
@@ -190,7 +198,8 @@ def accuracy_row(values: list[float], torch_values: list[float]) -> dict:
 
 
 def bench_corpus(args) -> None:
-    """Indexing speed of every backend on a folder's chunks and its heading questions' nDCG@10 (module doc)."""
+    """Indexing speed of every backend on a folder's chunks, its drift from torch without labels and its heading
+    questions' nDCG@10 (module doc)."""
     folder = Path(args.corpus or args.set)
     set_dir = Path(args.set) if args.set else heading_set(folder, args.questions, args.seed)
     dataset = load_dataset(DatasetConfig(path=str(set_dir), max_documents=args.max_documents))
@@ -203,84 +212,149 @@ def bench_corpus(args) -> None:
         queries = [q for q in queries if set(dataset.qrels[q.query_id]) & kept]
     texts = [c.text for c in chunks]
     model = args.models.split(",")[0]
-    backends = [b for b in (args.backends.split(",") if args.backends else TRANSFORMER_BACKENDS)
-                if b in CATALOGUE[model].backends]
+    pairs = backend_pairs(args, model)
     print(f"== {model} on {folder}: {len(dataset.documents)} documents, {len(chunks)} chunks ({args.chunker} "
           f"{args.chunk_size}/{args.chunk_overlap}, {sum(map(len, texts)) / max(len(texts), 1):.0f} characters on "
-          f"average), {len(queries)} questions from {set_dir}; backends {', '.join(backends)} ==", flush=True)
+          f"average), {len(queries)} questions from {set_dir}; backends {', '.join(map(label, pairs))} ==", flush=True)
     (workspace_dir() / "bench").mkdir(parents=True, exist_ok=True)
     # every export built fresh (its time is the prepare column), in the workspace, removed at the end
     scratch = Path(tempfile.mkdtemp(prefix="encoding-exports-", dir=workspace_dir() / "bench"))
     try:
-        bench_backends(args, folder, set_dir, model, backends, chunks, texts, queries, dataset, scratch / "exports")
+        bench_backends(args, folder, set_dir, model, pairs, chunks, texts, queries, dataset, scratch / "exports")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def bench_backends(args, folder, set_dir, model, backends, chunks, texts, queries, dataset, exports: Path) -> None:
-    encoders, prepare_s = {}, {}
-    for b in backends:
-        t = time.perf_counter()
-        encoders[b] = load_encoder(backend_config(args, model, b), exports=exports)
-        if getattr(encoders[b], "needs_calibration", False):
-            encoders[b].calibrate(texts)  # on the corpus, as a run does
-        encoders[b].encode(texts[:1])  # builds what is built on first use (the int8 model); warms up
-        prepare_s[b] = time.perf_counter() - t
-    vectors: dict[str, np.ndarray] = {}
+def backend_pairs(args, model: str) -> list[tuple[str, str]]:
+    """(backend, precision) pairs measured: what a tuning measures (OpenVINO at its own precision and at f32 where
+    they differ); on an emulated CPU without bf16, OpenVINO at f32 only. ``--backends`` keeps some."""
+    if args.cpu == "native":
+        pairs = tuning.candidates(model)
+    else:
+        pairs = [(b, "f32" if b.startswith("openvino") else "auto") for b in CATALOGUE[model].backends]
+    wanted = args.backends.split(",") if args.backends else None
+    return [p for p in pairs if wanted is None or p[0] in wanted]
 
-    def encode(b):
-        vectors.setdefault(b, encoders[b].encode(texts))
+
+def label(pair: tuple[str, str]) -> str:
+    return pair[0] if pair[1] == "auto" else f"{pair[0]} ({pair[1]})"
+
+
+def encoded(encoder, texts: list[str] | np.ndarray, questions: list[str]) -> tuple:
+    """What the drift measures read (tuning.drift_row): unit vectors of the texts (or their vectors, already
+    encoded), of the questions in one batch and each alone, and ms per question alone."""
+    batch = encoder.encode(questions)
+    t = time.perf_counter()
+    alone = np.concatenate([encoder.encode([q], for_queries=True) for q in questions])
+    per_question = 1000 * (time.perf_counter() - t) / max(len(questions), 1)
+    vectors = texts if isinstance(texts, np.ndarray) else encoder.encode(texts)
+    return tuning.unit_vectors(vectors), tuning.unit_vectors(batch), tuning.unit_vectors(alone), per_question
+
+
+def bench_backends(args, folder, set_dir, model, pairs, chunks, texts, queries, dataset, exports: Path) -> None:
+    encoders, prepare_s = {}, {}
+    for pair in pairs:
+        t = time.perf_counter()
+        encoders[pair] = load_encoder(EmbeddingConfig(model=model, backend=pair[0], precision=pair[1]),
+                                      exports=exports)
+        if getattr(encoders[pair], "needs_calibration", False):
+            encoders[pair].calibrate(texts)  # on the corpus, as a run does
+        encoders[pair].encode(texts[:1])  # builds what is built on first use (the int8 model); warms up
+        prepare_s[pair] = time.perf_counter() - t
+    chunk_vectors: dict = {}
+
+    def encode(pair):
+        chunk_vectors.setdefault(pair, encoders[pair].encode(texts))
 
     print("\n".join(cpu_lines(args, model)) + " (before the timed rounds)", flush=True)
     loads_before = load_average()
-    times, loads = timed_with_load(args.rounds, {b: (lambda b=b: encode(b)) for b in backends})
+    times, loads = timed_with_load(args.rounds, {pair: (lambda pair=pair: encode(pair)) for pair in pairs})
     unit_docs = [c.doc_id for c in chunks]
-    per_query = {}
-    for b in backends:
-        q = l2_normalize(encoders[b].encode([x.text for x in queries]))
-        per_query[b] = doc_ndcg10(q, l2_normalize(vectors[b]), unit_docs, queries, dataset.qrels)
-    rows = []
-    for b in backends:
-        runs_in = computes_in(b, encoders[b].onnx.precision if encoders[b].onnx is not None else "f32")
-        rows.append({"backend": b, "computes_in": runs_in, "chunks": len(texts), "seconds": times[b],
-                     "chunks_per_s": len(texts) / times[b], "vs_torch": times.get("torch", np.nan) / times[b],
-                     "prepare_s": prepare_s[b], "load_1min": loads[b],
-                     **accuracy_row(per_query[b], per_query.get("torch", per_query[b]))})
+    reference = pairs[0]
+    drift, per_query = {}, {}
+    for pair in pairs:
+        drift[pair] = mine = encoded(encoders[pair], chunk_vectors[pair], [q.text for q in queries])
+        per_query[pair] = doc_ndcg10(mine[1], mine[0], unit_docs, queries, dataset.qrels)
+    rows, measured = [], []
+    for pair in pairs:
+        runs_in = computes_in(pair[0], encoders[pair].onnx.precision if encoders[pair].onnx is not None else "f32")
+        row = tuning.drift_row(pair, runs_in, drift[pair], drift[reference], len(texts) / times[pair],
+                               len(texts) / times[reference], prepare_s[pair])
+        measured.append(row)
+        rows.append({**asdict(row), "label": label(pair), "chunks": len(texts), "seconds": times[pair],
+                     "load_1min": loads[pair], **accuracy_row(per_query[pair], per_query[reference])})
     if args.scifact:
-        scifact = load_dataset(DatasetConfig(name="scifact"))
-        sq, sdocs = sample(scifact, args.scifact, 2000)
-        sci = {}
-        for b in backends:
-            d = l2_normalize(encoders[b].encode([x.text for x in sdocs]))
-            q = l2_normalize(encoders[b].encode([x.text for x in sq]))
-            sci[b] = doc_ndcg10(q, d, [x.doc_id for x in sdocs], sq, scifact.qrels)
-        for row in rows:
-            row.update({f"scifact_{k}": v for k, v in accuracy_row(sci[row["backend"]], sci.get("torch", sci[row["backend"]])).items()})
-    ok = [r for r in rows if r["backend"] != "torch" and r["ci_low"] > -0.005
+        scifact_rows(args, pairs, encoders, rows)
+    table = tuning.Tuning(model, {}, label(reference), measured, {"source": str(set_dir), "passages": len(texts)},
+                          0.0, "", load_average())
+    gate = DriftGate()
+    exact, fast = choice.choose(table, "exact", gate), choice.choose(table, "fast", gate)
+    print(format_table(*corpus_table(args, rows, measured, exact, fast, gate)))
+    ok = [r for r in rows if r["label"] != label(reference) and r["ci_low"] > -0.005
           and (not args.scifact or r["scifact_ci_low"] > -0.005)]
-    best = max(ok, key=lambda r: r["chunks_per_s"])["backend"] if ok else "torch"
-    fast = fast_backend(model, cpu=EMULATED_CPUS.get(args.cpu))
-
-    def interval(r, prefix=""):
-        return (f"{r[prefix + 'ndcg_at_10']:.4f} ({r[prefix + 'ndcg_diff']:+.4f} [{r[prefix + 'ci_low']:+.4f}, "
-                f"{r[prefix + 'ci_high']:+.4f}])")
-
-    headers = ["backend", "computes in", "chunks/s", "vs torch", "load", "prepare s", "nDCG@10 (vs torch [95%])"]
-    headers += ["nDCG@10 SciFact (vs torch [95%])"] if args.scifact else []
-    table = [[r["backend"] + (" (fast)" if r["backend"] == fast else ""), r["computes_in"], f"{r['chunks_per_s']:.1f}",
-              f"{r['vs_torch']:.2f}x", f"{r['load_1min']:.2f}", f"{r['prepare_s']:.0f}", interval(r)]
-             + ([interval(r, "scifact_")] if args.scifact else []) for r in rows]
-    print(format_table(headers, table))
-    print(f"\n(fast): what embedding.backend: fast runs on this {'emulated ' if args.cpu != 'native' else ''}CPU. "
-          f"load: the highest 1-minute load average right after the backend's timed rounds; ratios need a quiet "
-          f"machine. Fastest backend measured within 0.005 nDCG@10 of torch (lower 95% bound above -0.005): {best}; "
-          f"load average now {load_average()}")
+    best = max(ok, key=lambda r: r["chunks_per_s"])["label"] if ok else label(reference)
+    print(f"\nFrom this table: exact runs {exact.label}, fast runs {fast.label} (drift gate: top-10 overlap >= "
+          f"{gate.min_overlap:g} in a batch and alone, cosine error <= {gate.max_cosine_error:g}); the fastest "
+          f"backend whose doc nDCG@10 interval stays above -0.005: {best}. {kept_choice_line(model)}. load: the "
+          f"highest 1-minute load average right after the backend's timed rounds; ratios need a quiet machine. "
+          f"Load average now {load_average()}")
     write_json("encoding-corpus", {"corpus": str(folder), "set": str(set_dir), "model": model,
                                    "questions": len(queries), "chunks": len(texts), "rounds": args.rounds,
                                    "cpu": {"model": cpu_model(), "flags": sorted(cpu_features().flags),
                                            "emulated": args.cpu},
                                    "load_before": loads_before, "load_after": load_average(),
-                                   "fast": fast, "best_within_0.005": best, "results": rows})
+                                   "exact": exact.label, "fast": fast.label, "best_within_0.005": best,
+                                   "gate": gate.model_dump(), "results": rows})
+
+
+def scifact_rows(args, pairs, encoders, rows) -> None:
+    """The drift and doc nDCG@10 of each backend on ``--scifact`` SciFact test claims over their abstracts and
+    others (up to 2,000), into ``rows`` as ``scifact_*``."""
+    scifact = load_dataset(DatasetConfig(name="scifact"))
+    claims, abstracts = sample(scifact, args.scifact, 2000)
+    vectors = {pair: encoded(encoders[pair], [x.text for x in abstracts], [x.text for x in claims]) for pair in pairs}
+    reference = pairs[0]
+    ndcg = {pair: doc_ndcg10(v[1], v[0], [x.doc_id for x in abstracts], claims, scifact.qrels)
+            for pair, v in vectors.items()}
+    for row, pair in zip(rows, pairs):
+        drift = tuning.drift_row(pair, row["computes_in"], vectors[pair], vectors[reference], 1.0, 1.0, 0.0)
+        row.update({f"scifact_{k}": v for k, v in accuracy_row(ndcg[pair], ndcg[reference]).items()})
+        row.update(scifact_overlap_mean=drift.overlap_mean, scifact_alone_overlap_mean=drift.alone_overlap_mean,
+                   scifact_cosine_error_mean=drift.cosine_error_mean)
+
+
+def interval(r: dict, prefix: str = "") -> str:
+    return (f"{r[prefix + 'ndcg_at_10']:.4f} ({r[prefix + 'ndcg_diff']:+.4f} [{r[prefix + 'ci_low']:+.4f}, "
+            f"{r[prefix + 'ci_high']:+.4f}])")
+
+
+def corpus_table(args, rows, measured, exact, fast, gate) -> tuple[list[str], list[list[str]]]:
+    """The corpus benchmark's table: speed, drift and the labelled difference side by side, per backend."""
+    headers = ["backend", "computes in", "chunks/s", "vs torch", "load", "prepare s", "cosine error",
+               "top-10 overlap (alone)", "drift gate", "doc nDCG@10 (vs torch [95%])"]
+    headers += ["SciFact overlap (alone)", "SciFact nDCG@10 (vs torch [95%])"] if args.scifact else []
+    table = []
+    for r, m in zip(rows, measured):
+        marks = [name for name, c in (("exact", exact), ("fast", fast)) if c.row == m]
+        status = "exact" if choice.is_exact(m) else "within" if choice.gate_problem(m, gate) is None else "beyond"
+        table.append([r["label"] + (f" [{', '.join(marks)}]" if marks else ""), m.computes_in,
+                      f"{m.chunks_per_s:.1f}", f"{m.speedup:.2f}x", f"{r['load_1min']:.2f}", f"{m.prepare_s:.0f}",
+                      f"{m.cosine_error_mean:.1e}", f"{m.overlap_mean:.3f} ({m.alone_overlap_mean:.3f})", status,
+                      interval(r)]
+                     + ([f"{r['scifact_overlap_mean']:.3f} ({r['scifact_alone_overlap_mean']:.3f})",
+                         interval(r, "scifact_")] if args.scifact else []))
+    return headers, table
+
+
+def kept_choice_line(model: str) -> str:
+    """What the run's own choice is on this machine: the kept tuning (kbench models tune), if any."""
+    kept = tuning.stored_tuning(model)
+    if kept is None:
+        emulated = " under this emulation" if any(os.environ.get(k) for k in AVX2_ENV) else ""
+        return f"This machine has no kept tuning of {model}{emulated} (a run tunes first)"
+    gate = DriftGate()
+    return (f"This machine's kept tuning ({kept.created[:10]}): exact runs {choice.choose(kept, 'exact', gate).label}, "
+            f"fast {choice.choose(kept, 'fast', gate).label}")
 
 
 def calibrated_encoder(config: EmbeddingConfig, texts: list[str]):
@@ -332,7 +406,8 @@ def bench_overhead(model: str, texts, rounds: int) -> dict:
     from sentence_transformers import SentenceTransformer
 
     bare = SentenceTransformer(str(resolve_model_path(model)), device="cpu", local_files_only=True)
-    embedder = CachedEmbedder(EmbeddingConfig(model=model), Path(tempfile.gettempdir()) / "kbench-unused")
+    embedder = CachedEmbedder(EmbeddingConfig(model=model, backend="torch"),
+                              Path(tempfile.gettempdir()) / "kbench-unused")
 
     def through_kbench():
         with tempfile.TemporaryDirectory() as tmp:  # cold cache every round: every text is encoded

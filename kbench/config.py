@@ -25,7 +25,9 @@ from kbench.datasets.mlflow_questions import questions_digest
 from kbench.datasets.reading import DatasetError
 from kbench.datasets.registry import resolve_dataset_path
 from kbench.dotted import get_dotted, set_dotted
-from kbench.embedding.config import EmbeddingConfig
+from kbench.embedding.choice import resolved as resolved_backend
+from kbench.embedding.config import FAST, EmbeddingConfig
+from kbench.embedding.tuning import sample_of_dataset
 from kbench.enrichment.config import CODE_EXAMPLE_UNIT, CodeExamplesConfig, EnrichmentConfig
 from kbench.errors import ConfigError, deprecated, format_error, note, shorten
 from kbench.evaluation.config import EvaluationConfig, OverlapRule
@@ -126,6 +128,14 @@ class Experiment(StrictModel):
                              "code_examples to retrieval.legs (with a fusion to keep the page legs) or turn it off")
         return self
 
+    @model_validator(mode="after")
+    def _fast_names_the_backend_it_runs(self):
+        # embedding.backend: fast is chosen from this machine's measurements (tuned first, on the run's own corpus,
+        # if need be): the saved config and the run key name the backend that runs (kbench/embedding/choice.py)
+        if self.embedding.backend == FAST:
+            self.embedding = resolved_backend(self.embedding, sample=lambda: sample_of_dataset(self.dataset))
+        return self
+
     def resolved(self) -> dict[str, Any]:
         """The config with every default filled in, as plain data (what is saved with each run)."""
         return self.model_dump(mode="json")
@@ -178,7 +188,7 @@ class Experiment(StrictModel):
         if data["dataset"].get("questions_from") is None:
             data["dataset"].pop("questions_from", None)
         data["dataset"].pop("questions_tracking_uri", None)  # where they are read from: their digest is hashed
-        data["embedding"].pop("languages", None)  # what the model is said to cover: a warning, never a vector
+        data["embedding"] = self.embedding.run_key_view(data["embedding"])  # languages, drift gate: no vector
         # sections and knobs added after runs were logged: left out at their defaults, so old run keys hold
         if not self.query.active:
             data.pop("query", None)

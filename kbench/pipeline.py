@@ -1,7 +1,7 @@
 """The one pipeline: load -> chunk -> (enrich) -> build indexes -> search -> evaluate.
 
-Everything that needs a searchable dataset comes through here: ``kbench run`` (kbench.runner), reranker training,
-TREC import and the benchmarks. Each step is a plain function over plain records, so a benchmark can stop after
+Everything that needs a searchable dataset comes through here: ``kbench run`` (kbench.runner), reranker training, TREC
+import and the benchmarks. Each step is a plain function over plain records, so a benchmark can stop after
 ``chunked_dataset`` or ``prepare_corpus`` and time what it measures:
 
     corpus = prepare_corpus(experiment)          # the dataset and the indexes its legs search, timed and counted
@@ -9,9 +9,8 @@ TREC import and the benchmarks. Each step is a plain function over plain records
     per_query, metrics = evaluate_run(corpus.dataset, found.units, found.run, experiment.evaluation)
     corpus.close()
 
-``run_pipeline`` does the three in order and returns one ``PipelineResult``; it writes nothing. Each stage gets
-the config sections it uses: the indexes (kbench/indexes) their ``IndexSections``, retrieval its own.
-"""
+``run_pipeline`` does the three in order and returns one ``PipelineResult``; it writes nothing. Each stage gets the
+config sections it uses: the indexes (kbench/indexes) their ``IndexSections``, retrieval its own."""
 from __future__ import annotations
 
 import json
@@ -28,14 +27,14 @@ from kbench.datasets import read_dataset
 from kbench.embedding.models import resolve_model_path
 from kbench.embedding.registry import ReportingEncoder
 from kbench.embedding.stage import CachedEmbedder, EmbeddingResult
+from kbench.embedding.tuning import dataset_sample
 from kbench.enrichment import check_code_examples, check_enrichment
 from kbench.errors import RunError
 from kbench.evaluation.config import EvaluationConfig
 from kbench.evaluation.ragas_eval import check_ragas, evaluate_ragas
 from kbench.evaluation.stage import evaluate_rankings, latency_summary, summarize
 from kbench.indexes import CHUNK, BuildLog, Index, IndexSections, build_indexes, close_all, stored_index
-from kbench.language.census import (RUN_SAMPLE, Census, Coverage, census_lines, coverage_of, take_census,
-                                    warn_uncovered)
+from kbench.language.run import RunLanguages, language_census
 from kbench.llm import LLMPolicy, UsageMeter, check_reachable
 from kbench.paths import workspace_dir
 from kbench.records import Chunk, Dataset, Run
@@ -48,7 +47,6 @@ from kbench.store.registry import STORED_CORPORA
 from kbench.store.stage import check_store
 from kbench.trace import StageTimer
 from kbench.tracking.run_folder import check_workspace
-from kbench.tracking.tags import LANGUAGE_DOCUMENTS, LANGUAGE_QUESTIONS, LANGUAGE_WARNING
 
 __all__ = ["Corpus", "PipelineResult", "RunError", "SearchResult", "StageTimer", "chunk_dataset", "chunked_dataset",
            "evaluate_run", "preflight", "prepare_corpus", "read_dataset", "run_pipeline", "search_corpus"]
@@ -63,12 +61,11 @@ class Corpus:
     indexes: dict[str, Index]
     context: SearchContext  # what every leg shares, over the run's chunks (kbench.retrieval.contracts)
     workspace: Path
+    languages: RunLanguages  # the census and the embedder's coverage (kbench/language)
     embedder: CachedEmbedder | None = None
     timer: StageTimer = field(default_factory=StageTimer)
     counts: dict[str, int] = field(default_factory=dict)
     llm_usage: UsageMeter = field(default_factory=UsageMeter)  # every LLM/API request of the run, per stage
-    census: Census | None = None  # the languages of the documents and questions (kbench/language)
-    coverage: Coverage | None = None  # how much of them the embedder's languages cover; None: no embedder
 
     @property
     def chunks(self) -> list[Chunk]:
@@ -79,8 +76,7 @@ class Corpus:
         return self.indexes[CHUNK].embedded
 
     @property
-    def metrics(self) -> dict[str, float]:
-        """The indexes' own measurements (a store index's recall)."""
+    def metrics(self) -> dict[str, float]:  # the indexes' own measurements (a store index's recall)
         return {k: v for index in self.indexes.values() for k, v in index.metrics.items()}
 
     def llm_metrics(self, prices) -> dict[str, float]:
@@ -154,8 +150,8 @@ def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool
     try:
         embedder = None
         if any(spec.embed for spec in specs):
-            with log.timer.stage("load_model"):
-                embedder = CachedEmbedder(embedding, workspace / "cache")
+            with log.timer.stage("load_model"):  # exact or fast on a machine not tuned: tuned on this corpus first
+                embedder = CachedEmbedder(embedding, workspace / "cache", sample=lambda: dataset_sample(dataset))
         if stored is not None:
             given[CHUNK] = stored_index(stored, dataset, sections, embedder, log)
         indexes = build_indexes(specs, dataset, sections, workspace=workspace, log=log, embedder=embedder,
@@ -164,63 +160,19 @@ def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool
         if stored is not None:
             stored.outcome.close()
         raise
-    census, coverage = language_census(dataset, experiment, embedder is not None)  # untimed: no new time_s_ metric
-    doc_types = {d.doc_id: d.doc_type for d in dataset.documents}
+    languages = language_census(dataset, experiment.embedding if embedder else None)  # untimed: no new metric
     context = SearchContext(chunks=indexes[CHUNK].units, embed_queries=embedder.embed_queries if embedder else None,
                             time_queries=embedder.time_queries if embedder else None,
                             workspace=workspace, llm_policy=experiment.llm.policy, llm_meter=log.meter,
-                            doc_types=doc_types).on(indexes[CHUNK])
-    return Corpus(dataset, indexes, context, workspace, embedder, log.timer, log.counts, log.meter, census, coverage)
-
-
-def language_census(dataset: Dataset, experiment: Experiment, embedded: bool) -> tuple[Census, Coverage | None]:
-    """The languages of the dataset (a seeded sample of its documents, every question) and, for a run that
-    embeds with a model whose languages are known (the catalogue's, or embedding.languages), how much of the
-    documents they cover: under half, a one-line warning on stderr, once per process. A run without an embedder
-    (BM25 only) says nothing."""
-    census = take_census(dataset.documents, dataset.queries, sample=RUN_SAMPLE)
-    languages = experiment.embedding.covered_languages if embedded else None
-    if languages is None:
-        return census, None
-    coverage = coverage_of(census, experiment.embedding.model, languages)
-    warn_uncovered(coverage)
-    return census, coverage
-
-
-def language_tags(census: Census | None, coverage: Coverage | None) -> dict[str, str]:
-    """``kbench.language.documents`` and ``.questions`` (shares per language), ``kbench.language.warning``
-    (the line said on stderr) when the embedder covers under half of the documents."""
-    if census is None:
-        return {}
-    documents, questions = census_lines(census)
-    tags = {LANGUAGE_DOCUMENTS: documents.split(": ", 1)[1], LANGUAGE_QUESTIONS: questions.split(": ", 1)[1]}
-    if coverage is not None and coverage.warns:
-        tags[LANGUAGE_WARNING] = coverage.message()
-    return tags
-
-
-def language_metrics(coverage: Coverage | None) -> dict[str, float]:
-    """``language_covered_share`` (of the documents) and ``language_covered_questions``, only when the embedder
-    leaves some of the corpus uncovered: an English run on English pages carries no extra metric."""
-    if coverage is None or not coverage.uncovered:
-        return {}
-    return {"language_covered_share": coverage.covered_share, "language_covered_questions": coverage.covered_questions}
-
-
-def language_slice(census: Census | None, config: EvaluationConfig) -> dict[str, str] | None:
-    """Each question's language as the ``slice_language`` column: when ``evaluation.slices`` asks for it, or
-    when two or more languages each hold a meaningful share of the questions."""
-    if census is None or ("language" not in config.slices and len(census.question_slices()) < 2):
-        return None
-    return census.question_languages
+                            doc_types={d.doc_id: d.doc_type for d in dataset.documents}).on(indexes[CHUNK])
+    return Corpus(dataset, indexes, context, workspace, languages, embedder, log.timer, log.counts, log.meter)
 
 
 def search_corpus(corpus: Corpus, experiment: Experiment, *, progress: bool = False,
                   name: str | None = None, legs: dict | None = None, rerankers: dict | None = None) -> SearchResult:
     """Every query of the corpus's dataset through the retrieval stage (query rewriting, legs, fusion, rerank,
-    grouping); the corpus is read, never changed. ``legs``: legs built before on this corpus for this retrieval
-    section (``retrieval.stage.build_legs``), so a search of the same corpus in batches builds a BM25 index once;
-    ``rerankers``: a dict kept between those searches, so each reranker's model is loaded once."""
+    grouping); the corpus is read, never changed. ``legs`` (``retrieval.stage.build_legs``) and ``rerankers``: kept
+    between searches of one corpus in batches, so a BM25 index is built and each reranker loaded once."""
     plan, timer, counts = None, StageTimer(), {}
     queries, documents = corpus.dataset.queries, corpus.dataset.documents
     if experiment.query.active:  # kbench.retrieval.query: expansion, decomposition, HyDE
@@ -245,10 +197,9 @@ def evaluate_run(dataset: Dataset, chunks: list[Chunk], run: Run, config: Evalua
                  latency_ms: dict[str, np.ndarray] | None = None, budget_model: str | None = None, *,
                  cache_root: Path | None = None, llm_usage: UsageMeter | None = None,
                  llm_policy: LLMPolicy | None = None) -> tuple[pd.DataFrame, dict[str, float]]:
-    """Per-query metrics (plus ragas columns when asked, and per-query latency columns) and their means (plus
-    latency p50/p95). ``chunks``: what the run's hits point at (``SearchResult.units``). ``budget_model``: whose
-    tokenizer counts evaluation.budgets when budget_tokenizer is unset. LLM-judged ragas metrics count their
-    requests in ``llm_usage`` and wait as ``llm_policy`` says (a slow local judge needs its long timeout)."""
+    """Per-query metrics (plus ragas and latency columns) and their means (plus latency p50/p95). ``chunks``: what
+    the hits point at (``SearchResult.units``); ``budget_model``: whose tokenizer counts evaluation.budgets when
+    budget_tokenizer is unset. LLM-judged ragas metrics count requests in ``llm_usage``, wait as ``llm_policy`` says."""
     tokens = None
     if config.budgets:
         tokens = count_ranked_tokens(run, chunks, config.budget_tokenizer or budget_model or "all-MiniLM-L6-v2")
@@ -268,9 +219,8 @@ def evaluate_run(dataset: Dataset, chunks: list[Chunk], run: Run, config: Evalua
 
 
 def run_costs(corpus: Corpus) -> dict[str, float]:
-    """``cost_*`` metrics for kbench compare --frontier/--cost, next to ``latency_ms_<stage>_p50/p95`` and the
-    API meter's ``llm_total_*``: ``cost_index_bytes`` (the float32 vectors of the run's chunks: a flat index's
-    size; 0 without a vector leg on them) and ``cost_embed_seconds`` (seconds of embedding them in this run)."""
+    """``cost_*`` metrics for kbench compare --frontier/--cost: ``cost_index_bytes`` (the float32 vectors of the run's
+    chunks: a flat index's size; 0 without a vector leg) and ``cost_embed_seconds`` (embedding them in this run)."""
     vectors = corpus.indexes[CHUNK].vectors
     return {"cost_index_bytes": float(vectors.nbytes if vectors is not None else 0),
             "cost_embed_seconds": float(corpus.timer.seconds.get("embed", 0.0))}
@@ -278,8 +228,8 @@ def run_costs(corpus: Corpus) -> dict[str, float]:
 
 def run_pipeline(experiment: Experiment, *, progress: bool = True,
                  on_corpus: Callable[[Corpus], None] | None = None) -> PipelineResult:
-    """Prepare, search and evaluate one experiment; nothing is written. ``on_corpus`` sees the prepared
-    corpus before the search (a benchmark that wants its vectors)."""
+    """Prepare, search and evaluate one experiment; nothing is written. ``on_corpus`` sees the prepared corpus
+    before the search (a benchmark that wants its vectors)."""
     corpus = prepare_corpus(experiment, progress=progress)
     try:
         if on_corpus is not None:
@@ -303,14 +253,9 @@ def run_pipeline(experiment: Experiment, *, progress: bool = True,
         for column, values in columns.items():
             per_query[column] = values
         metrics.update({c: float(np.mean(v)) if len(v) else 0.0 for c, v in columns.items()})
-    languages = language_slice(corpus.census, experiment.evaluation)
-    if languages is not None:
-        per_query["slice_language"] = per_query["query_id"].map(languages)
-    metrics.update(language_metrics(corpus.coverage))
-    metrics.update(corpus.metrics)
-    metrics.update(corpus.llm_metrics(experiment.llm.prices))
-    metrics.update(run_costs(corpus))
+    corpus.languages.add_to(per_query, metrics, experiment.evaluation.slices)  # the language slice, coverage
+    metrics.update({**corpus.metrics, **corpus.llm_metrics(experiment.llm.prices), **run_costs(corpus)})
     metrics.update({f"count_{k}": float(v) for k, v in counts.items()})
     metrics.update({f"time_s_{k}": v for k, v in timer.seconds.items()})
     return PipelineResult(corpus.dataset, found.units, found.run, per_query, metrics, counts, dict(timer.seconds),
-                          language_tags(corpus.census, corpus.coverage))
+                          corpus.languages.tags())

@@ -13,12 +13,14 @@ The workers share the cores: each runs its math libraries on its share of them (
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Callable
 
 import pytest
 from filelock import FileLock
 
+from kbench.embedding.tuning import tuning_dir
 from kbench.paths import REPO_ROOT, shared_datasets_dir
 from tests import xdist_groups
 from tests.serve.running import start_kbench_serve
@@ -64,6 +66,25 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
             build(folder)
             done.touch()
     return folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tuning_store(tmp_path_factory) -> Path:
+    """The backend tunings of this test run (kbench/embedding/tuning.py: what ``embedding.backend: exact``, the
+    default, and ``fast`` run here), in the run's folder every worker and every process a test starts sees
+    (``KBENCH_TUNING_DIR``), so a test that points KBENCH_MODELS_DIR elsewhere does not tune again, and no test
+    writes a tuning into the checkout. Seeded from the checkout's own store (a machine `make run` tuned); else the
+    first test that resolves a model's backend measures it, once per run: the others wait on tune()'s lock."""
+    if os.environ.get("KBENCH_TUNING_DIR"):  # the caller's choice
+        return Path(os.environ["KBENCH_TUNING_DIR"])
+
+    def seed(folder: Path) -> None:
+        for kept in tuning_dir().glob("*.json"):
+            shutil.copy2(kept, folder / kept.name)
+
+    store = built_once(tmp_path_factory, "kbench-tuning", seed)
+    os.environ["KBENCH_TUNING_DIR"] = str(store)
+    return store
 
 
 @pytest.fixture(scope="session")

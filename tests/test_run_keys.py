@@ -115,3 +115,24 @@ def test_allow_partial_changes_the_run_key_only_of_a_config_with_an_llm_stage():
     hyde = ["query.hyde.enabled=true", "query.hyde.model=m", "query.hyde.base_url=http://127.0.0.1:9/v1"]
     strict, partial = (load_experiment(path, hyde + extra) for extra in ([], ["llm.policy.allow_partial=true"]))
     assert strict.llm_stages() == ["query.hyde"] and strict.run_key() != partial.run_key()
+
+
+def test_the_default_backend_keeps_torchs_run_key_a_named_torch_has_its_own_and_fast_the_chosen_ones():
+    """Issue 55: the default embedding.backend is exact, the fastest backend measured here whose vectors are torch's
+    to f32 rounding. It hashes as torch, the default it replaced: every exact backend gives torch's results, so the
+    pins above hold and the runs torch finished stand. A config that names torch runs torch itself: its own key.
+    fast (resolved when the config loads, from this machine's tuning) keys as the backend it chose; the drift gate
+    that chose it is no key of its own."""
+    path = REPO_ROOT / "configs" / "quickstart.yaml"
+    default = load_experiment(path)
+    assert default.embedding.backend == "exact" and default.run_key() == PINNED["configs/quickstart.yaml"]
+    assert load_experiment(path, ["embedding.backend=exact"]).run_key() == default.run_key()
+    assert load_experiment(path, ["embedding.backend=torch"]).run_key() != default.run_key()
+    fast = load_experiment(path, ["embedding.backend=fast"])
+    named = load_experiment(path, [f"embedding.backend={fast.embedding.backend}",
+                                   f"embedding.precision={fast.embedding.precision}"])
+    assert fast.embedding.backend != "fast" and fast.run_key() == named.run_key()
+    assert load_experiment(path, ["embedding.drift_gate.min_overlap=0.5"]).run_key() == default.run_key()
+    static = ["embedding.model=wordllama-l2-supercat"]  # no backend to choose: exact and torch are one
+    named_torch = load_experiment(path, [*static, "embedding.backend=torch"])
+    assert load_experiment(path, static).run_key() == named_torch.run_key()

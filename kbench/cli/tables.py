@@ -6,8 +6,7 @@ import re
 
 from kbench import compare
 from kbench.cli.ui_cmd import browse_hint
-from kbench.embedding.cpu import cpu_features
-from kbench.embedding.models import fast_backend
+from kbench import embedding
 
 SLOW_EMBED_S = 30  # a torch embedding stage this long gets the hint below: a faster backend would pay off
 
@@ -124,28 +123,17 @@ def llm_usage_lines(metrics: dict[str, float]) -> list[str]:
     return lines
 
 
-def faster_backend_hint(embedding, stage_seconds: dict[str, float]) -> str | None:
-    """One line telling a run that spent long embedding on torch which backend ``fast`` would run, or None."""
+def faster_backend_hint(section, stage_seconds: dict[str, float]) -> str | None:
+    """One line telling a run that spent long embedding on torch what ``fast`` runs instead on this machine, with
+    its figures measured here (kbench/embedding/choice.py), or None."""
     seconds = stage_seconds.get("embed", 0.0)
-    if embedding.provider != "sentence_transformers" or embedding.backend != "torch" or seconds < SLOW_EMBED_S:
-        return None
-    faster = fast_backend(embedding.model, embedding.provider)
-    if faster == "torch":
-        return None
-    return (f"embedding took {seconds:.0f}s on torch; --set embedding.backend=fast runs {faster} on this CPU with "
-            f"nDCG@10 within 0.005 of torch (docs/how-to/fast-embedding.md)")
+    return embedding.choice.faster_backend_hint(section, seconds) if seconds >= SLOW_EMBED_S else None
 
 
-def backend_line(embedding) -> str | None:
-    """Which backend a local transformer ran on and whether it is the one ``fast`` picks for this CPU (a saved
-    config names the backend, never ``fast``); None on torch (``faster_backend_hint``) and for static and API
-    models."""
-    if embedding.provider != "sentence_transformers" or embedding.backend == "torch":
-        return None
-    fast, cpu = fast_backend(embedding.model, embedding.provider), cpu_features()
-    which = ("what embedding.backend: fast runs on this CPU" if embedding.backend == fast
-             else f"embedding.backend: fast would run {fast} on this CPU")
-    return f"embedding backend: {embedding.backend}, {which} ({cpu.kind}: {cpu.describe()})"
+def backend_line(section) -> str | None:
+    """Which backend a local transformer ran on and why, with this machine's measurements (a saved config may say
+    ``exact``); None for static and API models."""
+    return embedding.choice.backend_line(section)
 
 
 def language_line(per_query) -> str | None:

@@ -1,4 +1,16 @@
-"""The embedding section: which model encodes chunks and queries, through which provider and backend."""
+"""The embedding section: which model encodes chunks and queries, through which provider and backend.
+
+``backend`` names a runtime (torch, onnx, onnx-int8, openvino, openvino-int8) or one of two choices measured on the
+machine that runs it (kbench/embedding/choice.py, from the backend tuning of tuning.py):
+
+- ``exact`` (the default): the fastest backend whose vectors are torch's to float32 rounding (f32; the same
+  top 10s). Resolved when the encoder is built: the saved config says ``exact`` and the run key hashes it as torch,
+  since every exact backend gives torch's results; the fingerprint and the MLflow params name the backend that ran,
+  and why;
+- ``fast``: the fastest backend whose measured drift from torch is within ``drift_gate``. Resolved when the
+  experiment loads (kbench/config.py): its vectors differ from torch's, so the saved config and the run key name the
+  backend that runs.
+"""
 from __future__ import annotations
 
 import re
@@ -6,16 +18,16 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from kbench.embedding.models import CATALOGUE, fast_backend
+from kbench.embedding.models import CATALOGUE
 from kbench.embedding.registry import EMBEDDING_PROVIDERS
 from kbench.registry import StrictModel, in_unit
 
-# "fast" is an alias, resolved to one of the others before validation (_resolve_fast): listed so a wrong value's
-# message names it, never stored
-Backend = Literal["torch", "onnx", "onnx-int8", "openvino", "openvino-int8", "fast"]
+# "exact" and "fast" are choices measured on this machine (the module doc), the others runtimes
+Backend = Literal["torch", "onnx", "onnx-int8", "openvino", "openvino-int8", "exact", "fast"]
 Device = Literal["auto", "cpu", "cuda"]
 Precision = Literal["auto", "f32", "bf16"]  # OpenVINO's float precision: auto (the runtime's choice for the CPU)
-FAST = "fast"  # an alias, resolved per model when the config loads (kbench/embedding/models.py fast_backend)
+EXACT, FAST = "exact", "fast"
+CHOICES = (EXACT, FAST)  # the backends that name a choice, not a runtime
 
 
 LOCAL_PROVIDERS = ("sentence_transformers", "static")  # the providers that run a catalogue model in this process
@@ -23,18 +35,12 @@ LOCAL_PROVIDERS = ("sentence_transformers", "static")  # the providers that run 
 
 def catalogue_choices(data: dict[str, Any]) -> dict[str, str]:
     """What a catalogue model needs that the section left unwritten: its provider (``static`` for wordllama and
-    model2vec models) and a backend it runs on (``onnx`` for paraphrase-MiniLM-L3-v2, which has no torch
-    weights). A value the section writes is never changed: a wrong one is refused (``catalogue_problem``)."""
+    model2vec models). A model without torch weights (paraphrase-MiniLM-L3-v2) needs nothing: ``exact`` chooses among
+    its own backends. A value the section writes is never changed: a wrong one is refused (``catalogue_problem``)."""
     spec = CATALOGUE.get(data.get("model", EmbeddingConfig.model_fields["model"].default))
-    if spec is None:
+    if spec is None or "provider" in data:
         return {}
-    chosen = {}
-    if "provider" not in data:
-        chosen["provider"] = spec.provider
-    provider = data.get("provider", chosen.get("provider"))
-    if "backend" not in data and provider == spec.provider == "sentence_transformers" and "torch" not in spec.backends:
-        chosen["backend"] = spec.backends[0]
-    return chosen
+    return {"provider": spec.provider}
 
 
 def catalogue_problem(model: str, provider: str, backend: str) -> str | None:
@@ -47,6 +53,8 @@ def catalogue_problem(model: str, provider: str, backend: str) -> str | None:
         what = "a static model" if spec.provider == "static" else f"a {spec.provider} model"
         return (f"embedding.provider: {model} is {what}, not one {provider} runs; set embedding.provider="
                 f"{spec.provider} (or leave embedding.provider out: kbench picks it)")
+    if backend in CHOICES:  # chosen among the model's own backends (torch for a static model)
+        return None
     if spec.provider == "static" and backend != "torch":
         return (f"embedding.backend: {model} is a static model with no backend to choose; remove embedding.backend "
                 "(or set it to torch)")
@@ -56,15 +64,34 @@ def catalogue_problem(model: str, provider: str, backend: str) -> str | None:
     return None
 
 
+class DriftGate(StrictModel):
+    """How far from torch's results ``embedding.backend: fast`` may go on this machine, measured without labels by
+    the backend tuning (``kbench models tune``): each question's top 10 over the tuning sample's passages against
+    torch's, and the cosine of every vector to torch's. Also what ``kbench models tune --check`` holds a config's
+    backend to. On a Xeon with AMX (2 cores), MiniLM on the demo set: OpenVINO in bf16 overlap 0.996, cosine error
+    0.000014; onnx-int8 0.892 and 0.0076; openvino-int8 0.916 and 0.0044 (docs/how-to/fast-embedding.md)."""
+
+    min_overlap: float = Field(0.95, ge=0, le=1, description="the least mean top-10 overlap with torch (rank-biased "
+                               "overlap, p 0.9, of each question's top 10 over the sample's passages), for the "
+                               "questions encoded in one batch and each alone")
+    max_cosine_error: float = Field(0.001, ge=0, le=2, description="the largest mean cosine error (1 - cosine to "
+                                    "torch's vector) over the sample's passages and questions, in a batch and alone")
+
+
 class EmbeddingConfig(StrictModel):
     model: str = Field("all-MiniLM-L6-v2", description="catalogue name (kbench models list) or a local folder")
     provider: str = Field("sentence_transformers",
                           description="a registered provider: sentence_transformers, static, openai")
-    backend: Backend = Field("torch", description="sentence_transformers runtime: torch, onnx (exported fp32), "
-                                                  "onnx-int8 (dynamic int8), openvino (the fp32 export, computed "
-                                                  "at embedding.precision), openvino-int8 (static int8 calibrated "
-                                                  "on the run's corpus), or fast: the fastest backend measured "
-                                                  "within 0.005 nDCG@10 of torch for the model (resolved on load)")
+    backend: Backend = Field(EXACT, description="sentence_transformers runtime: torch, onnx (exported fp32), "
+                                                "onnx-int8 (dynamic int8), openvino (the fp32 export, computed at "
+                                                "embedding.precision), openvino-int8 (static int8 calibrated on the "
+                                                "run's corpus); or a choice measured on this machine (kbench models "
+                                                "tune, once per model and machine): exact, the fastest backend whose "
+                                                "vectors are torch's to f32 rounding (the run key of torch's "
+                                                "results), or fast, the fastest within embedding.drift_gate (resolved "
+                                                "on load: the run key of the backend it chose)")
+    drift_gate: DriftGate = Field(default_factory=DriftGate,
+                                  description="backend fast: how far from torch's results its choice may go here")
     device: Device = Field("auto", description="auto: cuda when a GPU is visible, else cpu")
     precision: Precision = Field("auto", description="backend openvino: the float precision it computes in; auto: "
                                                      "OpenVINO's choice (bf16 on a CPU with bf16 instructions, "
@@ -111,15 +138,24 @@ class EmbeddingConfig(StrictModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _resolve_fast(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        data = {**data, **catalogue_choices(data)}  # the provider/backend a catalogue model needs, when unwritten
-        if data.get("backend") == FAST:  # the saved config names what ran
-            fields = cls.model_fields
-            data = {**data, "backend": fast_backend(data.get("model", fields["model"].default),
-                                                    data.get("provider", fields["provider"].default))}
-        return data
+    def _catalogue_provider(cls, data: Any) -> Any:
+        return {**data, **catalogue_choices(data)} if isinstance(data, dict) else data
+
+    def run_key_view(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The dumped section as the run key hashes it: without what changes no result (the languages a model is
+        said to cover; the drift gate, whose choice the resolved ``fast`` backend carries). ``exact``, the default
+        since issue 55, hashes as ``torch``, the default it replaced: every exact backend gives torch's results, so
+        the runs that torch finished stand for it (and every run key from before holds). A ``torch`` the config names
+        (runs torch itself, never another exact backend) hashes apart, except for a static model or an API, which
+        have no other backend."""
+        view = {k: v for k, v in data.items() if k not in ("languages", "drift_gate")}
+        spec = CATALOGUE.get(self.model)
+        chosen = self.provider == "sentence_transformers" and (spec is None or spec.provider == self.provider)
+        if view.get("backend") == EXACT:
+            view["backend"] = "torch"
+        elif view.get("backend") == "torch" and chosen:
+            view["backend"] = "torch (named)"
+        return view
 
     @model_validator(mode="after")
     def _model_runs_here(self) -> EmbeddingConfig:
@@ -131,16 +167,17 @@ class EmbeddingConfig(StrictModel):
     @model_validator(mode="after")
     def _precision_is_openvino_s(self) -> EmbeddingConfig:
         if self.precision != "auto" and not self.backend.startswith("openvino"):
+            also = " and the backends exact and fast choose their own" if self.backend in CHOICES else ""
             raise ValueError(f"embedding.precision: {self.precision} applies to embedding.backend=openvino or "
-                             f"openvino-int8 only (torch and onnx compute in f32); remove embedding.precision or set "
-                             f"embedding.backend=openvino")
+                             f"openvino-int8 only (torch and onnx compute in f32{also}); remove embedding.precision "
+                             f"or set embedding.backend=openvino")
         return self
 
     @model_validator(mode="after")
     def _backend_is_ours_to_choose(self) -> EmbeddingConfig:
         """An API computes the vectors itself: a backend other than torch would be recorded in the run key for a
         runtime that never ran (a catalogue model's own provider and backends are checked by _model_runs_here)."""
-        if self.provider not in LOCAL_PROVIDERS and self.backend != "torch":
+        if self.provider not in LOCAL_PROVIDERS and self.backend not in ("torch", *CHOICES):
             raise ValueError(f"embedding.backend: {self.backend} does not apply to provider {self.provider} (the API "
                              "computes the vectors); remove embedding.backend")
         return self

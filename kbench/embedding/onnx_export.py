@@ -13,6 +13,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from kbench.embedding.runtimes import runtime
 from kbench.paths import exports_dir
 
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -105,21 +106,21 @@ def exported_model(folder: Path, model_key: str, revision: str, int8: bool, head
         return fp32
     if head in SEVEN_BIT_HEADS:
         return quantized_int8(fp32, where / f"{stem}-int8-v{INT8_VERSION}.onnx", seven_bit_weights=True)
-    return quantized_int8(fp32, where / f"{stem}-int8.onnx")
+    return quantized_int8(fp32, where / f"{stem}-int8.onnx", stage="rerank")
 
 
-def quantized_int8(fp32: Path, target: Path, seven_bit_weights: bool = False) -> Path:
+def quantized_int8(fp32: Path, target: Path, seven_bit_weights: bool = False, stage: str = "embedding") -> Path:
     """Dynamic int8 quantization of ``fp32`` (weights int8 per channel, activations quantized at run time);
     ``seven_bit_weights``: within [-64, 64], the same integers on every CPU (SEVEN_BIT_HEADS)."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
     def build(tmp: Path) -> None:
+        quantization = runtime("onnxruntime.quantization", "onnx-int8", stage)
         root = logging.getLogger()
         level = root.level
         root.setLevel(logging.ERROR)  # quantize_dynamic logs a pre-processing hint on the root logger
         try:
-            quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
-                             reduce_range=seven_bit_weights, op_types_to_quantize=INT8_OPS)
+            quantization.quantize_dynamic(str(fp32), str(tmp), weight_type=quantization.QuantType.QInt8,
+                                          per_channel=True, reduce_range=seven_bit_weights,
+                                          op_types_to_quantize=INT8_OPS)
         finally:
             root.setLevel(level)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from kbench.embedding.config import Precision  # noqa: F401 (annotations here; cross_encoder.py reads it here too)
+from kbench.embedding.runtimes import runtime
 
 
 @dataclass(frozen=True)
@@ -54,9 +55,8 @@ class Pooling:
         return vectors.astype(np.float32, copy=False)
 
 
-def onnx_device_providers(device: str) -> list[str]:
-    import onnxruntime as ort
-
+def onnx_device_providers(device: str, backend: str = "onnx", stage: str = "embedding") -> list[str]:
+    ort = runtime("onnxruntime", backend, stage)
     available = ort.get_available_providers()
     if device in ("auto", "cuda") and "CUDAExecutionProvider" in available:
         return ["CUDAExecutionProvider", "CPUExecutionProvider"]
@@ -70,9 +70,7 @@ def openvino_computes_in(precision: Precision) -> str:
     """The float precision OpenVINO's CPU plugin computes in when asked for ``precision``, known without
     compiling a model: auto is the plugin's default for this CPU, and bf16 on a CPU without bf16
     instructions is f32. The same value a compiled model reports (``_OpenVinoRunner.precision``)."""
-    import openvino as ov
-
-    core = ov.Core()
+    core = runtime("openvino", "openvino").Core()
     if precision == "auto":
         return core.get_property("CPU", "INFERENCE_PRECISION_HINT").get_type_name()
     if precision == "bf16" and "BF16" not in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
@@ -90,15 +88,14 @@ class _OrtRunner:
     precision = "f32"  # ONNX Runtime on CPU computes the file's own float32 (int8 files: int8 MatMuls)
 
     def __init__(self, path: Path, threads: int | None, device: str, output_rank: int = 3,
-                 precision: Precision = "auto"):
-        import onnxruntime as ort
-
+                 precision: Precision = "auto", backend: str = "onnx", stage: str = "embedding"):
+        ort = runtime("onnxruntime", backend, stage)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if threads:
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(str(path), options, providers=onnx_device_providers(device))
+        self.session = ort.InferenceSession(str(path), options, providers=onnx_device_providers(device, backend, stage))
         self.inputs = [i.name for i in self.session.get_inputs()]
         outputs = [o.name for o in self.session.get_outputs() if len(o.shape) == output_rank]
         if not outputs:
@@ -111,9 +108,8 @@ class _OrtRunner:
 
 class _OpenVinoRunner:
     def __init__(self, path: Path, threads: int | None, device: str, output_rank: int = 3,
-                 precision: Precision = "auto"):
-        import openvino as ov
-
+                 precision: Precision = "auto", backend: str = "openvino", stage: str = "embedding"):
+        ov = runtime("openvino", backend, stage)
         if device == "cuda":
             raise ValueError("embedding.device: cuda does not apply to embedding.backend=openvino (CPU here); "
                              "use embedding.backend=onnx on a CUDA machine")
@@ -237,7 +233,8 @@ class OnnxEncoder:
                  precision: Precision = "auto"):
         self.tokenizer = load_tokenizer(tokenizer_file, max_length)
         self.pooling, self.pad_id, self.max_length = pooling, pad_id, max_length
-        self._make = lambda n: RUNNERS[backend](onnx_path, n, device, precision=precision)
+        runner = RUNNERS["openvino" if backend == "openvino-int8" else backend]  # a calibrated int8 model: OpenVINO
+        self._make = lambda n: runner(onnx_path, n, device, precision=precision, backend=backend)
         self._threads, self._query_threads = threads, query_threads
         self._runners: dict[int | None, object] = {}
         self.precision = self._runner(threads).precision  # load now: a bad device or file fails before any work
@@ -266,7 +263,8 @@ class OnnxPairScorer:
                  activation: str | None, device: str = "auto", threads: int | None = None,
                  precision: Precision = "auto"):
         self.tokenizer = load_tokenizer(tokenizer_file, max_length)
-        self.runner = RUNNERS[backend](onnx_path, threads, device, output_rank=2, precision=precision)
+        self.runner = RUNNERS["openvino" if backend == "openvino-int8" else backend](
+            onnx_path, threads, device, output_rank=2, precision=precision, backend=backend, stage="rerank")
         self.precision = self.runner.precision
         self.pad_id, self.activation = pad_id, activation
 

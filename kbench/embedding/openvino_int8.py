@@ -37,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from kbench.embedding.runtimes import runtime
+
 MODEL_FILE = "model.xml"
 # Bump it whenever the quantization recipe changes: the built model's cache key includes it, so a model built
 # by an older recipe is never loaded. 2: only the first third of the FFN outputs in floating point.
@@ -56,19 +58,16 @@ def early_ffn_down_projections(model) -> list[str]:
     return names[: -(-len(names) // 3)]
 
 
-def calibrated_int8(fp32: Path, target: Path, feeds: list[dict[str, np.ndarray]]) -> Path:
-    """``target``/model.xml: ``fp32`` (ONNX) quantized to static int8 with ``feeds`` as calibration batches."""
+def calibrated_int8(fp32: Path, target: Path, feeds: list[dict[str, np.ndarray]], stage: str = "rerank") -> Path:
+    """``target``/model.xml: ``fp32`` (ONNX) quantized to static int8 with ``feeds`` as calibration batches
+    (``stage``: whose backend it is, for the message when OpenVINO or NNCF is missing)."""
     model_file = target / MODEL_FILE
     if model_file.is_file():
         return model_file
     if not feeds:
         raise ValueError("openvino-int8: no calibration input (the corpus has no text to calibrate on)")
-    try:
-        import nncf
-        import openvino as ov
-    except ImportError as error:
-        raise ImportError(f"backend openvino-int8 needs nncf and openvino ({error}); "
-                          "install them with `pip install nncf openvino`") from error
+    ov = runtime("openvino", "openvino-int8", stage)
+    nncf = runtime("nncf", "openvino-int8", stage)
 
     model = ov.Core().read_model(str(fp32))
     inputs = [i.get_any_name() for i in model.inputs]

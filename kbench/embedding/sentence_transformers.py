@@ -27,6 +27,7 @@ from kbench.embedding.onnx_export import exported_model
 from kbench.embedding.onnx_runtime import OnnxEncoder, Pooling, length_sorted_batches, load_tokenizer
 from kbench.embedding.openvino_int8 import INT8_RECIPE, calibrated_int8
 from kbench.embedding.registry import EMBEDDING_PROVIDERS
+from kbench.embedding.runtimes import check_runtimes
 from kbench.errors import ConfigError
 from kbench.hashing import file_sha256, sha256_text, stable_hash
 from kbench.paths import exports_dir
@@ -103,6 +104,7 @@ class SentenceTransformerEncoder:
         if spec is not None and config.backend not in spec.backends:
             raise ValueError(f"embedding.backend: {config.model} runs on {', '.join(spec.backends)}, "
                              f"not {config.backend}; set embedding.backend={spec.backends[0]}")
+        check_runtimes(config.backend)  # a missing or broken runtime: one line, before any export
         self.path = resolve_model_path(config.model)
         self.model_key = self.path.name
         self.revision = model_revision(self.path)
@@ -177,9 +179,10 @@ class SentenceTransformerEncoder:
         feeds = [feed for _, feed in length_sorted_batches(tokenizer.encode_batch(self._calibration),
                                                            CALIBRATION_BATCH, parts["pad_id"])]
         onnx = Path(parts["onnx"])
-        model = calibrated_int8(onnx, onnx.parent / f"{onnx.stem}-openvino-int8-{self.calibration_key}", feeds)
+        model = calibrated_int8(onnx, onnx.parent / f"{onnx.stem}-openvino-int8-{self.calibration_key}", feeds,
+                                stage="embedding")
         return OnnxEncoder(model, parts["tokenizer"], parts["pooling"], parts["max_length"], parts["pad_id"],
-                           "openvino", config.device, config.threads, config.query_threads, config.precision)
+                           "openvino-int8", config.device, config.threads, config.query_threads, config.precision)
 
     @property
     def tokenizer(self):

@@ -4,16 +4,19 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from kbench.cache import EmbeddingCache
-from kbench.embedding.config import LOCAL_PROVIDERS, EmbeddingConfig
+from kbench.embedding.choice import resolved
+from kbench.embedding.config import CHOICES, LOCAL_PROVIDERS, EmbeddingConfig
 from kbench.embedding.onnx_export import EXPORT_VERSION, INT8_VERSION
 from kbench.embedding.onnx_runtime import computes_in, openvino_computes_in
 from kbench.embedding.registry import EMBEDDING_PROVIDERS, Encoder, ReportingEncoder
+from kbench.embedding.tuning import TuningSample, tuning_exports
 from kbench.hashing import sha256_text
 from kbench.llm import stop_error
 from kbench.progress import Progress
@@ -28,9 +31,13 @@ _loaded_lock = threading.Lock()
 
 
 def load_encoder(config: EmbeddingConfig, exports: Path | None = None) -> Encoder:
-    """The encoder of ``embedding.provider`` for ``embedding.model`` (loads the model); ``exports``: where a
-    backend may write the models it derives (default ``exports_dir()``). The last ``LOADED_ENCODERS`` local
-    encoders are kept and handed out again for the same settings (``reusable``)."""
+    """The encoder of ``embedding.provider`` for ``embedding.model`` (loads the model) on the backend the config
+    names or, for ``exact`` and ``fast``, the one chosen on this machine (kbench/embedding/choice.py: tuned first if
+    need be); ``exports``: where a backend may write the models it derives (default ``exports_dir()``). The last
+    ``LOADED_ENCODERS`` local encoders are kept and handed out again for the same settings (``reusable``)."""
+    if exports is None and config.backend in CHOICES:  # where the tuning built them (the default folder, or
+        exports = tuning_exports()                       # beside KBENCH_TUNING_DIR)
+    config = resolved(config, exports=exports)
     if not reusable(config):
         return EMBEDDING_PROVIDERS.get(config.provider).impl(config, exports=exports)
     key = f"{config.model_dump_json()}|{exports}"
@@ -62,7 +69,8 @@ def forget_loaded_encoders() -> None:
 def embedding_computes_in(config: EmbeddingConfig) -> str | None:
     """What the encoder computes in on this machine, as fingerprints and the ``kbench.computes_in`` tag say it:
     f32 (torch, onnx, static models), int8/f32 (onnx-int8), OpenVINO's float precision (openvino), int8/<that>
-    (openvino-int8); None for an API (its service decides)."""
+    (openvino-int8); None for an API (its service decides). ``exact`` and ``fast``: of the backend chosen here."""
+    config = resolved(config)
     if config.provider == "sentence_transformers":
         floats = openvino_computes_in(config.precision) if config.backend.startswith("openvino") else "f32"
         return computes_in(config.backend, floats)
@@ -113,14 +121,19 @@ def _result_changing_knobs(config: EmbeddingConfig) -> dict:
 
 
 class CachedEmbedder:
-    """An encoder plus its cache namespace; ``embed(texts)`` computes only texts never seen before."""
+    """An encoder plus its cache namespace; ``embed(texts)`` computes only texts never seen before.
+
+    ``config.backend`` ``exact`` or ``fast`` runs the backend chosen on this machine (``self.config`` names it; the
+    vector cache is keyed by it, so one backend's vectors are never served to another). A machine with no tuning of
+    the model tunes it first, on ``sample`` (the run's own corpus; default the demo set's)."""
 
     CACHE_BLOCK = 512  # texts per encode call and per cache shard
 
-    def __init__(self, config: EmbeddingConfig, cache_root: Path, extra_key: dict | None = None):
-        self.config = config
+    def __init__(self, config: EmbeddingConfig, cache_root: Path, extra_key: dict | None = None,
+                 sample: TuningSample | Callable[[], TuningSample] | None = None):
         self.cache_root = cache_root
-        self.encoder = load_encoder(config, exports=exports_dir(cache_root))
+        self.config = resolved(config, sample=sample, exports=exports_dir(cache_root))
+        self.encoder = load_encoder(self.config, exports=exports_dir(cache_root))
         self.fingerprint = {
             "model": self.encoder.model_key,
             "provider": config.provider,
@@ -128,7 +141,7 @@ class CachedEmbedder:
             "dimension": config.dimension,
             "normalize": config.normalize,
             "document_prefix": config.document_prefix,
-            **_result_changing_knobs(config),
+            **_result_changing_knobs(self.config),  # the backend that runs, never exact or fast
             **(extra_key or {}),
         }
         self.cache = EmbeddingCache(cache_root, self.fingerprint)

@@ -62,7 +62,7 @@ def slice_label(key: str, query: Query, documents: list[Document]) -> str:
 
 def slice_columns(dataset: Dataset, slices: list[str]) -> dict[str, dict[str, str]]:
     """``{"slice_<key>": {query_id: label}}`` for every key of ``slices`` (``language`` detects each question
-    by itself; a run replaces it with its census's, kbench.pipeline.language_slice)."""
+    by itself; a run replaces it with its census's, kbench.language.run.RunLanguages.question_languages)."""
     by_id = {d.doc_id: d for d in dataset.documents}
     out: dict[str, dict[str, str]] = {f"slice_{key}": {} for key in slices}
     for query in dataset.queries:

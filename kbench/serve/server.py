@@ -125,7 +125,10 @@ class ServeState:
         with slot[1]:
             if slot[0] is None:
                 try:
-                    slot[0] = load_encoder(EmbeddingConfig(model=model, dimension=dimensions))
+                    spec = CATALOGUE.get(model)  # the reference backend: a server neither tunes nor exports
+                    local = spec is not None and spec.provider == "sentence_transformers"
+                    backend = spec.backends[0] if local else "torch"
+                    slot[0] = load_encoder(EmbeddingConfig(model=model, dimension=dimensions, backend=backend))
                 except (ConfigError, ValueError) as e:
                     raise RequestError(404 if "not installed" in str(e) or "unknown model" in str(e) else 400,
                                        str(e)[:300], "model_not_found") from None

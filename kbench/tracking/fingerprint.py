@@ -20,6 +20,7 @@ from importlib import metadata
 from typing import Any
 
 from kbench.chunking.registry import CHUNKERS
+from kbench.embedding.choice import backend_record
 from kbench.embedding.models import ModelNotInstalledError, resolve_model_path
 from kbench.embedding.onnx_runtime import computes_in, openvino_computes_in
 from kbench.embedding.sentence_transformers import model_revision
@@ -64,6 +65,7 @@ def model_fingerprint(embedding) -> dict[str, str | None]:
     runs_in = embedding_computes_in(embedding)
     if runs_in is not None:
         found["computes_in"] = runs_in
+    found.update(backend_record(embedding))  # the backend that ran and why: this machine's figures (not hashed)
     return found
 
 
@@ -79,14 +81,19 @@ def rerank_fingerprint(rerank) -> dict[str, str] | None:
 
 # What a backend computed in before fingerprints said it (f32 on torch and onnx): left out of the hash, so runs
 # on them keep the hashes they had; every other value (OpenVINO's precision, int8) is hashed.
-IMPLICIT_F32 = ("torch", "onnx")
+IMPLICIT_F32 = ("torch", "onnx", "exact")  # exact: whichever backend ran, torch's vectors to f32 rounding
+# Which backend ran here and why (this machine's figures): not hashed, since exact gives the same results on any
+# machine and any other backend is in the config already
+UNHASHED = ("backend_ran", "backend_why")
 
 
 def hashed_view(data: dict[str, Any], embedding_backend: str, rerank_backend: str | None) -> dict[str, Any]:
     """``data`` as its hash is computed: an implicit f32 left out (IMPLICIT_F32), an emptied section dropped."""
     view = dict(data)
+    if "model" in view:
+        view["model"] = {k: v for k, v in view["model"].items() if k not in UNHASHED}
     for key, backend in (("model", embedding_backend), ("rerank", rerank_backend)):
-        section = data.get(key)
+        section = view.get(key)
         if section and section.get("computes_in") == "f32" and backend in IMPLICIT_F32:
             section = {k: v for k, v in section.items() if k != "computes_in"}
             if section:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.dotted import flatten_dotted
+from kbench.embedding.choice import backend_record
 from kbench.paths import tracking_uri, workspace_dir
 from kbench.trace import traced
 from kbench.tracking import tags as tag
@@ -36,6 +37,7 @@ def run_params(experiment, workspace: Path | None = None) -> dict[str, str]:
     the folder actually used (default: the config's as ``KBENCH_WORKSPACE`` overrides it, made absolute), never
     the config's word for it (``experiments``) when the run wrote elsewhere."""
     params = flatten({k: v for k, v in experiment.resolved().items() if k not in ("sweep", "variants")})
+    params.update({f"embedding.{k}": v for k, v in backend_record(experiment.embedding).items()})  # what ran, why
     params["workspace"] = str((workspace or workspace_dir(experiment.workspace)).resolve())
     return params
 

@@ -1,4 +1,5 @@
 """Every MLflow tag kbench writes or reads, by one name each (a tag renamed here is renamed everywhere)."""
+from kbench.language.run import DOCUMENTS_TAG, QUESTIONS_TAG, WARNING_TAG
 
 RUN_KEY = "kbench.run_key"            # content hash of the config (Experiment.run_key): equal key, equal results
 DATASET = "kbench.dataset"            # the dataset's name
@@ -18,9 +19,9 @@ RUN_FOLDER = "kbench.run_folder"      # the run folder's name (<workspace>/runs/
 TRACES = "kbench.traces"              # the run's traces counted apart: "98 question traces + 1 run trace (kbench.run)"
 EXPORT_ERROR = "kbench.export_error"  # why the run's traces, dataset input or prompts are missing (mlflow_export)
 LLM_PARTIAL = "kbench.llm.partial"    # LLM stages that went on below llm.policy.min_usable (allow_partial)
-LANGUAGE_DOCUMENTS = "kbench.language.documents"  # the documents' languages: "fr 96% (119), en 4% (5)"
-LANGUAGE_QUESTIONS = "kbench.language.questions"  # the questions' languages, as above
-LANGUAGE_WARNING = "kbench.language.warning"  # the embedder covers under half of the documents: the stderr line
+LANGUAGE_DOCUMENTS = DOCUMENTS_TAG  # the documents' languages: "fr 96% (119), en 4% (5)" (kbench/language/run.py)
+LANGUAGE_QUESTIONS = QUESTIONS_TAG  # the questions' languages, as above
+LANGUAGE_WARNING = WARNING_TAG  # the embedder covers under half of the documents: the stderr line
 LANGUAGE_TAGS = (LANGUAGE_DOCUMENTS, LANGUAGE_QUESTIONS, LANGUAGE_WARNING)  # what a sweep's linked child copies
 
 SWEEP_KEY = "kbench.sweep.key"        # identifies a sweep (its baseline and configs)
@@ -42,6 +43,9 @@ SWEEP_WINNER_RUN = "kbench.sweep.winner_run_id"  # its child run
 SWEEP_RECOMMENDATION = "kbench.sweep.recommendation"  # the recommended config's label, or "none" (every over budget)
 SWEEP_DECIDED = "kbench.sweep.decided"  # "true": shown within the margin of every other config; "false": provisional
 SWEEP_WITHIN_MARGIN = "kbench.sweep.within_margin"  # the best and the configs shown within the margin of it
+SWEEP_BOUND = "kbench.sweep.bound"  # no config here is better than the pick by more than this (headline units)
+SWEEP_RULED_OUT = "kbench.sweep.ruled_out"  # the configs shown worse than the pick by more than the margin
+SWEEP_SETS = "kbench.sweep.sets"  # a decision across sets: the sweeps' parent run ids, one per set (JSON)
 SWEEP_RECOMMEND_BY = "kbench.sweep.recommend_by"  # the recommend section it used (JSON: margin, guards, cost, budgets)
 SWEEP_CONFIRMED = "kbench.sweep.confirmed"  # the confirmation split: "<winner> on <held-back queries>"
 

@@ -86,11 +86,10 @@ def test_a_model_on_the_wrong_provider_or_backend_says_what_to_set():
     with pytest.raises(ValidationError, match="static model with no backend"):
         EmbeddingConfig(model="tokenlearn-static-64", provider="static", backend="onnx")
     assert EmbeddingConfig(model="wordllama-l2-supercat").provider == "static"
-    assert EmbeddingConfig(model="paraphrase-MiniLM-L3-v2").backend == "onnx"
+    assert EmbeddingConfig(model="paraphrase-MiniLM-L3-v2").backend == "exact"  # chosen among onnx and openvino
     assert EmbeddingConfig(model="all-MiniLM-L6-v2", provider="openai").provider == "openai"  # served by an API
     with pytest.raises(ValueError, match="set embedding.provider=static"):  # the encoder still says so itself
-        load_encoder(EmbeddingConfig.model_construct(**{**EmbeddingConfig().model_dump(),
-                                                        "model": "wordllama-l2-supercat"}))
+        load_encoder(EmbeddingConfig.model_construct(**{**dict(EmbeddingConfig()), "model": "wordllama-l2-supercat"}))
 
 
 def test_every_catalogue_entry_names_its_source_licence_and_limits():

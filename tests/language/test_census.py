@@ -111,13 +111,13 @@ def test_an_english_run_and_a_bm25_run_say_nothing(workspace, tmp_path, capsys, 
 
 def test_a_declared_multilingual_model_is_not_warned_about(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(census_module, "_warned", set())
-    from kbench.pipeline import language_census
+    from kbench.language.run import language_census
 
     french = heading_set(tmp_path, "fr")
     from kbench.datasets import read_dataset
     experiment = load_experiment(make_config(tmp_path, dataset={"path": str(french)},
                                              embedding={"languages": ["fr", "en"]}))
-    _, coverage = language_census(read_dataset(experiment.dataset), experiment, embedded=True)
+    coverage = language_census(read_dataset(experiment.dataset), experiment.embedding).coverage
     assert coverage.covered_share == 1.0 and not coverage.warns
     assert "kbench: warning" not in capsys.readouterr().err
     plain = load_experiment(make_config(tmp_path, dataset={"path": str(french)}))

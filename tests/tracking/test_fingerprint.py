@@ -117,7 +117,8 @@ def test_openvino_precision_is_fingerprinted_and_tagged_as_what_runs(tmp_path, w
 def test_every_backend_says_what_it_computes_in_and_torch_keeps_its_hash(tmp_path, workspace):
     """onnx-int8 computed int8 MatMuls with nothing in the fingerprint saying so; now every backend states it.
     f32 on torch and onnx was implicit before, so it stays out of their hash: their old runs still compare."""
-    from kbench.embedding.models import fast_backend
+    from kbench.embedding.choice import choice_for
+    from kbench.embedding.config import EmbeddingConfig
     from kbench.embedding.onnx_runtime import computes_in, openvino_computes_in
     from kbench.hashing import stable_hash
 
@@ -127,19 +128,25 @@ def test_every_backend_says_what_it_computes_in_and_torch_keeps_its_hash(tmp_pat
         return run_fingerprint(load_experiment(config(workspace, folder, embedding=embedding,
                                                       **({"rerank": rerank} if rerank else {}))))
 
-    torch_run = fingerprint({})
-    without = {**torch_run, "model": {k: v for k, v in torch_run["model"].items() if k != "computes_in"}}
+    torch_run = fingerprint({"backend": "torch"})
+    without = {**torch_run, "model": {k: v for k, v in torch_run["model"].items()  # unhashed: what ran here, why
+                                      if k not in ("computes_in", "backend_ran", "backend_why")}}
     assert torch_run["hash"] == stable_hash({k: v for k, v in without.items() if k != "hash"})  # as before
     assert fingerprint({"backend": "onnx"})["model"]["computes_in"] == "f32"
     onnx_int8 = fingerprint({"backend": "onnx-int8"})
     assert onnx_int8["model"]["computes_in"] == "int8/f32" and onnx_int8["hash"] != torch_run["hash"]
     ov_int8 = fingerprint({"backend": "openvino-int8"})
     assert ov_int8["model"]["computes_in"] == f"int8/{openvino_computes_in('auto')}"
-    fast = fast_backend("all-MiniLM-L6-v2")  # an OpenVINO backend: the fingerprint names what fast ran
-    assert fingerprint({"backend": "fast"})["model"]["computes_in"] == computes_in(fast, openvino_computes_in("auto"))
+    fast = choice_for(EmbeddingConfig(backend="fast"))  # measured here: the fingerprint says what fast ran
+    assert fingerprint({"backend": "fast"})["model"]["computes_in"] == computes_in(
+        fast.backend, openvino_computes_in(fast.precision) if fast.backend.startswith("openvino") else "f32")
+    exact = fingerprint({})  # the default: whichever exact backend ran, torch's results and torch's hash
+    assert exact["hash"] == torch_run["hash"] and exact["model"]["computes_in"] == "f32"
+    assert exact["model"]["backend_ran"] == choice_for(EmbeddingConfig()).label
+    assert exact["model"]["backend_why"].startswith("exact: the fastest backend here")
 
     rerank = {"enabled": True, "strategy": "cross_encoder", "model": "any-cross-encoder"}
-    torch_rerank = fingerprint({}, rerank)
+    torch_rerank = fingerprint({"backend": "torch"}, rerank)
     assert torch_rerank["rerank"] == {"computes_in": "f32"} and torch_rerank["hash"] == torch_run["hash"]
-    int8_rerank = fingerprint({}, {**rerank, "backend": "onnx-int8"})
+    int8_rerank = fingerprint({"backend": "torch"}, {**rerank, "backend": "onnx-int8"})
     assert int8_rerank["rerank"] == {"computes_in": "int8/f32"} and int8_rerank["hash"] != torch_run["hash"]

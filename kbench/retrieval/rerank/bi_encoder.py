@@ -43,7 +43,8 @@ class BiEncoderReranker(Reranker):
     def __init__(self, context: SearchContext, params: BiEncoderParams):
         self.context, self.params = context, params
         config = EmbeddingConfig(model=params.model, batch_size=params.batch_size, max_seq_length=params.max_seq_length,
-                                 query_prefix=params.query_prefix, document_prefix=params.document_prefix)
+                                 query_prefix=params.query_prefix, document_prefix=params.document_prefix,
+                                 backend="torch")  # rerank has no backend knob for it: torch, as ever
         self.embedder = CachedEmbedder(config, context.workspace / "cache")
         self.cache_hits = self.cache_misses = 0  # over the run, for a notebook to check reuse
 
