@@ -53,7 +53,7 @@ def rate(count: float, seconds: float, unit: str) -> str:
     per_s = count / seconds
     if per_s < 0.5:  # "0.0 steps/s" says nothing: the time each takes does ("22.0s a step")
         one = unit[:-3] + "y" if unit.endswith("ies") else unit[:-1] if unit.endswith("s") else unit
-        return f"{duration(seconds / count)} a {one}"
+        return f"{duration(seconds / count)} {'an' if one[:1] in 'aeiou' else 'a'} {one}"
     return f"{per_s:,.0f} {unit}/s" if per_s >= 100 else f"{per_s:.1f} {unit}/s"
 
 
