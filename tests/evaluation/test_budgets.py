@@ -107,7 +107,8 @@ def test_every_catalogue_model_passes_a_dry_run_with_budgets_and_a_model_without
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(sweep), encoding="utf-8")
     assert main(["sweep", str(path), "--dry-run"]) == 0, capsys.readouterr().err
-    capsys.readouterr()
+    assert ("evaluation.budgets [250, 500]: tokens counted by all-MiniLM-L6-v2's tokenizer, the same for every model"
+            in capsys.readouterr().out)
     sweep["evaluation"]["budget_tokenizer"] = "wordllama-l2-supercat"
     path.write_text(yaml.safe_dump(sweep), encoding="utf-8")
     assert main(["sweep", str(path), "--dry-run"]) == 2
