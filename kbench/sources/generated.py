@@ -13,7 +13,7 @@ reason, counted like every skipped file:
   site renders from docstrings at build time, empty until then.
 
 ``markdown_title`` is a page's title: its first level-1 heading outside fenced code, so a ``# type: ignore``
-comment in a code sample is never a title.
+comment in a code sample is never a title; an attribute list after it (``{ #anchor }``) is not part of it.
 """
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ _DIRECTIVE = re.compile(r"^:::\s*[\w.]+")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n.*?\n---[ \t]*(?:\n|\Z)", re.S)
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_ATTRIBUTE_LIST = re.compile(r"\s*\{\s*[:#.][^{}]*\}\s*$")  # "# Title { #anchor }": attr_list's, not the title's
 
 
 def outside_code(text: str, inline: bool = False) -> list[str]:
@@ -57,7 +58,7 @@ def markdown_title(text: str) -> str | None:
     """The first level-1 ATX heading (``# Title``) outside fenced code, or None."""
     for line in outside_code(text, inline=True):
         if line.startswith("# ") and line[2:].strip():
-            return line[2:].strip().rstrip("#").strip()
+            return _ATTRIBUTE_LIST.sub("", line[2:].strip().rstrip("#").strip()) or None
     return None
 
 

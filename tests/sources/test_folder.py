@@ -107,3 +107,7 @@ def test_a_title_never_comes_from_a_comment_in_code(tmp_path):
     assert titles["docs/typing.md"] == "Typing"
     assert titles["docs/untitled.md"] == "docs/untitled.md"  # no heading outside code: the path, never "type: ignore"
     assert titles["docs/index.md"] == "Home" and titles["docs/api/stub.md"] == "`Client`"
+    from kbench.sources.generated import markdown_title
+
+    assert markdown_title("# LLM test file { #llm-test-file }\n\ntext") == "LLM test file"  # attr_list's anchor
+    assert markdown_title("# Sets {a, b} of things\n") == "Sets {a, b} of things"  # braces of the title's own
