@@ -79,9 +79,12 @@ def chunk_size_lines(sizes: dict[str, str], headline: str, pick: str | None, bud
     order = sorted(means, key=lambda label: -means[label])
     best = order[0]
     if pick in means:
-        where = (f"the pick {pick} is the best there too ({means[pick]:.4f})" if pick == best else
-                 f"the pick {pick} is {_ordinal(order.index(pick) + 1)} of {len(order)} ({means[pick]:.4f} against "
-                 f"{best}'s {means[best]:.4f})")
+        better = [label for label in order if means[label] > means[pick] + 1e-12]  # a tie is no better
+        ties = [label for label in order if label != pick and abs(means[label] - means[pick]) <= 1e-12]
+        tied = f", tied with {', '.join(ties)}" if ties else ""
+        where = (f"the pick {pick} is the best there too ({means[pick]:.4f}{tied})" if not better else
+                 f"the pick {pick} is {_ordinal(len(better) + 1)} of {len(order)} ({means[pick]:.4f} against "
+                 f"{best}'s {means[best]:.4f}{tied})")
     else:
         where = f"the best there is {best} ({means[best]:.4f})"
     lines.append(f"  at a token budget ({metric}): {where}; rank on it: {command}")

@@ -107,4 +107,8 @@ def test_the_chunk_size_lines_without_a_budget_and_on_a_budget_headline():
         "  at a token budget (span_recall_at_budget_500): the pick b is 3rd of 3 (0.2400 against a's 0.3900); rank "
         "on it: C")
     assert chunk_size_lines(sizes, "span_recall_at_budget_500", "a", means, "C") == []  # fair already
+    tie = {"span_recall_at_budget_500": {"a": 0.3604, "b": 0.3604, "c": 0.30}}  # the 148-page run's case
+    assert chunk_size_lines(sizes, "chunk_ndcg_at_10", "b", tie, "C")[1] == (
+        "  at a token budget (span_recall_at_budget_500): the pick b is the best there too (0.3604, tied with a); "
+        "rank on it: C")
     assert chunk_size_lines({"a": "chunk_size 600", "b": "chunk_size 600"}, "chunk_ndcg_at_10", "a", {}, "C") == []
