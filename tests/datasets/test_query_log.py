@@ -180,3 +180,35 @@ def test_a_run_over_questions_without_labels_ranks_them_and_scores_none_zero(tmp
     scored = run_experiment(load_experiment(config), progress=False, log=False)
     assert len(scored.per_query) == 2 and scored.metrics["doc_ndcg_at_10"] > 0
     assert scored.metrics["count_unlabelled"] == 2
+
+
+def test_a_sweep_over_questions_without_labels_says_to_grade_them_and_picks_nothing(tmp_path, config_for):
+    """Every config finishes and none is scored: the sweep says so and names the command that grades the rankings it
+    kept (not "no config finished"), writes no winner.yaml and tags no winner."""
+    from kbench.sweep import expand_sweep, make_executor, run_sweep
+    from kbench.sweep.summary import summary_lines
+
+    out = tmp_path / "real"
+    import_queries(str(write_csv(tmp_path / "queries.csv")), out, docs="demo")
+    config = config_for(retrieval={"legs": ["bm25"], "top_k": 10}, evaluation={"k": [5, 10]})
+    config["dataset"] = {"path": str(out)}
+    config["sweep"] = {"chunking.chunk_size": [400, 600]}
+    plan = expand_sweep(config)
+    found = run_sweep(plan, make_executor("local"), say=lambda s: None)
+    assert set(found.status.values()) == {"ran"} and found.unscored and found.winner_config is None
+    summary = "\n".join(summary_lines(plan, found))
+    assert "no recommendation yet: every config finished, and none is scored" in summary
+    assert f"kbench judge {found.parent_run_id} --out judged.qrels" in summary
+    assert "no config finished" not in summary and "CompareError" not in summary
+
+    # graded (here: any document of the set, for each question), the sweep picks, and says what its decision rests on
+    dataset = load_dataset(DatasetConfig(path=str(out)))
+    docs = sorted(d.doc_id for d in dataset.documents)
+    judged = tmp_path / "judged.qrels"
+    judged.write_text("".join(f"{q.query_id} 0 {docs[i]} 3\n" for i, q in enumerate(dataset.queries)))
+    config["dataset"]["judged_qrels"] = str(judged)
+    plan = expand_sweep(config)
+    graded = run_sweep(plan, make_executor("local"), say=lambda s: None)
+    assert not graded.unscored and graded.recommendation is not None
+    assert any(line.strip().startswith("the decision rests on real: real questions from a query log (4 questions)")
+               for line in graded.recommendation.lines())
