@@ -275,6 +275,7 @@ def build_pool(run_ids: list[str], *, k: int = 10, judged: Path | None = None, s
                random_share: float = 0.8, scale: str = "graded", tracking_uri: str | None = None,
                recommend_config: RecommendConfig | None = None, judge_model: str | None = None,
                workspace: str = "experiments") -> LabelPool:
+    judged_by = judged_grades(judged) if judged is not None else None  # a bad file: one line before any run is read
     found = contenders(run_ids, tracking_uri, recommend_config)
     chosen, runs = found.labels, found.runs
     client = tracking_client(tracking_uri)
@@ -294,8 +295,8 @@ def build_pool(run_ids: list[str], *, k: int = 10, judged: Path | None = None, s
                 if chunk is not None and (pair := Pair(qid, chunk.doc_id, chunk.start, chunk.end)) in index:
                     ranks[c, index[pair]] = ranks[c, index[pair]] or rank
     models = []  # (name, grades, scale, relevant from), the order's model first
-    if judged is not None:
-        by_pair, model = judged_grades(judged)
+    if judged_by is not None:
+        by_pair, model = judged_by
         models.append((model, np.array([by_pair.get((p.query_id, p.doc_id, p.start, p.end), np.nan) for p in keys],
                                        float), GRADED, RELEVANT_FROM))
     if judge_model is not None:
