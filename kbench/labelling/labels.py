@@ -115,30 +115,46 @@ def _lines(path: Path) -> list[tuple[int, str, bool]]:
 def read_qrels(path: Path, pool: LabelPool, encoded: bool = True) -> dict[int, int]:
     """pair index -> grade from a labels file (the last line of a pair wins); a line naming a pair this pool lacks,
     or a grade outside the scale, is a LabelError naming the line (never quoting it). ``encoded``: ids written
-    with ``encode_id`` (False: a file from before, ids as they are). A last line cut short by a crash (no newline,
-    not a whole qrels line) is left out: its pair stays ungraded."""
+    with ``encode_id`` (False: a file from before, ids as they are, spaces and all). A last line cut short by a
+    crash (no newline, not a whole qrels line) is left out: its pair stays ungraded."""
+    return dict(_rows(Path(path), pool, encoded))
+
+
+def _is_grade(word: str) -> bool:
+    return word.isascii() and word.lstrip("-").isdigit()
+
+
+def _rows(path: Path, pool: LabelPool, encoded: bool) -> list[tuple[int, int]]:
+    """(pair index, grade) of each line, in the file's order (see ``read_qrels``)."""
     index = {(p.query_id, p.pair_id): i for i, p in enumerate(pool.pairs)}
-    found: dict[int, int] = {}
-    for number, line, whole in _lines(Path(path)):
+    # a file from before ids were encoded holds them as they were: a line is matched whole, so an id with a space
+    # (which the old writer let through) still reads back
+    raw = {} if encoded else {f"{p.query_id} 0 {p.pair_id}": i for i, p in enumerate(pool.pairs)}
+    rows: list[tuple[int, int]] = []
+    for number, line, whole in _lines(path):
         if not line.strip():
             continue
-        parts = line.split()
-        if len(parts) != 4 or not (parts[3].isascii() and parts[3].lstrip("-").isdigit()):
-            if not whole:
-                continue
-            raise LabelError(f"{path} line {number}: {quoted_token(line)} is not a qrels line (query 0 passage "
-                             "grade); give a labels file `kbench label` wrote")
-        key = (decode_id(parts[0]), decode_id(parts[2])) if encoded else (parts[0], parts[2])
-        if key not in index:
-            raise LabelError(f"{path} holds labels of another pool: line {number} grades {quoted_token(parts[2])} for "
-                             f"question {quoted_token(parts[0])}, which this pool does not hold; give another --labels, "
-                             f"or --pool {pool_path(Path(path))} to go on with the pool it was made for")
-        grade = int(parts[3])
+        head, _, last = line.rpartition(" ")
+        if head in raw and _is_grade(last):
+            pair, grade = raw[head], int(last)
+        else:
+            parts = line.split()
+            if len(parts) != 4 or not _is_grade(parts[3]):
+                if not whole:
+                    continue
+                raise LabelError(f"{path} line {number}: {quoted_token(line)} is not a qrels line (query 0 passage "
+                                 "grade); give a labels file `kbench label` wrote")
+            key = (decode_id(parts[0]), decode_id(parts[2])) if encoded else (parts[0], parts[2])
+            if key not in index:
+                raise LabelError(f"{path} holds labels of another pool: line {number} grades {quoted_token(parts[2])} "
+                                 f"for question {quoted_token(parts[0])}, which this pool does not hold; give another "
+                                 f"--labels, or --pool {pool_path(path)} to go on with the pool it was made for")
+            pair, grade = index[key], int(parts[3])
         if grade not in pool.grades:
             raise LabelError(f"{path} line {number}: grade {grade} is outside the {pool.scale} scale "
                              f"({', '.join(map(str, pool.grades))})")
-        found[index[key]] = grade
-    return found
+        rows.append((pair, grade))
+    return rows
 
 
 class LabelsFile:
@@ -173,9 +189,12 @@ class LabelsFile:
             if not labels_there:
                 _create(path, b"")
             encoded = header.get("ids") == IDS
-            graded = read_qrels(path, pool, encoded)
+            rows = _rows(path, pool, encoded)
+            graded = dict(rows)
             if not encoded:
-                _encode_ids_of(path, side, header)
+                _encode_ids_of(path, side, header, rows, pool)
+            else:
+                _mend_tail(path)
             skips = _skips(events, pool)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -473,22 +492,39 @@ def _skips(events: list[dict], pool: LabelPool) -> dict[int, list[int]]:
     return skips
 
 
-def _encode_ids_of(path: Path, side: Path, header: dict) -> None:
-    """A labels file from before ids were encoded, rewritten once with encoded ids (the same bytes unless an id
-    holds ``%``) and the header saying so, line for line; each file written whole, then renamed. Left as it is when
-    its folder cannot be written (it reads as before)."""
-    qrels = []
-    for _, line, _ in _lines(path):
-        parts = line.split()
-        qrels.append(f"{encode_id(parts[0])} 0 {encode_id(parts[2])} {parts[3]}\n" if len(parts) == 4 else line + "\n")
+def _encode_ids_of(path: Path, side: Path, header: dict, rows: list[tuple[int, int]], pool: LabelPool) -> None:
+    """A labels file from before ids were encoded, rewritten once from what it read back (``rows``), ids encoded
+    (the same bytes unless an id holds whitespace or ``%``), and the header saying so; each file written whole,
+    then renamed. Left as it is when its folder cannot be written (it reads as before)."""
+    qrels = "".join(qrels_line(pool.pairs[pair].query_id, pool.pairs[pair].pair_id, grade) for pair, grade in rows)
     side_lines = [_json_line({**header, "ids": IDS})] + [(text + "\n").encode("utf-8", "surrogatepass")
                                                          for n, text, _ in _lines(side) if n > 1]
     try:
-        for target, data in ((path, "".join(qrels).encode("utf-8")), (side, b"".join(side_lines))):
+        for target, data in ((path, qrels.encode("utf-8")), (side, b"".join(side_lines))):
             partial = target.with_name(f".partial-{target.name}")
             partial.write_bytes(data)
             os.replace(partial, target)
     except OSError:
+        pass
+
+
+def _mend_tail(path: Path) -> None:
+    """A labels file that does not end in a newline (a write cut short by a crash): the cut line, which
+    ``read_qrels`` left out, is dropped, or a whole one ended, so the next grade starts a line of its own."""
+    try:
+        with open(path, "r+b") as f:
+            data = f.read()
+            if not data or data.endswith(b"\n"):
+                return
+            cut = data.rfind(b"\n") + 1
+            last = data[cut:].decode("utf-8", "replace").split()
+            if len(last) == 4 and _is_grade(last[3]):
+                f.write(b"\n")
+            else:
+                f.truncate(cut)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError:  # a read-only file reads as it is; its first write says what is wrong
         pass
 
 

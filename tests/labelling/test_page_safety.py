@@ -418,3 +418,23 @@ def test_every_malformed_label_studio_export_is_one_line_and_exit_2(demo_pool, t
         err = capsys.readouterr().err
         assert code == 2 and err.count("\n") == 1 and expected in err and "Traceback" not in err, (case, err)
         assert "S3CRET" not in err and path.read_text() == "", case  # nothing written
+
+
+def test_a_labels_file_from_before_ids_were_encoded_reads_back_and_is_rewritten(demo_pool, tmp_path):
+    """What the page wrote before issue 51: ids as they were, a space in a path making a line of six words (which
+    kbench then refused: `'q9' and 5 more words (not shown) is not a qrels line`)."""
+    pool = hostile_pool(demo_pool)
+    path = tmp_path / "labels.qrels"
+    LabelsFile.open(path, pool, "alice")
+    side = provenance_path(path)
+    header, *events = side.read_text(encoding="utf-8").splitlines()
+    side.write_text(json.dumps({k: v for k, v in json.loads(header).items() if k != "ids"}) + "\n", encoding="utf-8")
+    kept = [i for i, p in enumerate(pool.pairs) if "\n" not in p.pair_id + p.query_id][:10]  # a newline: no line
+    assert any(" " in pool.pairs[i].pair_id for i in kept)
+    path.write_text("".join(f"{pool.pairs[i].query_id} 0 {pool.pairs[i].pair_id} {i % 4}\n" for i in kept),
+                    encoding="utf-8")
+    labels = LabelsFile.open(path, pool, "alice")
+    assert {i: int(g) for i, g in enumerate(labels.grades()) if not np.isnan(g)} == {i: i % 4 for i in kept}
+    assert json.loads(side.read_text().splitlines()[0])["ids"] == "percent-encoded"
+    assert all(len(line.split()) == 4 for line in path.read_text(encoding="utf-8").splitlines())
+    assert read_qrels(path, pool) == {i: i % 4 for i in kept}  # rewritten once, encoded
