@@ -438,3 +438,31 @@ def test_a_labels_file_from_before_ids_were_encoded_reads_back_and_is_rewritten(
     assert json.loads(side.read_text().splitlines()[0])["ids"] == "percent-encoded"
     assert all(len(line.split()) == 4 for line in path.read_text(encoding="utf-8").splitlines())
     assert read_qrels(path, pool) == {i: i % 4 for i in kept}  # rewritten once, encoded
+
+
+def test_the_pool_reads_the_dataset_where_the_runs_read_it_and_their_logged_costs(demo_pool, demo_runs, tmp_path):
+    from kbench.evaluation.config import RecommendConfig
+    from kbench.judging.judge import logged_dataset_folder
+    from kbench.labelling.labels import read_provenance
+    from kbench.tracking.read import tracking_client
+
+    _, uri, ids = demo_runs
+    client = tracking_client(uri)
+    run = client.get_run(ids[0])
+    # a sweep started elsewhere gave a relative dataset.path: the folder the run read is what its dataset.json says
+    folder = logged_dataset_folder(client, run, {"dataset": {"path": "sets/docs"}})
+    assert folder is not None and Path(folder).is_absolute() and Path(folder).is_dir()
+    assert logged_dataset_folder(client, run, {"dataset": {"path": folder}}) is None  # absolute: read as given
+    assert demo_pool.dataset_path == folder
+    LabelsFile.open(tmp_path / "labels.qrels", demo_pool, "alice")
+    assert read_provenance(tmp_path / "labels.qrels")[0]["dataset_path"] == folder  # absolute in the record
+    cost = RecommendConfig().cost
+    assert all(cost in demo_pool.values[c] for c in demo_pool.configs)  # what the report's cost reads
+    labels = LabelsFile.open(tmp_path / "labels.qrels", demo_pool, "alice")
+    while labels.remaining() and labels_estimate(labels).labelled_questions < MIN_QUESTIONS + 2:
+        for pair in labels.remaining()[:10]:
+            grade = demo_pool.model_grades[pair]
+            labels.add(pair, int(3 * (0 if np.isnan(grade) else grade)))
+    found = labels_estimate(labels)
+    assert found.recommendation is not None and cost not in found.recommendation.left_out
+    assert "not logged by these runs" not in "\n".join(found.lines())
