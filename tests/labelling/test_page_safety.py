@@ -466,3 +466,22 @@ def test_the_pool_reads_the_dataset_where_the_runs_read_it_and_their_logged_cost
     found = labels_estimate(labels)
     assert found.recommendation is not None and cost not in found.recommendation.left_out
     assert "not logged by these runs" not in "\n".join(found.lines())
+
+
+def test_a_generated_question_shows_where_the_set_made_it(demo_pool, tmp_path):
+    from types import SimpleNamespace
+
+    from kbench.labelling.page import render_pair
+    from kbench.labelling.pool import question_source
+
+    made = SimpleNamespace(query_id="q1", metadata={"method": "heading", "stratum": "Tutorial - User Guide"})
+    dataset = SimpleNamespace(spans={"q1": [SimpleNamespace(doc_id="docs/tutorial/<cli>.md")]}, qrels={})
+    where = question_source(made, dataset)
+    assert where == "generated (heading), page docs/tutorial/<cli>.md, section Tutorial - User Guide"
+    assert question_source(SimpleNamespace(query_id="q2", metadata={}), dataset) == ""  # a person's question
+    pool = copy.deepcopy(demo_pool)
+    labels = LabelsFile.open(tmp_path / "labels.qrels", pool, "alice")
+    pair = labels.remaining()[0]
+    pool.sources = {pool.pairs[pair].query_id: where}
+    page = render_pair(labels, pair, "tab", "secret")
+    assert f'<p class="source" id="source">{html.escape(where)}</p>' in page and "<cli>" not in page
