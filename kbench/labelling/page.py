@@ -183,7 +183,9 @@ document.addEventListener('keydown', function (e) {
 """
 
 NOTES = {"taken": "That pair was graded in another tab; here is the next one.",
-         "skipped": f"Skipped: that pair comes back after {SKIP_AGAIN_AFTER} more grades."}
+         "skipped": f"Skipped: that pair comes back after {SKIP_AGAIN_AFTER} more grades.",
+         "aside": "Skipped again: that pair is set aside, and its question leaves the random share (the interval goes "
+                  "on without it; the report names it)."}
 
 
 def labels_estimate(labels: LabelsFile, recommend_config=None) -> LabelEstimate:
@@ -450,7 +452,7 @@ class Handler(BaseHTTPRequestHandler):
         if grade == "skip":
             if self._written(lambda: labels.skip(pair_index), pair_index, "skip", tab):
                 leases.release(tab, pair_index)
-                self._redirect(f"/?tab={tab}&note=skipped")
+                self._redirect(f"/?tab={tab}&note=" + ("aside" if labels.skipped(pair_index) >= 2 else "skipped"))
             return
         if not (grade.isascii() and grade.isdigit()) or int(grade) not in labels.pool.grades:
             self._refuse(400, "bad request", f"grade {quoted_token(grade[:10])} is not on the scale "
