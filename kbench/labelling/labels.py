@@ -328,8 +328,9 @@ class LabelsLock:
         self.release()
 
     def acquire(self) -> "LabelsLock":
+        # held read-only: an open file written to would keep its file system from being remounted read-only
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDONLY | os.O_CREAT, 0o644)
         except OSError as e:
             raise LabelError(f"{self.path}: cannot make the lock beside the labels file ({e.strerror}); give --labels "
                              "in a folder you can write") from None
@@ -352,19 +353,24 @@ class LabelsLock:
 
     def update(self, url: str | None = None) -> None:
         """Name this process (and the page's address, once bound) in the lock file."""
-        if self._fd is None:
-            return
-        record = {"pid": os.getpid(), "doing": self.doing, "since": now(), **({"url": url} if url else {})}
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, json.dumps(record).encode(), 0)
+        if self._fd is not None:
+            self._write(json.dumps({"pid": os.getpid(), "doing": self.doing, "since": now(),
+                                    **({"url": url} if url else {})}).encode())
+
+    def _write(self, data: bytes) -> None:
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_TRUNC)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+        except OSError:  # the holder's name is a courtesy: the flock is the lock
+            pass
 
     def release(self) -> None:
         if self._fd is None:
             return
-        try:
-            os.ftruncate(self._fd, 0)  # an empty lock file: left by a clean stop, nothing to take over
-        except OSError:
-            pass
+        self._write(b"")  # an empty lock file: left by a clean stop, nothing to take over
         fcntl.flock(self._fd, fcntl.LOCK_UN)
         os.close(self._fd)
         self._fd = None
