@@ -293,7 +293,7 @@ def test_labels_of_hostile_document_paths_read_back_after_kill_9(demo_pool, tmp_
         tab = open_tab(url)
         for i in range(12):
             assert "<img src=x" not in tab.page and "<b>«" not in tab.page  # escaped, never raw
-            assert f"<h2>{html.escape(pool.pairs[tab.pair].doc_id)}</h2>" in tab.page
+            assert html.escape(pool.pairs[tab.pair].doc_id) in tab.page  # the path shown, escaped
             graded[tab.pair] = i % 4
             assert tab.grade(i % 4)[0] == 303
             tab.reload()
