@@ -175,17 +175,17 @@ class LabelsFile:
         side = provenance_path(path)
         labels_there, side_there = path.exists(), side.exists()
         if labels_there and not side_there and path.stat().st_size:
-            raise LabelError(f"{path} holds {len(_lines(path))} grade lines but no provenance beside it ({side.name}: "
-                             "which pool they grade, who graded them): it was deleted or moved; put it back, or give "
-                             "another --labels (this file is left as it is)")
+            raise LabelError(f"{path} holds {_count(len(_lines(path)), 'grade line')} but no provenance beside it "
+                             f"({side.name}: which pool they grade, who graded them): it was deleted or moved; put it "
+                             "back, or give another --labels (this file is left as it is)")
         if side_there:
             header, events = _read_side(side)
             _check_header(path, side, header, pool, events)
             grade_events = sum(1 for e in events if isinstance(e.get("grade"), int))
             if not labels_there and grade_events:
-                raise LabelError(f"{path} is gone, but its provenance ({side.name}) records {grade_events} grades: "
-                                 f"the labels file was deleted or moved while it was in use; put it back, or move "
-                                 f"{side.name} away to start a new labels file here")
+                raise LabelError(f"{path} is gone, but its provenance ({side.name}) records "
+                                 f"{_count(grade_events, 'grade')}: the labels file was deleted or moved while it was "
+                                 f"in use; put it back, or move {side.name} away to start a new labels file here")
             if not labels_there:
                 _create(path, b"")
             encoded = header.get("ids") == IDS
@@ -399,6 +399,10 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # someone else's process
         return True
     return True
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def _json_line(record: dict) -> bytes:

@@ -273,7 +273,8 @@ text around it is its document, for context.</p>
 <input type="hidden" name="pair" value="{pair}">
 {buttons}<button type="submit" class="skip" name="grade" value="skip" data-key="s"><kbd>s</kbd>skip</button>
 </form>
-<div class="doc" id="document">{title}<div class="context">{before}</div><div class="passage" id="passage">{html.escape(p.text)}</div><div class="context">{after}</div></div>
+<div class="doc" id="document">{title}<div class="context">{before}</div>
+<div class="passage" id="passage">{html.escape(p.text)}</div><div class="context">{after}</div></div>
 <p class="meta">Keys: {' '.join(map(str, pool.grades))} grade, s skip (or click). Pair {position + 1} of the order:
 {why}. Every grade is saved at once to {html.escape(str(labels.path))}; close the page whenever you like, the next
 start goes on from here.</p>
@@ -479,7 +480,8 @@ class Handler(BaseHTTPRequestHandler):
             where = e.filename or str(self.server.labels.path)
             fix = WRITE_FIXES.get(e.errno, "check the disk and the file, then press the grade again")
             what = "the skip" if grade == "skip" else f"grade {grade}"
-            self.server.say(f"kbench label: not saved: {what} of {encode_id(self.server.labels.pool.pairs[pair].pair_id)}"
+            passage = encode_id(self.server.labels.pool.pairs[pair].pair_id)
+            self.server.say(f"kbench label: not saved: {what} of {passage}"
                             f": {e.strerror or e}: {where}; {fix}")
             status = 507 if e.errno in (errno.ENOSPC, errno.EDQUOT) else 500
             self._send(status, render_problem("not saved", f"Not saved: {what} could not be written to {where} "

@@ -92,9 +92,10 @@ def test_the_status_and_the_page_answer_only_the_page_itself(page):
     assert status == 200 and json.loads(body)["pairs"] == len(labels.pool.pairs)
     assert not any(h.lower().startswith("access-control") for h in headers)  # no CORS: no other origin reads it
     assert headers["X-Content-Type-Options"] == "nosniff" and headers["Content-Type"] == "application/json"
-    for case, sent in {"a <script> include on another site": {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Dest": "script"},
-                       "a page on another port of 127.0.0.1": {"Sec-Fetch-Site": "same-site", "Sec-Fetch-Dest": "script"},
-                       "a fetch from another origin": {"Origin": "http://attacker.example"}}.items():
+    for case, sent in {
+            "a <script> include on another site": {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Dest": "script"},
+            "a page on another port of 127.0.0.1": {"Sec-Fetch-Site": "same-site", "Sec-Fetch-Dest": "script"},
+            "a fetch from another origin": {"Origin": "http://attacker.example"}}.items():
         status, headers, body = _request(running, "GET", "/status", {"Host": host, **sent})
         assert status == 403 and "pairs" not in body and not any(h.lower().startswith("access-control")
                                                                  for h in headers), case
@@ -363,7 +364,7 @@ def test_a_restart_says_what_happened_to_the_files(demo_pool, tmp_path):
     path.write_text("")
     side.unlink()  # the provenance deleted
     path.write_text("q 0 d@0-1 2\n")
-    with pytest.raises(LabelError, match="holds 1 grade lines but no provenance beside it"):
+    with pytest.raises(LabelError, match="holds 1 grade line but no provenance beside it"):
         LabelsFile.open(path, demo_pool, "alice")
     side.write_bytes(kept.split(b"\n", 1)[1])  # the header line lost
     with pytest.raises(LabelError, match="has no header") as e:
@@ -394,7 +395,8 @@ def _ls_cases(pair):
         "a list of numbers": ([1, 2, 3], "task 0: a JSON number, not a task object"),
         "an object": ({"tasks": []}, "the file: a JSON object, where a Label Studio JSON export is a list"),
         "data a string": ([{"id": 1, "data": "q1", "annotations": []}], "\"data\" is a JSON string"),
-        "annotations an object": ([{"id": 1, "data": data, "annotations": {"a": 1}}], "\"annotations\" is a JSON object"),
+        "annotations an object": ([{"id": 1, "data": data, "annotations": {"a": 1}}],
+                                  "\"annotations\" is a JSON object"),
         "result a string": (annotated("3"), "\"result\" is a JSON string"),
         "a result a number": (annotated([7]), "result 0: a JSON number"),
         "value a list": (annotated([{**grade, "value": [3]}]), "\"value\" is a JSON array"),
