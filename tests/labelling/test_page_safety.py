@@ -30,7 +30,7 @@ from kbench.cli import main as kbench_main
 from kbench.labelling.labels import (SKIP_AGAIN_AFTER, LabelsFile, lock_path, pool_path, provenance_path,
                                      read_qrels)
 from kbench.labelling.order import MIN_QUESTIONS, labelled_prefixes
-from kbench.labelling.page import labels_estimate, start_page
+from kbench.labelling.page import labels_estimate, progress_line, start_page
 from kbench.labelling.pool import LabelError
 from tests.labelling.client import get, open_tab, post
 
@@ -468,6 +468,7 @@ def test_the_pool_reads_the_dataset_where_the_runs_read_it_and_their_logged_cost
     found = labels_estimate(labels)
     assert found.recommendation is not None and cost not in found.recommendation.left_out
     assert "not logged by these runs" not in "\n".join(found.lines())
+    assert progress_line(labels, found).startswith(("Decision", "Decided")), progress_line(labels, found)
 
 
 def test_a_generated_question_shows_where_the_set_made_it(demo_pool, tmp_path):
