@@ -166,6 +166,7 @@ class LabelsFile:
         self._lock = threading.Lock()
         self._positions = {p: (i, s) for i, (p, s) in enumerate(pool.plan.order)}
         self.version = 0  # moves with every grade or skip written (what the page's estimate is cached by)
+        self.regraded = 0  # pairs the file grades more than once, differently (two servers before the lock): last kept
 
     @classmethod
     def open(cls, path: Path, pool: LabelPool, annotator: str | None = None) -> "LabelsFile":
@@ -191,6 +192,7 @@ class LabelsFile:
             encoded = header.get("ids") == IDS
             rows = _rows(path, pool, encoded)
             graded = dict(rows)
+            regraded = len({pair for pair, grade in rows if grade != graded[pair]})
             if not encoded:
                 _encode_ids_of(path, side, header, rows, pool)
             else:
@@ -209,10 +211,12 @@ class LabelsFile:
                 return cls.open(path, pool, annotator)
             if not labels_there:
                 _create(path, b"")
-            graded, skips = read_qrels(path, pool), {}
+            graded, skips, regraded = read_qrels(path, pool), {}, 0
         if not pool_path(path).exists():
             pool.write(pool_path(path))
-        return cls(path, pool, annotator or default_annotator(), graded, skips)
+        found = cls(path, pool, annotator or default_annotator(), graded, skips)
+        found.regraded = regraded
+        return found
 
     def grades(self) -> np.ndarray:
         out = np.full(len(self.pool.pairs), math.nan)

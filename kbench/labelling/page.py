@@ -191,9 +191,14 @@ NOTES = {"taken": "That pair was graded in another tab; here is the next one.",
 def labels_estimate(labels: LabelsFile, recommend_config=None) -> LabelEstimate:
     """What the labels so far say (``estimate_labels`` on the pool, with the pairs set aside by skips)."""
     pool = labels.pool
-    return estimate_labels(pool.arrays(), pool.plan, labels.grades(), binary_human=pool.scale == "binary",
-                           recommend_config=recommend_config, set_aside=labels.set_aside,
-                           question_ids=pool.question_ids)
+    found = estimate_labels(pool.arrays(), pool.plan, labels.grades(), binary_human=pool.scale == "binary",
+                            recommend_config=recommend_config, set_aside=labels.set_aside,
+                            question_ids=pool.question_ids)
+    if labels.regraded:
+        found.notes.append(f"{labels.regraded} pair{'s' if labels.regraded > 1 else ''} graded twice with different "
+                           f"grades in {labels.path.name} (the last grade kept): two pages served it at once before "
+                           "the labels file took a lock")
+    return found
 
 
 def estimate_lines(labels: LabelsFile) -> list[str]:

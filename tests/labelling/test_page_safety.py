@@ -488,3 +488,18 @@ def test_a_generated_question_shows_where_the_set_made_it(demo_pool, tmp_path):
     pool.sources = {pool.pairs[pair].query_id: where}
     page = render_pair(labels, pair, "tab", "secret")
     assert f'<p class="source" id="source">{html.escape(where)}</p>' in page and "<cli>" not in page
+
+
+def test_a_pair_two_servers_graded_differently_is_said(demo_pool, tmp_path):
+    """What two servers on one labels file wrote before the lock (grades 3 and 0 for one pair): the last is kept,
+    and the report says so instead of keeping it without a word."""
+    from kbench.labelling.labels import qrels_line
+
+    path = tmp_path / "labels.qrels"
+    pair = LabelsFile.open(path, demo_pool, "alice").remaining()[0]
+    p = demo_pool.pairs[pair]
+    path.write_text(qrels_line(p.query_id, p.pair_id, 3) + qrels_line(p.query_id, p.pair_id, 0), encoding="utf-8")
+    labels = LabelsFile.open(path, demo_pool, "alice")
+    assert labels.grades()[pair] == 0 and labels.regraded == 1
+    assert "1 pair graded twice with different grades in labels.qrels (the last grade kept)" in \
+        "\n".join(labels_estimate(labels).lines())
