@@ -333,6 +333,12 @@ class Recommendation:
                        f"{family[c].tests[self.headline].difference:+.4f}, lower bound "
                        f"{family[c].tests[self.headline].lower_bound:+.4f})" for c in labels])
 
+    @property
+    def questions_to_decide(self) -> int | None:
+        """About how many questions (``questions_word``) would decide this pick against the configs it is not yet
+        shown within the margin of (0: decided; None: no number decides, a zero margin)."""
+        return 0 if self.decided else self._needed(self.undecided, self.versus_pick)
+
     def _needed(self, labels: list[str], family: dict[str, Versus]) -> int | None:
         """How many questions would show configs equal within the margin (80% power, true difference 0, alpha
         shared out over the family by Bonferroni, the largest over the labels and metrics); None: no number (a
