@@ -36,13 +36,14 @@ from kbench.evaluation.stage import evaluate_rankings, latency_summary, summariz
 from kbench.indexes import CHUNK, BuildLog, Index, IndexSections, build_indexes, close_all, stored_index
 from kbench.language.run import RunLanguages, language_census
 from kbench.llm import LLMPolicy, UsageMeter, check_reachable
+from kbench.packages import require
 from kbench.paths import workspace_dir
 from kbench.records import Chunk, Dataset, Run
 from kbench.retrieval.context import count_ranked_tokens, score_context
 from kbench.retrieval.contracts import SearchContext
 from kbench.retrieval.query import QueryPlan, check_query, plan_queries, search_planned
 from kbench.retrieval.rerank import check_reranker
-from kbench.retrieval.stage import legs_need_query_vectors, search
+from kbench.retrieval.stage import check_legs, legs_need_query_vectors, search
 from kbench.store.registry import STORED_CORPORA
 from kbench.store.stage import check_store
 from kbench.trace import StageTimer
@@ -117,8 +118,10 @@ class PipelineResult:
 
 def preflight(experiment: Experiment) -> None:
     """A missing endpoint, key or model, a broken model folder, a damaged store file, a workspace that cannot be
-    written, or an LLM endpoint that does not connect or refuses its key fails here, before any work."""
+    written, an LLM endpoint that does not connect or refuses its key, or a package the run imports that is missing
+    or broken (FAISS, a stemmer's, py3langid's) fails here, before any work."""
     check_workspace(workspace_dir(experiment.workspace))
+    check_legs(experiment.retrieval)
     endpoints = [*check_enrichment(experiment.enrichment), *check_code_examples(experiment.enrichment.code_examples),
                  *check_reranker(experiment.rerank)]
     if legs_need_query_vectors(experiment.retrieval):
@@ -127,6 +130,7 @@ def preflight(experiment: Experiment) -> None:
             resolve_model_path(experiment.embedding.model)
     endpoints += [*check_ragas(experiment.evaluation), *check_query(experiment.query)]
     check_reachable(endpoints, experiment.llm.policy)  # a dead server or a wrong key: seconds, not after embedding
+    require(("py3langid",), "the language census every run takes (kbench/language)")
 
 
 def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool = True) -> Corpus:

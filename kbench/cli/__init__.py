@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = command_named(argv)
     args = build_parser([command] if command else []).parse_args(argv)
-    with report_errors():
+    with report_errors(command):
         return int(args.func(args) or 0)
     return 1
 
