@@ -92,6 +92,17 @@ def cached_grid(dataset: dict, workspace: Path, cache: Path | None, name: str) -
     return records
 
 
+def dataset_config(name: str, scifact_documents: int, chroma_subset: str) -> dict:
+    """A shipped set's dataset section as the benchmarks read it: SciFact's judged abstracts plus a seeded sample to
+    ``scifact_documents``, Chroma's corpora of ``chroma_subset`` ('' = all five)."""
+    config: dict = {"name": name}
+    if name == "scifact":
+        config["max_documents"] = scifact_documents
+    if name == "chroma_chunking" and chroma_subset:
+        config["subset"] = chroma_subset.split(",")
+    return config
+
+
 def subset(records: list[ConfigRecord], rows: np.ndarray) -> list[ConfigRecord]:
     return [ConfigRecord(r.label, {k: v[rows] for k, v in r.per_query.items()}, r.values) for r in records]
 
@@ -215,11 +226,7 @@ def main() -> int:
     started = time.perf_counter()
     figures, rows = {}, []
     for name in [d for d in args.datasets.split(",") if d]:
-        config: dict = {"name": name}
-        if name == "scifact":
-            config["max_documents"] = args.scifact_documents
-        if name == "chroma_chunking" and args.chroma_subset:
-            config["subset"] = args.chroma_subset.split(",")
+        config = dataset_config(name, args.scifact_documents, args.chroma_subset)
         dataset = load_dataset(DatasetConfig(**config))
         level = "chunk" if dataset.spans else "doc"
         headline = f"{level}_ndcg_at_10"

@@ -25,7 +25,10 @@ if TYPE_CHECKING:  # annotations only
 def add_parser(sub) -> None:
     p = add_command(sub, "compare")
     p.add_argument("runs", nargs="*", metavar="RUN_ID", help="MLflow run ids to compare (or use --sweep)")
-    p.add_argument("--sweep", metavar="PARENT_RUN_ID", help="compare every finished config of this sweep")
+    p.add_argument("--sweep", metavar="PARENT_RUN_ID", action="append",
+                   help="compare every finished config of this sweep; repeated (--sweep A --sweep B): sweeps of the "
+                        "same configs on several evaluation sets, one pick across them (each config's bound per set, "
+                        "the smallest worst bound, where the sets disagree)")
     p.add_argument("--sets", nargs=2, metavar=("SWEEP_A", "SWEEP_B"),
                    help="two sweeps of the same configs on two evaluation sets (parent run ids): Kendall's tau of "
                         "their rankings with a bootstrap interval, whether their best configs agree, the pairs "
@@ -73,7 +76,8 @@ def add_parser(sub) -> None:
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or experiments/mlflow.db)")
     p.add_argument("--out", help="write report.md, report.html and plots here (default: a folder under the workspace)")
-    p.add_argument("--log", action="store_true", help="also log the report as artifacts of the sweep's parent run")
+    p.add_argument("--log", action="store_true", help="also log the report as artifacts of the sweep's parent run (with "
+                                                      "several --sweep: one MLflow run holding the pick across sets)")
     p.set_defaults(func=run_compare)
 
     e = add_command(sub, "export")
@@ -111,6 +115,9 @@ def run_compare(args) -> int:
     if bool(args.sweep) == bool(args.runs):
         print("kbench: error: give run ids or --sweep PARENT_RUN_ID (one of them)", file=sys.stderr)
         return 2
+    if args.sweep and len(args.sweep) > 1:
+        return run_compare_across(args)
+    args.sweep = args.sweep[0] if args.sweep else None
     if not 0 <= args.min_judged <= 1:
         print("kbench: error: --min-judged is a share between 0 and 1, e.g. 0.8", file=sys.stderr)
         return 2
@@ -201,14 +208,53 @@ def recommend_config(args, comparison: Comparison) -> RecommendConfig:
                                              latency_budget_ms=args.latency_budget_ms)
 
 
+def run_compare_across(args) -> int:
+    """Sweeps of the same configs on several sets (--sweep repeated): one pick across them."""
+    unused = [flag for flag, given in (("--judged-qrels", args.judged_qrels), ("--frontier", args.frontier),
+                                       ("--slice", args.slices), ("--baseline", args.baseline)) if given]
+    if len(set(args.sweep)) < len(args.sweep):
+        print("kbench: error: --sweep names the same sweep twice; give one sweep per evaluation set", file=sys.stderr)
+        return 2
+    if unused:
+        print(f"kbench: error: {', '.join(unused)} compare one sweep; with several --sweep (one pick across sets) give "
+              "none of them, or compare each sweep by itself", file=sys.stderr)
+        return 2
+    try:
+        check_sweep_parents(args.sweep, args.tracking_uri, "--sweep {} is not a sweep's parent run; give one sweep "
+                                                           "parent run id per evaluation set (kbench runs --sweeps)")
+        comparisons = [compare.compare_runs(parent, metrics=args.metrics, tracking_uri=args.tracking_uri,
+                                            test=args.test, correction=args.correction, alpha=args.alpha,
+                                            progress=lambda line: print(line, file=sys.stderr, flush=True))
+                       for parent in args.sweep]
+        found = compare.across.across_comparisons(comparisons, config=recommend_config(args, comparisons[0]))
+    except (compare.CompareError, tracking.read.RunReadError) as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return 2
+    for line in found.lines():
+        print(line)
+    out = Path(args.out) if args.out else workspace_dir() / "comparisons" / ("across-" + "-".join(
+        parent[:8] for parent in args.sweep))
+    compare.across.write_across(found, out)
+    print(f"\nwritten: {out / 'across.txt'} (with each set's own recommendation) and {out / 'across.json'}")
+    if args.log:
+        run_id = compare.across.log_across(found, comparisons, tracking_uri=args.tracking_uri, folder=out)
+        print(f"logged as run {run_id} (tag kbench.sweep.role = across), beside the sweeps")
+    return 0
+
+
+def check_sweep_parents(run_ids: list[str], tracking_uri: str | None, message: str) -> None:
+    """Each id is a sweep's parent run, else CompareError(``message`` with the first id that is not)."""
+    client = tracking.read.tracking_client(tracking_uri)
+    for run_id in run_ids:
+        if tracking.read.get_run(client, run_id).data.tags.get(tag.SWEEP_ROLE) != "parent":
+            raise compare.CompareError(message.format(run_id))
+
+
 def run_compare_sets(args) -> int:
     """Two sweeps of the same configs on two evaluation sets: how alike they rank the configs."""
     try:
-        client = tracking.read.tracking_client(args.tracking_uri)
-        for parent in args.sets:
-            if tracking.read.get_run(client, parent).data.tags.get(tag.SWEEP_ROLE) != "parent":
-                raise compare.CompareError(f"--sets: {parent} is not a sweep's parent run; give two sweep parent "
-                                           "run ids")
+        check_sweep_parents(args.sets, args.tracking_uri, "--sets: {} is not a sweep's parent run; give two sweep "
+                                                          "parent run ids")
         comparisons = [compare.compare_runs(parent, tracking_uri=args.tracking_uri, test=args.test,
                                             correction=args.correction, alpha=args.alpha) for parent in args.sets]
         metric = (args.metrics or [comparisons[0].headline])[0]

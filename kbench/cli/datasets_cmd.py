@@ -71,6 +71,9 @@ def add_synthetic_parser(bsub) -> None:
                     help="drop questions sharing more than this share of their words with the reference (0-1)")
     sy.add_argument("--min-bm25-rank", type=_positive, default=None, metavar="R",
                     help="drop questions whose gold passage BM25 ranks better than R for the question alone")
+    sy.add_argument("--keep-documents", action="store_true",
+                    help="index the documents whole: remove no heading or sentence a question came from (the "
+                         "leak is measured, not prevented); by default every candidate's is removed, whatever --max")
     sy.add_argument("--include", nargs="+", metavar="GLOB", help="folder or git paths to take, e.g. '**/*.md'")
     sy.add_argument("--exclude", nargs="+", metavar="GLOB", help="paths to leave out")
     sy.add_argument("--since", help="commits: only commits after this date (anything git log --since takes)")
@@ -144,11 +147,16 @@ def build_synthetic_cmd(args) -> int:
                                          include=args.include, exclude=args.exclude, since=args.since,
                                          max_commits=args.max_commits,
                                          filters=synthetic.Filters(args.max_word_overlap, args.min_bm25_rank),
+                                         keep_documents=args.keep_documents,
                                          llm_options=synthetic.LLMOptions(
                                              args.base_url, args.model, args.api_key_env, args.workspace,
                                              args.timeout_s, args.concurrency, args.min_usable, args.allow_partial))
     print(f"{report.kept} questions ({args.method}) from {report.documents_with_questions} of {report.documents} "
-          f"documents; {report.proposals} candidates")
+          f"documents; {report.proposals} candidates, of which {report.available} pass the checks (what these documents "
+          "can give)")
+    altered = synthetic.build.corpus_words(report.corpus)
+    print(f"documents: {altered}" if altered else "documents: whole (nothing removed from the indexed copy; the "
+          "leakage below is what the questions' words give away)")
     rows = [[reason, count] for reason, count in sorted(report.rejected.items(), key=lambda x: -x[1])]
     if rows:
         print(format_table(["rejected: reason", "count"], rows))

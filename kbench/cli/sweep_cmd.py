@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from kbench import sweep
+from kbench import compare, sweep
 from kbench.cli import add_command, seed_number
 from kbench.cli.console import quiet_libraries
 from kbench.cli.ui_cmd import browse_hint
@@ -33,6 +33,17 @@ def add_parser(sub) -> None:
     p.add_argument("--select-on", metavar="SPLIT", help="run the sweep on this qrels split (sets dataset.split)")
     p.add_argument("--confirm-on", metavar="SPLIT",
                    help="after the sweep, run the winner and the baseline on this split and report both gains")
+    p.add_argument("--sets", nargs="+", metavar="DATASET_DIR",
+                   help="run the sweep once on each of these evaluation sets (dataset.path), then recommend one "
+                        "config across them: each config's bound per set, the smallest worst bound (kbench compare "
+                        "--sweep A --sweep B does the same from logged sweeps)")
+    p.add_argument("--until-decided", action="store_true",
+                   help="score the grid on growing batches of questions (a generated set: more of its documents' "
+                        "questions, same corpus) until the recommendation is decided at the margin or a budget is "
+                        "spent; configs ruled out are scored no more; the bound holds over every look")
+    p.add_argument("--max-questions", type=int, metavar="N", help="with --until-decided: ask at most N questions")
+    p.add_argument("--max-minutes", type=float, metavar="M",
+                   help="with --until-decided: start no new look after M minutes")
     p.set_defaults(func=run)
 
 
@@ -50,6 +61,14 @@ def run(args) -> int:
         return 2
     overrides = args.overrides + ([f"dataset.split={args.select_on}"] if args.select_on else []) + (
         ["llm.policy.allow_partial=true"] if args.allow_partial else [])
+    if (args.max_questions is not None or args.max_minutes is not None) and not args.until_decided:
+        print("kbench: error: --max-questions and --max-minutes are the budgets of --until-decided; add it",
+              file=sys.stderr)
+        return 2
+    if args.until_decided:
+        return run_until_decided(args, overrides)
+    if args.sets:
+        return run_sets(args, overrides)
     plan = sweep.load_sweep(args.config, overrides)
     if args.dry_run:
         try:  # every config's start-time checks, as the sweep makes them before its first config
@@ -79,32 +98,15 @@ def run(args) -> int:
             print(f"kbench: error: search: {plan.search.strategy} runs in this process without a confirmation split; "
                   "drop --executor dask / --confirm-*, or use search: {strategy: grid}", file=sys.stderr)
             return 2
-        try:
-            outcome = sweep.search_run.run_search(plan, say=lambda line: print(line, flush=True),
-                                                  progress=not args.quiet)
-        except (sweep.SweepError, ValueError) as e:
-            print(f"kbench: error: {e}", file=sys.stderr)
-            return 2
-        print()
-        for line in outcome.lines():
-            print(line)
-        if outcome.run_id:
-            print(f"MLflow run {outcome.run_id} in {outcome.tracking_uri}")
-        return 0
+        return run_in_process(lambda: sweep.search_run.run_search(plan, say=lambda line: print(line, flush=True),
+                                                                  progress=not args.quiet))
     if args.workers < 1:
         print("kbench: error: --workers must be at least 1", file=sys.stderr)
         return 2
 
-    try:
-        executor = sweep.make_executor(args.executor, args.scheduler, args.workers, progress=not args.quiet)
-        outcome = sweep.run_sweep(plan, executor, reuse=not args.no_reuse, report=not args.no_report,
-                                  say=lambda line: print(line, flush=True))
-    except (ValueError, sweep.SweepError) as e:
-        print(f"kbench: error: {e}", file=sys.stderr)
+    outcome = run_grid(args, plan)
+    if outcome is None:
         return 2
-    print()
-    for line in sweep.summary.summary_lines(plan, outcome):
-        print(line)
     if args.confirm_half or args.confirm_on:
         try:
             confirmation = sweep.confirm.confirm_sweep(outcome, plan, half_seed=args.confirm_seed,
@@ -125,3 +127,88 @@ def run(args) -> int:
     print(f"  compare: kbench compare --sweep {outcome.parent_run_id} --tracking-uri {outcome.tracking_uri}")
     print(f"  browse: {browse_hint(outcome.tracking_uri)}   (MLflow's UI on http://127.0.0.1:5000)")
     return 1 if outcome.errors else 0
+
+
+def run_grid(args, plan):
+    """Run the grid sweep of ``plan`` as the flags say and print its summary; None (the error said) on bad input."""
+    try:
+        executor = sweep.make_executor(args.executor, args.scheduler, args.workers, progress=not args.quiet)
+        outcome = sweep.run_sweep(plan, executor, reuse=not args.no_reuse, report=not args.no_report,
+                                  say=lambda line: print(line, flush=True))
+    except (ValueError, sweep.SweepError) as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return None
+    print()
+    for line in sweep.summary.summary_lines(plan, outcome):
+        print(line)
+    return outcome
+
+
+def run_sets(args, overrides: list[str]) -> int:
+    """``--sets DIR DIR ...``: the sweep once per set (its own parent run, summary and winner.yaml), then one pick
+    across the sets (``compare.across``), logged as one MLflow run beside the sweeps."""
+    if len(args.sets) < 2 or len(set(args.sets)) < len(args.sets):
+        print("kbench: error: --sets takes two or more different dataset folders (one pick across them); for one set "
+              "use --set dataset.path=DIR", file=sys.stderr)
+        return 2
+    if args.confirm_half or args.confirm_on or args.dry_run:
+        print("kbench: error: --sets runs grid sweeps to recommend across them; drop --confirm-* and --dry-run",
+              file=sys.stderr)
+        return 2
+    plans = [sweep.load_sweep(args.config, overrides + [f"dataset.path={folder}"]) for folder in args.sets]
+    if plans[0].search.strategy != "grid":
+        print(f"kbench: error: --sets runs grid sweeps; this config searches by {plans[0].search.strategy} "
+              "(use search: {strategy: grid})", file=sys.stderr)
+        return 2
+    outcomes = []
+    for n, (folder, plan) in enumerate(zip(args.sets, plans), start=1):
+        print(f"set {n}/{len(plans)}: {folder}", flush=True)
+        outcome = run_grid(args, plan)
+        if outcome is None:
+            return 2
+        print(f"MLflow parent run {outcome.parent_run_id} in {outcome.tracking_uri}\n")
+        outcomes.append(outcome)
+    failed = [folder for folder, o in zip(args.sets, outcomes) if o.errors or o.comparison is None]
+    if failed:
+        print(f"no recommendation across the sets: the sweep on {', '.join(failed)} has failed configs or fewer than "
+              "two finished; fix them and run again (finished configs are kept)")
+        return 1
+    try:
+        across = sweep.sets.recommend_sets(plans, outcomes, args.sets)
+    except compare.CompareError as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return 2
+    for line in across.lines():
+        print(line)
+    print(f"  resolved config of the pick: {across.winner_config} (run it: kbench run {across.winner_config})")
+    print(f"  written: {across.folder / 'across.txt'}; MLflow run {across.run_id} (the pick, each set's lines)")
+    print(f"  compare: kbench compare " + " ".join(f"--sweep {o.parent_run_id}" for o in outcomes)
+          + f" --tracking-uri {outcomes[0].tracking_uri}")
+    return 0
+
+
+def run_until_decided(args, overrides: list[str]) -> int:
+    """``--until-decided``: look after each batch of questions until the pick is decided or a budget is spent."""
+    if args.sets or args.executor != "local" or args.confirm_half or args.confirm_on or args.dry_run:
+        print("kbench: error: --until-decided scores one set in this process; drop --sets, --executor dask, "
+              "--confirm-* and --dry-run", file=sys.stderr)
+        return 2
+    return run_in_process(lambda: sweep.until_decided.run_until_decided(
+        args.config, overrides, max_questions=args.max_questions, max_minutes=args.max_minutes,
+        say=lambda line: print(line, flush=True), progress=not args.quiet))
+
+
+def run_in_process(search) -> int:
+    """A search that runs in this process (race, stage-wise, --until-decided): ``search()`` gives its outcome; print
+    its lines and its MLflow run."""
+    try:
+        outcome = search()
+    except (sweep.SweepError, ValueError) as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return 2
+    print()
+    for line in outcome.lines():
+        print(line)
+    if outcome.run_id:
+        print(f"MLflow run {outcome.run_id} in {outcome.tracking_uri}")
+    return 0

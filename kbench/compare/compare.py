@@ -57,6 +57,8 @@ class RunScores:
     artifact_run_id: str  # where per_query.parquet was read (the source run of a reused config)
     knobs: str = ""
     summary: dict[str, float] = field(default_factory=dict)  # the run's logged metrics (costs, latency p95, ...)
+    tags: dict[str, str] = field(default_factory=dict)  # the run's tags (its language census and warning, ...)
+    params: dict[str, str] = field(default_factory=dict)  # its logged config, flattened (the dataset, the legs)
 
 
 @dataclass
@@ -139,7 +141,7 @@ def load_runs(runs: str | list[str], tracking_uri: str | None = None,
                 progress(f"  read {n}/{len(fetched)} runs' per-question scores ({label}; "
                          f"{time.monotonic() - started:.0f} s)")
             scores.append(RunScores(label, run.info.run_id, frame, source, run.data.tags.get(tag.SWEEP_KNOBS, ""),
-                                    dict(run.data.metrics)))
+                                    dict(run.data.metrics), dict(run.data.tags), dict(run.data.params)))
     except RunReadError as e:
         raise CompareError(str(e)) from None
     labels = [s.label for s in scores]

@@ -11,9 +11,10 @@ import json
 from pydantic import ValidationError
 
 from kbench.compare.compare import Comparison, RunScores, headline_metric
+from kbench.compare.evidence import comparison_evidence
 from kbench.errors import ConfigError, format_error
 from kbench.evaluation.directions import lower_is_better
-from kbench.evaluation.recommend import ConfigRecord, Recommendation, RecommendConfig, recommend
+from kbench.evaluation.recommend import ConfigRecord, Evidence, Recommendation, RecommendConfig, recommend
 from kbench.tracking import tags as tag
 
 
@@ -34,9 +35,33 @@ def recommendation_headline(comparison: Comparison) -> str:
                            if comparison.runs[0].per_query[c].dtype.kind in "fi") or comparison.headline
 
 
-def recommend_comparison(comparison: Comparison, config: RecommendConfig | None = None) -> Recommendation:
-    return recommend([config_record(r) for r in comparison.runs], recommendation_headline(comparison),
-                     config or RecommendConfig(), alpha=comparison.alpha)
+def recommend_comparison(comparison: Comparison, config: RecommendConfig | None = None, *,
+                         evidence: Evidence | None = None, alpha: float | None = None,
+                         confidence: str = "") -> Recommendation:
+    """The recommendation over a comparison's runs, at its alpha (or ``alpha``: a share of it, over several sets or
+    looks, with ``confidence`` in words). No line calls a config possibly as good that the comparison's ranking,
+    printed beside it, calls worse than the best; ``evidence`` defaults to what the runs logged
+    (``compare.evidence``)."""
+    headline = recommendation_headline(comparison)
+    found = recommend([config_record(r) for r in comparison.runs], headline, config or RecommendConfig(),
+                      alpha=comparison.alpha if alpha is None else alpha, shown_worse=ranked_worse(comparison, headline),
+                      evidence=evidence if evidence is not None else comparison_evidence(comparison),
+                      confidence=confidence)
+    if found.best is not None and found.shown_worse and found.best != comparison.ranking(headline).iloc[0]["config"]:
+        # a budget left the ranking's best out: its "worse than the best" is against another config
+        found = recommend([config_record(r) for r in comparison.runs], headline, config or RecommendConfig(),
+                          alpha=comparison.alpha if alpha is None else alpha, evidence=found.evidence,
+                          confidence=confidence)
+    return found
+
+
+def ranked_worse(comparison: Comparison, headline: str) -> list[str] | None:
+    """The configs the comparison's ranking on ``headline`` calls worse than the best (None: it does not rank on
+    it)."""
+    if headline not in comparison.metrics:
+        return None
+    ranking = comparison.ranking(headline)
+    return [str(c) for c, verdict in zip(ranking["config"], ranking["vs_best"]) if verdict == "worse"]
 
 
 def recommend_by_tag(config: RecommendConfig) -> str:

@@ -6,8 +6,10 @@ within a stated margin; and whether the set of questions decides it.
                             values={"cost_index_bytes": 1.5e6}), ...]
     found = recommend(records, headline="chunk_ndcg_at_10", config=RecommendConfig(margin=0.01))
     found.config      # the recommended label (None only when a budget excludes every config)
-    found.decided     # shown within the margin of every other config, on every metric
+    found.decided     # shown within the margin of every other config on the headline
     found.undecided   # when not: the configs it is not shown within the margin of
+    found.bound       # no config here is better than the pick by more than this (headline units, 95%)
+    found.ruled_out   # the configs shown worse than the pick by more than the margin
     found.lines()     # "recommendation: ..." and the lines saying why
 
 A plain function over plain records, so every way of searching configs (a grid sweep, ``kbench compare``, a
@@ -30,11 +32,16 @@ race, a stage-wise search) ends with the same recommendation from the same numbe
    (default ``cost_index_bytes``: the bytes of the run's chunk vectors, the same on every machine); equal
    costs, or none logged, go to the better headline mean, never to a latency.
 6. **Decided**: the recommended config is shown within the margin of every other config left on the headline
-   (the same test with it as the candidate, Holm over the others; the guards have done their part in step 4:
-   a config ahead on a guard but behind on the headline is a trade-off the headline settles). Otherwise the
-   recommendation is *provisional*, and the line says which configs it cannot be told apart from, the
-   headline's minimum detectable difference and how many questions would decide at the margin. "Not
-   significantly worse" is never read as "as good".
+   (the same test with it as the candidate, each at ``alpha / k`` over the k others: Bonferroni, so the statement
+   holds for a pick the data chose, see ``evaluation.bound``; the guards have done their part in step 4: a config
+   ahead on a guard but behind on the headline is a trade-off the headline settles). Otherwise the
+   recommendation is *provisional*, and the line says which configs it cannot be told apart from, the set's
+   minimum detectable difference and how many questions would decide at the margin. "Not significantly worse"
+   is never read as "as good".
+7. **The bound** (``evaluation.bound.pick_bound``): the same k one-sided bounds read as numbers. No config here is
+   better than the pick by more than ``bound`` (the smallest margin at which step 6 decides); the configs whose
+   bound lies below minus the margin are *ruled out*: shown worse than the pick by more than the margin. Every
+   recommendation states its bound, decided or not: it is what a provisional pick may cost.
 
 The means and the tests come from an ``Estimator``: by default ``PairedT`` (each record's per-query scores are
 the truth; the paired t-test above). ``kbench.labelling`` passes a PPI estimator instead
@@ -49,6 +56,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kbench.evaluation.bound import Bound, pick_bound
 from kbench.evaluation.config import LEVELS, RecommendConfig, parse_margin
 from kbench.evaluation.directions import lower_is_better
 from kbench.evaluation.significance import (NonInferiority, adjust_p_values, minimum_detectable_difference,
@@ -95,13 +103,27 @@ class Versus:
     reference: str
     tests: dict[str, NonInferiority]  # metric -> the test of mean(label - reference) against -margin
     p_value: float  # the largest over the metrics: H0 is that it is more than the margin worse on any of them
-    p_adjusted: float  # Holm over the configs of its family
+    p_adjusted: float  # corrected over the configs of its family (Holm in step 4, Bonferroni in step 6)
     shown: bool
 
     @property
     def weakest(self) -> str:
         """The metric with the largest p-value: the one that keeps it from being shown, when it is not."""
         return max(self.tests, key=lambda m: self.tests[m].p_value)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a recommendation rests on beside the scores, for its lines: the set, what its documents can still give,
+    how its corpus was altered and the warnings that bear on a config. Every field is optional: a recommendation
+    from plain records knows none of them."""
+
+    set_name: str = ""
+    available: int | None = None  # questions the set's documents can give (a generated set); None: unknown
+    corpus: str = ""  # how the indexed documents differ from the source documents, in words ("" : they do not)
+    warnings: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # label -> warnings bearing on it
+    sweep: str | None = None  # the sweep's parent run id, for the next step's commands
+    sweep_args: str | None = None  # the sweep's config file and --set overrides (for `kbench sweep ...`)
 
 
 @dataclass
@@ -124,6 +146,9 @@ class Recommendation:
     left_out: dict[str, str] = field(default_factory=dict)  # a guard or the cost -> why it was left out
     budgets: list[str] = field(default_factory=list)  # the budgets applied, as text
     questions_word: str = "questions"  # what n_questions counts ("human-labelled questions" under PPI)
+    bounds: Bound | None = None  # the pick's bound (step 7): each other config's advantage over it, bounded
+    shown_worse: list[str] = field(default_factory=list)  # configs shown worse than the best (the ranking's test)
+    evidence: Evidence = field(default_factory=Evidence)
 
     @property
     def within_margin(self) -> list[str]:
@@ -144,18 +169,46 @@ class Recommendation:
         return [label for label in self.order if label in self.versus_pick and not self.versus_pick[label].shown]
 
     @property
+    def bound(self) -> float:
+        """No config here is better than the recommended one by more than this on the headline (in its units, at
+        1 - alpha, simultaneous over the others); the smallest margin at which the set decides this pick. NaN with
+        no other config to compare."""
+        return self.bounds.value if self.bounds is not None else math.nan
+
+    @property
+    def ruled_out(self) -> list[str]:
+        """The configs shown worse than the recommended one by more than the margin (the bound's own test), in
+        headline order."""
+        if self.bounds is None:
+            return []
+        out = set(self.bounds.ruled_out({c: v.tests[self.headline].margin for c, v in self.versus_pick.items()}))
+        return [label for label in self.order if label in out]
+
+    @property
+    def mde(self) -> float:
+        """The set's minimum detectable difference on the headline, the one every line names: the two-sided paired
+        test's at 80% power, from each config's differences with the pick, the largest over the configs the pick is
+        not shown within the margin of (over every other config when it is decided)."""
+        family = [self.versus_pick[c] for c in self.undecided] or list(self.versus_pick.values())
+        values = [minimum_detectable_difference(v.tests[self.headline].sd, v.tests[self.headline].n, self.alpha)
+                  for v in family]
+        return max(values) if values else math.nan
+
+    @property
     def cheaper_unresolved(self) -> list[str]:
-        """Configs cheaper than the recommended one, not shown within the margin of the best, yet within the
-        set's minimum detectable difference of it on the headline: they may be as good, the set cannot tell."""
+        """Configs cheaper than the recommended one that the set leaves open: not shown within the margin of the
+        best, not shown worse than the best (``shown_worse``: the ranking's test), not ruled out, and within the
+        set's minimum detectable difference (``mde``) of the best on the headline. They may be as good."""
         if self.config is None:
             return []
         price = _price(self.costs.get(self.config, math.nan))
+        mde, ruled_out = self.mde, set(self.ruled_out)
         out = []
         for label in self.order:
-            if label == self.best or self.versus_best[label].shown or _price(self.costs[label]) >= price:
+            if (label == self.best or self.versus_best[label].shown or _price(self.costs[label]) >= price
+                    or label in self.shown_worse or label in ruled_out):
                 continue
-            test = self.versus_best[label].tests[self.headline]
-            if abs(test.difference) < minimum_detectable_difference(test.sd, test.n, self.alpha):
+            if abs(self.versus_best[label].tests[self.headline].difference) < mde:
                 out.append(label)
         return out
 
@@ -168,9 +221,16 @@ class Recommendation:
     def tie(self) -> list[str]:  # kept for callers of the old record: the configs shown within the margin
         return self.within_margin
 
+    @property
+    def warnings(self) -> list[str]:
+        """The warnings that bear on the recommended config (its language coverage, its analyzer's language)."""
+        return list(self.evidence.warnings.get(self.config, ())) if self.config else []
+
     def lines(self) -> list[str]:
         out = [self._verdict()]
         if self.config is not None:
+            if self.bounds is not None and self.bounds.comparisons:
+                out.append(self.bound_line())
             others = [c for c in self.within_margin if c != self.config]
             if others:
                 out.append("  also within the margin of the best: " + _names(
@@ -178,15 +238,68 @@ class Recommendation:
                      for c in others]))
             cheaper = self.cheaper_unresolved
             if cheaper:
-                out.append(f"  cheaper, within the set's minimum detectable difference of the best but not shown "
-                           f"within the margin: {self._versus_text(cheaper, self.versus_best)}; "
+                out.append(f"  cheaper and left open by the set: not shown within the margin of the best, nor worse "
+                           f"than it, and within the minimum detectable difference ({self.mde:.4f}): "
+                           f"{self._versus_text(cheaper, self.versus_best)}; "
                            + self._questions_text(cheaper, self.versus_best) + " (they may be as good: the set "
                            "cannot tell)")
+            if not self.decided:
+                out.append(self.next_step())
+            out += [f"  warning on {self.config}: {w}" for w in self.warnings]
+        if self.evidence.corpus:
+            out.append(f"  the set's documents: {self.evidence.corpus}")
         if self.excluded:
             out.append("  excluded: " + "; ".join(f"{label} ({why})" for label, why in self.excluded.items()))
         if self.left_out:
             out.append("  left out: " + "; ".join(f"{m} ({why})" for m, why in self.left_out.items()))
         return out
+
+    def bound_line(self) -> str:
+        """``  bound: no config here is better than X by more than 0.0312 on ... (95%, ...); ruled out: a, b``."""
+        ruled = self.ruled_out
+        shown = (f"ruled out (shown worse than it by more than the {self.margin} margin): {_names(ruled)}" if ruled
+                 else f"ruled out: none (no config is shown worse than it by more than the {self.margin} margin)")
+        if max(self.bounds.advantages.values()) < 0:
+            return (f"  bound: 0: every other config is shown worse than {self.config} on {self.headline} "
+                    f"({self.bounds.words()}), so the set decides it at any margin; {shown}")
+        return (f"  bound: no config here is better than {self.config} by more than {self.bound:.4f} on "
+                f"{self.headline} ({self.bounds.words()}), so the set decides it at any margin above that; {shown}")
+
+    def margin_to_decide(self) -> float | None:
+        """The bound rounded up to 4 decimals (a margin the set decides this pick at), or None at 1 or more."""
+        bound = self.bound
+        if not math.isfinite(bound):
+            return None
+        margin = math.floor(bound * 1e4) / 1e4 + 1e-4
+        return margin if margin < 1 else None
+
+    def next_step(self) -> str:
+        """What would decide a provisional pick, with its command: more questions when the documents can give them
+        (``kbench sweep --until-decided``), else labels of real questions, a margin at the bound, more documents."""
+        sweep, args = self.evidence.sweep, self.evidence.sweep_args
+        needed = self._needed(self.undecided, self.versus_pick)
+        available = self.evidence.available
+        margin = self.margin_to_decide()
+        if margin is None:
+            wider = ""
+        elif sweep is None and args:  # a search logs no runs per config to compare again: run it at that margin
+            wider = f"decide at the bound as the margin (kbench sweep {args} --set recommend.margin={margin:.4f})"
+        else:
+            wider = (f"decide at the bound as the margin (kbench compare --sweep {sweep or 'PARENT'} "
+                     f"--margin {margin:.4f})")
+        label = (f"label questions by hand (kbench label --sweep {sweep})" if sweep else
+                 "label questions by hand (kbench label --sweep PARENT, on a grid sweep's runs)")
+        if available is not None and needed is not None and self.n_questions < needed <= available:
+            config = self.evidence.sweep_args or "CONFIG"
+            return (f"  next: the documents give up to {available:,} questions, enough for the about {needed:,} that "
+                    f"would decide: grow the set until it decides (kbench sweep {config} --until-decided "
+                    f"--max-questions {needed}), or {wider or label}")
+        if available is not None:
+            short = (f"fewer than the about {needed:,} that would decide at the {self.margin} margin" if needed
+                     else f"and no number of questions decides at a zero margin")
+            return (f"  next: the documents give at most {available:,} questions, {short}; {label}, "
+                    + (f"{wider}, " if wider else "") + "or add documents")
+        return f"  next: {label}" + (f", or {wider}" if wider else "") + ", or add questions"
 
     def _verdict(self) -> str:
         names = ", ".join(self.metrics)
@@ -207,33 +320,43 @@ class Recommendation:
         if self.decided:
             return (f"recommendation: {self.config} ({why}; shown within the {self.margin} margin of every other "
                     f"config on {self.headline}, {self.n_questions} {self.questions_word})")
-        undecided = self.undecided
-        mde = max(minimum_detectable_difference(self.versus_pick[c].tests[self.headline].sd, self.n_questions,
-                                                self.alpha) for c in undecided)
         return (f"recommendation: provisional: {self.config} ({why}); the set cannot decide: it is not shown within "
-                f"the {self.margin} margin of {_names(undecided)} (the minimum detectable difference on "
-                f"{self.headline} is {mde:.4f} at {self.n_questions} {self.questions_word}; "
-                f"{self._questions_text(undecided, self.versus_pick)})")
+                f"the {self.margin} margin of {_names(self.undecided)} (the set's minimum detectable difference on "
+                f"{self.headline} is {self.mde:.4f} at {self.n_questions} {self.questions_word}; "
+                f"{self._questions_text(self.undecided, self.versus_pick)})")
 
     def _versus_text(self, labels: list[str], family: dict[str, Versus]) -> str:
         return _names([f"{c} ({self.cost} {_number(self.costs[c])}; {self.headline} "
                        f"{family[c].tests[self.headline].difference:+.4f}, lower bound "
                        f"{family[c].tests[self.headline].lower_bound:+.4f})" for c in labels])
 
-    def _questions_text(self, labels: list[str], family: dict[str, Versus]) -> str:
-        """How many questions would show configs equal within the margin (80% power, true difference 0,
-        alpha shared out over the family by Bonferroni, the largest over the labels and metrics)."""
+    def _needed(self, labels: list[str], family: dict[str, Versus]) -> int | None:
+        """How many questions would show configs equal within the margin (80% power, true difference 0, alpha
+        shared out over the family by Bonferroni, the largest over the labels and metrics); None: no number (a
+        zero margin)."""
         level = self.alpha / max(len(family), 1)
         needed = [questions_to_decide(t.sd, t.margin, level, POWER) for c in labels for t in family[c].tests.values()]
-        if any(n is None for n in needed):
+        if not needed or any(n is None for n in needed):
+            return None
+        return max(needed)
+
+    def _questions_text(self, labels: list[str], family: dict[str, Versus]) -> str:
+        needed = self._needed(labels, family)
+        if needed is None:
             return "no number of questions shows configs equal at a zero margin"
-        return (f"if they are truly equal, about {max(needed):,} {self.questions_word} would show it at the {self.margin} "
+        return (f"if they are truly equal, about {needed:,} {self.questions_word} would show it at the {self.margin} "
                 "margin")
 
     def as_dict(self) -> dict:
         return {"config": self.config, "decided": self.decided, "best": self.best, "headline": self.headline,
                 "metrics": self.metrics, "margin": self.margin, "within_margin": self.within_margin,
                 "undecided": self.undecided, "cheaper_unresolved": self.cheaper_unresolved,
+                "bound": None if math.isnan(self.bound) else self.bound, "ruled_out": self.ruled_out,
+                "advantages": dict(self.bounds.advantages) if self.bounds else {},
+                "bound_confidence": self.bounds.words() if self.bounds else None,
+                "mde": None if math.isnan(self.mde) else self.mde, "shown_worse": self.shown_worse,
+                "warnings": self.warnings, "set": self.evidence.set_name, "available": self.evidence.available,
+                "corpus": self.evidence.corpus,
                 "excluded": self.excluded, "cost": self.cost, "costs": self.costs, "latency_p95_ms": self.latency,
                 "left_out": self.left_out, "questions": self.n_questions, "lines": self.lines()}
 
@@ -293,11 +416,13 @@ def versus(candidate: ConfigRecord, reference: ConfigRecord, metrics: list[str],
 
 
 def family(candidates: list[ConfigRecord], reference: ConfigRecord, metrics: list[str], margin: tuple[float, bool],
-           alpha: float, *, as_reference: bool = False, estimator: PairedT | None = None) -> dict[str, Versus]:
-    """Each candidate against ``reference`` (or, ``as_reference``, the reference against each), Holm over them."""
+           alpha: float, *, as_reference: bool = False, estimator: PairedT | None = None,
+           correction: str = "holm") -> dict[str, Versus]:
+    """Each candidate against ``reference`` (or, ``as_reference``, the reference against each), ``correction`` over
+    them (Holm for step 4; Bonferroni for step 6, whose reference the data chose)."""
     found = [versus(reference, c, metrics, margin, alpha, estimator) if as_reference
              else versus(c, reference, metrics, margin, alpha, estimator) for c in candidates]
-    adjusted = adjust_p_values(np.array([v.p_value for v in found]), "holm") if found else []
+    adjusted = adjust_p_values(np.array([v.p_value for v in found]), correction) if found else []
     out = {}
     for c, v, q in zip(candidates, found, adjusted):
         v.p_adjusted, v.shown = float(q), bool(q < alpha)
@@ -306,12 +431,18 @@ def family(candidates: list[ConfigRecord], reference: ConfigRecord, metrics: lis
 
 
 def recommend(records: list[ConfigRecord], headline: str, config: RecommendConfig | None = None, *,
-              alpha: float = 0.05, estimator: PairedT | None = None) -> Recommendation:
+              alpha: float = 0.05, estimator: PairedT | None = None, shown_worse: list[str] | None = None,
+              evidence: Evidence | None = None, confidence: str = "") -> Recommendation:
     """The recommendation over ``records`` (two or more configs, each with the same questions in the same
     order; ``config``: margin, guards, cost and budgets, default ``RecommendConfig()``; ``alpha``: of every
     test, as the comparison that ranked them). Returns a plain record: ``.config`` (the label, or None when a
-    budget excludes every config), ``.decided``, ``.undecided``, ``.reason`` (one sentence), ``.lines()``.
-    ``estimator``: where the means and tests come from (default ``PairedT``; a PPI estimator under human labels)."""
+    budget excludes every config), ``.decided``, ``.undecided``, ``.bound``, ``.ruled_out``, ``.reason`` (one
+    sentence), ``.lines()``. ``estimator``: where the means and tests come from (default ``PairedT``; a PPI
+    estimator under human labels). ``shown_worse``: the configs a ranking shown beside the recommendation calls
+    worse than the best (``kbench compare``'s test), so no line calls one of them possibly as good; by default, the
+    configs the best's own bound shows worse than it. ``evidence``: the set, its available questions, its corpus,
+    the warnings (``Evidence``). ``confidence``: the bound's confidence in words when it is not ``1 - alpha`` (a sequential
+    sweep's "95% over every look")."""
     config = config or RecommendConfig()
     estimator = estimator or PairedT()
     if len(records) < 2:
@@ -356,7 +487,7 @@ def recommend(records: list[ConfigRecord], headline: str, config: RecommendConfi
     order = sorted((r.label for r in kept), key=lambda label: -means[headline][label])  # stable on equal means
     found = Recommendation(None, order[0] if order else None, headline, metrics, config.margin_text(), means, order,
                            {}, {}, config.cost, costs, latency, n, alpha, excluded, left_out, budgets,
-                           estimator.questions_word)
+                           estimator.questions_word, evidence=evidence or Evidence())
     if not kept:
         return found
     by_label = {r.label: r for r in kept}
@@ -366,6 +497,14 @@ def recommend(records: list[ConfigRecord], headline: str, config: RecommendConfi
     rank = {label: i for i, label in enumerate(order)}
     found.config = min(found.within_margin, key=lambda c: (_price(costs[c]), rank[c]))  # then the better mean
     pick = by_label[found.config]
-    found.versus_pick = family([by_label[c] for c in order if c != found.config], pick, [headline], margin, alpha,
-                               as_reference=True, estimator=estimator)
+    others = [by_label[c] for c in order if c != found.config]
+    found.versus_pick = family(others, pick, [headline], margin, alpha, as_reference=True, estimator=estimator,
+                               correction="bonferroni")
+    if others:
+        found.bounds = pick_bound(pick, others, headline, estimator=estimator, alpha=alpha, confidence=confidence)
+    if shown_worse is None:  # the best's own bounds: a config whose advantage over the best is below 0
+        shown_worse = ([] if len(order) < 2 else
+                       [c for c, upper in pick_bound(best, [by_label[c] for c in order[1:]], headline,
+                                                     estimator=estimator, alpha=alpha).advantages.items() if upper < 0])
+    found.shown_worse = [c for c in order if c in set(shown_worse)]
     return found

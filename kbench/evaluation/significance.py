@@ -279,7 +279,7 @@ class NonInferiority:
         return self.p_value < alpha
 
 
-def non_inferiority(reference, candidate, margin: float, alpha: float = 0.05) -> NonInferiority:
+def non_inferiority(reference, candidate, margin: float, alpha: float = 0.05, scale: float = 1.0) -> NonInferiority:
     """One-sided paired t-test of H0: mean(candidate - reference) <= -margin against H1: it is above -margin.
 
     ``p < alpha`` exactly when the one-sided (1 - alpha) lower confidence bound of the mean difference,
@@ -288,7 +288,11 @@ def non_inferiority(reference, candidate, margin: float, alpha: float = 0.05) ->
     test of the shifted differences (d + margin) assumes they are symmetric about 0 under H0, an assumption no
     weaker than the t's (a mean of bounded scores is close to normal); the t has the power calculation kbench
     already uses (``minimum_detectable_difference``), so the questions a set would need are computed for the
-    test that decides. Differences that do not vary: shown exactly when they are above -margin.
+    test that decides. Differences that do not vary (every question moved by the same amount: often configs that
+    agree on every one of a few questions) are no evidence that they never vary: the test then takes the spread one
+    question differing by the metric's whole ``scale`` would give, sd = scale / sqrt(n), so ten questions on which
+    eight configs agree do not decide at a 0.01 margin (they did, for a pick 0.07 worse on the whole set:
+    benchmarks/decision_bound.py), and two configs equal on 300 questions are shown within it.
     """
     d = _paired(reference, candidate)
     n = len(d)
@@ -296,8 +300,8 @@ def non_inferiority(reference, candidate, margin: float, alpha: float = 0.05) ->
         raise ValueError(f"a non-inferiority margin is a finite difference >= 0, got {margin}")
     mean, sd = float(d.mean()), float(d.std(ddof=1))
     shifted = mean + margin
-    if sd == 0:  # every question moved by the same amount
-        return NonInferiority(mean, mean, margin, 0.0 if shifted > 0 else 1.0, 0.0, n)
+    if sd == 0:  # no spread seen: assume one question's worth of it
+        sd = scale / math.sqrt(n)
     se = sd / math.sqrt(n)
     p = float(stats.t.sf(shifted / se, n - 1))
     return NonInferiority(mean, mean - float(stats.t.ppf(1 - alpha, n - 1)) * se, margin, p, sd, n)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import shlex
 import itertools
 import json
 import math
@@ -85,6 +86,7 @@ class SweepPlan:
     notes: list[str] = field(default_factory=list)  # what a reader should know, e.g. the baseline does not run
     legend: dict[str, str] = field(default_factory=dict)  # a shortened label part -> the value it stands for
     search: SearchConfig = field(default_factory=SearchConfig)  # the search: block (grid, race, stagewise)
+    command: str = ""  # how to run it again: the config file and its --set overrides (load_sweep)
 
     def by_label(self) -> dict[str, SweepConfig]:
         return {c.label: c for c in self.configs}
@@ -359,4 +361,6 @@ def top_k_warnings(configs: list[SweepConfig]) -> list[str]:
 def load_sweep(path: str | Path, overrides: list[str] | None = None) -> SweepPlan:
     """Read a sweep config from YAML, apply ``a.b=value`` overrides to the baseline, expand it."""
     data = apply_set_items(read_yaml_mapping(path, example="configs/sweeps/demo.yaml"), overrides)
-    return expand_sweep(data, str(path))
+    plan = expand_sweep(data, str(path))
+    plan.command = " ".join([str(path), *(f"--set {shlex.quote(item)}" for item in overrides or [])])
+    return plan

@@ -21,7 +21,7 @@ from kbench.sweep.expand import SweepPlan
 from kbench.sweep.racing import Dropped, RaceResult, question_batches, race
 from kbench.sweep.scoring import ConfigScorer, SearchStrategyError
 from kbench.sweep.search import SearchConfig
-from kbench.sweep.search_outcome import SearchOutcome, compare_frames, recommend
+from kbench.sweep.search_outcome import SearchOutcome, compare_frames, recommend, search_evidence
 
 
 def first_batch(n_questions: int, configured: int | None) -> int:
@@ -92,6 +92,7 @@ def run_race(plan: SweepPlan, scorer: ConfigScorer, say: Callable[[str], None] =
     result, full, headline = race_configs(labels, scorer, ids, settings, alpha=settings.alpha, say=say,
                                           intro=f"race {plan.name}: ")
     comparison = compare_frames(full, headline, plan, scorer.costs)
-    recommended, recommendation = recommend(comparison, full, headline, plan.baseline.recommend)
+    recommended, recommendation = recommend(comparison, full, headline, plan.baseline.recommend,
+                                            search_evidence(plan, scorer))
     return SearchOutcome("race", headline, len(ids), len(labels), scorer.cost, full, comparison, recommended,
                          recommendation, race=result)

@@ -30,6 +30,7 @@ from typing import Callable
 import numpy as np
 
 from kbench.evaluation.significance import TESTS
+from kbench.sweep.sequential import growing_batches
 
 RACE_TESTS = ("t", "wilcoxon")  # continuous p-values: a randomization test cannot resolve alpha / (rounds x configs)
 
@@ -74,13 +75,7 @@ def question_batches(query_ids: list[str], *, first: int, growth: float = 2.0, s
         raise ValueError(f"search.growth must be above 1, got {growth}")
     ordered = sorted(query_ids)
     order = np.random.default_rng(seed).permutation(len(ordered))
-    shuffled = [ordered[i] for i in order]
-    batches, start, total = [], 0, float(min(first, len(shuffled)))
-    while start < len(shuffled):
-        stop = min(len(shuffled), max(start + 1, int(round(total))))
-        batches.append(shuffled[start:stop])
-        start, total = stop, total * growth
-    return batches
+    return growing_batches([ordered[i] for i in order], first=first, growth=growth)
 
 
 def paired_p(a: np.ndarray, b: np.ndarray, test: str) -> float:

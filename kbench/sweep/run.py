@@ -23,7 +23,7 @@ import fcntl
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote, urlsplit
@@ -31,6 +31,7 @@ from urllib.parse import unquote, urlsplit
 import yaml
 
 from kbench.compare import Comparison, compare_runs, headline_metric, write_report
+from kbench.compare.evidence import comparison_evidence
 from kbench.compare.recommendation import recommend_by_tag, recommend_comparison
 from kbench.compare.report import md_table, ranking_rows
 from kbench.embedding.choice import drift_note
@@ -41,7 +42,8 @@ from kbench.pipeline import preflight
 from kbench.sweep.executors import ComputedRun, JobFailure, make_job
 from kbench.sweep.effects import effects_markdown, grid_effects, log_effects
 from kbench.sweep.expand import SweepConfig, SweepPlan
-from kbench.sweep.summary import knob_markdown, parent_name, plan_knob_table, plan_lines
+from kbench.sweep.summary import (decision_metrics, decision_tags, knob_markdown, parent_name, plan_knob_table,
+                                  plan_lines, winner_comments)
 from kbench.trace import traced
 from kbench.tracking import tags as tag
 from kbench.tracking.fingerprint import FINGERPRINT_FILE, fingerprint_tags
@@ -401,7 +403,8 @@ def _pick_winner(client, plan: SweepPlan, outcome: SweepOutcome, workspace: Path
     if len(finished) >= 2:
         outcome.comparison = compare_runs(outcome.parent_run_id, tracking_uri=outcome.tracking_uri)
         outcome.headline = outcome.comparison.headline
-        outcome.recommendation = recommend_comparison(outcome.comparison, plan.baseline.recommend)
+        evidence = replace(comparison_evidence(outcome.comparison), sweep_args=plan.command or None)
+        outcome.recommendation = recommend_comparison(outcome.comparison, plan.baseline.recommend, evidence=evidence)
         outcome.winner = outcome.recommendation.config  # None: every config over a budget
         run_ids = {r.label: r.run_id for r in outcome.comparison.runs}
         outcome.winner_run_id = run_ids.get(outcome.winner) if outcome.winner else None
@@ -420,7 +423,8 @@ def _pick_winner(client, plan: SweepPlan, outcome: SweepOutcome, workspace: Path
         outcome.winner_config = folder / "winner.yaml"
         outcome.winner_config.write_text(
             f"# The recommendation of sweep {plan.name} (parent run {outcome.parent_run_id}): {_verdict(outcome)}\n"
-            f"# Its resolved config; run it again with: kbench run {outcome.winner_config}\n"
+            + winner_comments(outcome.recommendation)
+            + f"# Its resolved config; run it again with: kbench run {outcome.winner_config}\n"
             + "# Paths are absolute and the workspace is the one used: it runs the same from any folder.\n"
             + yaml.safe_dump(config.experiment.portable(), sort_keys=False), encoding="utf-8")
         client.log_artifact(outcome.parent_run_id, str(outcome.winner_config))
@@ -431,9 +435,9 @@ def _pick_winner(client, plan: SweepPlan, outcome: SweepOutcome, workspace: Path
                    tag.SWEEP_RECOMMEND_BY: recommend_by_tag(plan.baseline.recommend),
                    tag.SWEEP_RECOMMENDATION: (outcome.winner or "none")[:MAX_PARAM_CHARS]}
     if found is not None:
-        parent_tags[tag.SWEEP_DECIDED] = str(found.decided).lower()
-        parent_tags[tag.SWEEP_WITHIN_MARGIN] = ", ".join(found.within_margin)[:MAX_PARAM_CHARS]
-    fill_run(client, outcome.parent_run_id, params={}, metrics=metrics, run_dir=None, tags=parent_tags)
+        parent_tags.update(decision_tags(found))
+    fill_run(client, outcome.parent_run_id, params={}, run_dir=None, tags=parent_tags,
+             metrics={**metrics, **(decision_metrics(found) if found is not None else {})})
     knobs = list(dict.fromkeys(f"{tag.KNOB_PREFIX}{k}" for c in plan.configs for k in c.knobs))
     describe(client, outcome.experiment_id, plan.baseline.tracking.experiment, metrics, plan.baseline.tracking,
              knobs=knobs, headline=outcome.headline)

@@ -81,6 +81,7 @@ class ConfigScorer:
     _embedded_groups: set[str] = field(default_factory=set)
     _encoders: dict[str, object] = field(default_factory=dict)  # embedding section -> one loaded encoder
     costs: dict[str, dict[str, float]] = field(default_factory=dict)  # label -> run_costs of its corpus
+    language_tags: dict[str, dict[str, str]] = field(default_factory=dict)  # label -> its corpus's language tags
 
     def __post_init__(self):
         datasets = {stable_hash(c.experiment.dataset.model_dump(mode="json")) for c in self.plan.configs}
@@ -130,6 +131,7 @@ class ConfigScorer:
             config = self.by_label[label]
             corpus = self._corpus(config)
             self.costs.setdefault(label, run_costs(corpus))
+            self.language_tags.setdefault(label, corpus.languages.tags())
             wanted = set(question_ids)
             dataset = corpus.dataset
             batch = replace(dataset, queries=[q for q in dataset.queries if q.query_id in wanted])

@@ -22,19 +22,21 @@ from kbench.compare import Comparison, compare_scores
 from kbench.compare.compare import RunScores
 from kbench.compare.recommendation import recommend_by_tag, recommend_comparison
 from kbench.compare.report import ranking_lines
-from kbench.evaluation.recommend import Recommendation, RecommendConfig
+from kbench.compare.evidence import config_warnings, set_evidence
+from kbench.evaluation.recommend import Evidence, Recommendation, RecommendConfig
 from kbench.evaluation.stage import summarize
 from kbench.hashing import stable_hash
 from kbench.paths import workspace_dir
 from kbench.sweep.expand import SweepPlan
 from kbench.sweep.racing import RaceResult
-from kbench.sweep.scoring import SearchCost
-from kbench.sweep.summary import parent_name
+from kbench.sweep.scoring import ConfigScorer, SearchCost
+from kbench.sweep.sequential import SequentialResult
+from kbench.sweep.summary import decision_metrics, decision_tags, parent_name, winner_comments
 from kbench.tracking import tags as tag
 from kbench.tracking.guard import owner_tags
-from kbench.tracking.mlflow_run import ensure_experiment, fill_run, mlflow_client
+from kbench.tracking.mlflow_run import ensure_experiment, fill_run, mlflow_client, run_params
 
-SEARCH_TAG = "kbench.sweep.search"  # grid | race | stagewise, on a search's MLflow run
+SEARCH_TAG = "kbench.sweep.search"  # grid | race | stagewise | until-decided, on a search's MLflow run
 
 
 @dataclass
@@ -49,6 +51,7 @@ class SearchOutcome:
     recommended: str | None  # None only when a budget excludes every config
     recommendation: Recommendation | None  # None when only one config was scored on every question
     race: RaceResult | None = None
+    sequence: SequentialResult | None = None  # --until-decided: its looks and why it stopped
     notes: list[str] = field(default_factory=list)  # what the strategy assumes, what it checked
     steps: list[str] = field(default_factory=list)  # stagewise: what each stage fixed
     stage_races: dict[str, RaceResult] = field(default_factory=dict)  # stagewise with race: true, per stage
@@ -65,6 +68,8 @@ class SearchOutcome:
                f"search {c.search_seconds:.1f}s"]
         if self.race is not None:
             out += race_lines(self.race, "  ")
+        if self.sequence is not None:
+            out += self.sequence.lines("  ")
         for stage, step in zip(self.stage_steps(), self.steps):
             out.append(f"  {step}")
             if stage in self.stage_races:
@@ -97,6 +102,8 @@ class SearchOutcome:
                 "notes": self.notes, "steps": self.steps,
                 "dropped": self.dropped(),
                 "threshold": self.race.threshold if self.race else None,
+                "looks": [vars(look) for look in self.sequence.looks] if self.sequence else [],
+                "stopped": self.sequence.stopped if self.sequence else None,
                 "stage_thresholds": {stage: r.threshold for stage, r in self.stage_races.items()},
                 "ranking": self.comparison.ranking()[["rank", "config", "mean", "vs_best", "p_vs_best_adjusted"]]
                 .to_dict("records") if self.comparison is not None else []}
@@ -113,14 +120,26 @@ def race_lines(r: RaceResult, indent: str) -> list[str]:
 
 
 def recommend(comparison: Comparison | None, frames: dict[str, pd.DataFrame], headline: str,
-              config: RecommendConfig | None = None) -> tuple[str | None, Recommendation | None]:
+              config: RecommendConfig | None = None, evidence: Evidence | None = None
+              ) -> tuple[str | None, Recommendation | None]:
     """The recommended config and the recommendation behind it (``compare.recommendation.recommend_comparison``
     with the sweep's ``recommend`` section, as a grid sweep ends); with one config scored on every question, that
-    config. The one place a search takes its recommendation from."""
+    config. The one place a search takes its recommendation from; ``evidence``: ``search_evidence``."""
     if comparison is None:
         return max(frames, key=lambda k: frames[k][headline].mean()), None
-    found = recommend_comparison(comparison, config)
+    found = recommend_comparison(comparison, config, evidence=evidence)
     return found.config, found
+
+
+def search_evidence(plan: SweepPlan, scorer: ConfigScorer) -> Evidence:
+    """What a search's recommendation rests on beside the scores, as a grid's reads it from its runs: the set (its
+    pool, its altered corpus) and each config's warnings (its corpus's language census, its legs' analyzers)."""
+    dataset = plan.baseline.dataset
+    available, corpus = set_evidence(dataset.path)
+    warnings = {c.label: tuple(config_warnings(scorer.language_tags.get(c.label, {}), run_params(c.experiment)))
+                for c in plan.configs}
+    return Evidence(dataset.name or dataset.path or "", available, corpus, {k: v for k, v in warnings.items() if v},
+                    sweep_args=plan.command or None)
 
 
 def compare_frames(frames: dict[str, pd.DataFrame], headline: str, plan: SweepPlan | None = None,
@@ -141,7 +160,8 @@ def log_search(plan: SweepPlan, outcome: SearchOutcome, started_ms: int | None =
     starts at ``started_ms`` (when the search began) and ends now, so MLflow shows how long the search took."""
     baseline = plan.baseline
     workspace = workspace_dir(baseline.workspace)
-    key = stable_hash({"sweep": plan.sweep_key, "search": plan.search.model_dump(mode="json")}, 16)
+    key = stable_hash({"sweep": plan.sweep_key, "search": plan.search.model_dump(mode="json"),
+                       **({"strategy": outcome.strategy} if outcome.strategy != plan.search.strategy else {})}, 16)
     folder = workspace / "sweeps" / key
     folder.mkdir(parents=True, exist_ok=True)
     config = plan.by_label().get(outcome.recommended) if outcome.recommended else None
@@ -150,6 +170,7 @@ def log_search(plan: SweepPlan, outcome: SearchOutcome, started_ms: int | None =
         outcome.winner_config = folder / "winner.yaml"
         outcome.winner_config.write_text(
             f"# The recommendation of the {outcome.strategy} search of sweep {plan.name}: {verdict}\n"
+            + winner_comments(outcome.recommendation)
             + "# Paths are absolute and the workspace is the one used: it runs the same from any folder.\n"
             + yaml.safe_dump(config.experiment.portable(), sort_keys=False), encoding="utf-8")
     (folder / "search.md").write_text("\n".join(outcome.lines()) + "\n", encoding="utf-8")
@@ -158,18 +179,18 @@ def log_search(plan: SweepPlan, outcome: SearchOutcome, started_ms: int | None =
         return
     client = mlflow_client(baseline.tracking.tracking_uri, workspace)
     experiment_id = ensure_experiment(client, baseline.tracking.experiment, workspace)
-    name = parent_name(plan)  # the sweep, the search and the set: apart from a grid of the same config
+    name = parent_name(plan, strategy=outcome.strategy)  # the sweep, the search and the set: apart from a grid
     run_id = client.create_run(experiment_id, run_name=name, start_time=started_ms, tags={
         "mlflow.runName": name, tag.SWEEP_KEY: key, tag.SWEEP_ROLE: "parent", SEARCH_TAG: outcome.strategy,
         tag.SWEEP_CONFIGS: str(len(plan.configs)), tag.SWEEP_WINNER: outcome.recommended or "none",
         tag.SWEEP_RECOMMENDATION: outcome.recommended or "none", tag.SWEEP_HEADLINE: outcome.headline,
         tag.SWEEP_RECOMMEND_BY: recommend_by_tag(plan.baseline.recommend),
-        **({tag.SWEEP_DECIDED: str(outcome.recommendation.decided).lower(),
-            tag.SWEEP_WITHIN_MARGIN: ", ".join(outcome.recommendation.within_margin)[:5000]}
-           if outcome.recommendation else {}),
+        **(decision_tags(outcome.recommendation) if outcome.recommendation else {}),
         tag.MLFLOW_NOTE: "\n".join(outcome.lines())[:5000], **owner_tags()}).info.run_id
     metrics = summarize(outcome.frames[outcome.recommended]) if outcome.recommended else {}
     metrics.update({f"search_{k}": float(v) for k, v in outcome.cost.as_dict().items()})
+    if outcome.recommendation is not None:
+        metrics.update(decision_metrics(outcome.recommendation))
     fill_run(client, run_id, params={"search": json.dumps(plan.search.model_dump(mode="json"))[:6000]},
              metrics=metrics, run_dir=None)
     for file in ("search.md", "search.json", "winner.yaml"):

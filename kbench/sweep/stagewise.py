@@ -32,7 +32,7 @@ from kbench.sweep.race_run import race_configs
 from kbench.sweep.racing import RaceResult
 from kbench.sweep.scoring import ConfigScorer, SearchStrategyError
 from kbench.sweep.search import stage_of
-from kbench.sweep.search_outcome import SearchOutcome, compare_frames, recommend
+from kbench.sweep.search_outcome import SearchOutcome, compare_frames, recommend, search_evidence
 
 ASSUMPTION = ("stage-wise search assumes the stages do not interact: each stage's axes were chosen with the later "
               "stages at the baseline")
@@ -168,7 +168,8 @@ def run_stagewise(plan: SweepPlan, scorer: ConfigScorer, say: Callable[[str], No
                      + (f"{', '.join(better)} significantly better, so the stages interact there"
                         if better else "none is significantly better"))
     comparison = compare_frames(frames, headline, plan, scorer.costs)
-    recommended, recommendation = recommend(comparison, frames, headline, plan.baseline.recommend)
+    recommended, recommendation = recommend(comparison, frames, headline, plan.baseline.recommend,
+                                            search_evidence(plan, scorer))
     if recommended != final:
         notes.append(f"the stage-wise path ended at {final}; of every config it scored, {recommended} is the "
                      "recommendation")

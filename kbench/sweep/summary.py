@@ -23,9 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbench.compare import ranking_lines
+from kbench.evaluation.recommend import Recommendation
 from kbench.evaluation.effects import effect_lines
 from kbench.sweep.expand import SweepPlan
+from kbench.tracking import tags as tag
 from kbench.tracking.mlflow_dataset import set_label
+from kbench.tracking.mlflow_run import MAX_PARAM_CHARS
 
 MISSING = "-"  # the config has no such knob (another strategy's)
 MAX_CELL = 28  # characters of a value in the console table (the full value is in the run's params)
@@ -253,8 +256,32 @@ def dataset_words(dataset) -> str:
     return where + (f" ({dataset.split})" if dataset.split != "test" else "")
 
 
-def parent_name(plan: SweepPlan, record: dict | None = None) -> str:
+def parent_name(plan: SweepPlan, record: dict | None = None, strategy: str | None = None) -> str:
     """``<sweep> · <search> of N configs · <set>``: three sweeps of one config on three sets (or searches) read
-    apart in MLflow's runs list. The set is its name and digest (``docs@1a2b3c4d``) once a config has read it."""
+    apart in MLflow's runs list. The set is its name and digest (``docs@1a2b3c4d``) once a config has read it;
+    ``strategy``: the search's when it is not the plan's (``until-decided``)."""
     where = set_label(record) if record else dataset_words(plan.baseline.dataset)
-    return f"{plan.name} · {plan.search.strategy} of {len(plan.configs)} configs · {where}"
+    return f"{plan.name} · {strategy or plan.search.strategy} of {len(plan.configs)} configs · {where}"
+
+
+def winner_comments(recommendation: Recommendation | None) -> str:
+    """The recommendation's lines after its first (the bound, what it rules out, the warnings on the pick, how the
+    set's documents were altered) as ``#`` comments of winner.yaml, so the file says what it holds for."""
+    if recommendation is None:
+        return ""
+    return "".join(f"# {line.strip()}\n" for line in recommendation.lines()[1:])
+
+
+def decision_tags(found: Recommendation) -> dict[str, str]:
+    """The parent run's tags of a recommendation: decided, within the margin, the bound and what it rules out."""
+    tags = {tag.SWEEP_DECIDED: str(found.decided).lower(),
+            tag.SWEEP_WITHIN_MARGIN: ", ".join(found.within_margin)[:MAX_PARAM_CHARS]}
+    if found.bounds is not None:
+        tags[tag.SWEEP_BOUND] = f"{found.bound:.4f}"
+        tags[tag.SWEEP_RULED_OUT] = (", ".join(found.ruled_out) or "none")[:MAX_PARAM_CHARS]
+    return tags
+
+
+def decision_metrics(found: Recommendation) -> dict[str, float]:
+    """``recommendation_bound`` (the pick's bound, headline units) for the parent run, when there is one."""
+    return {"recommendation_bound": found.bound} if found.bounds is not None else {}

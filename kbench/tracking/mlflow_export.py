@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from kbench.tracking import tags as tag
-from kbench.tracking.fingerprint import FINGERPRINT_FILE, fingerprint_tags
+from kbench.tracking.fingerprint import FINGERPRINT_FILE, UNHASHED, fingerprint_tags
 from kbench.tracking.guard import owner_tags
 from kbench.tracking.mlflow_dataset import log_dataset_input
 from kbench.tracking.mlflow_pages import describe_experiment, register_prompts
@@ -112,7 +112,7 @@ def export_run_folder(run_dir: str | Path, tracking_uri: str | None = None,
     if created:
         run_id = log_finished_run(client=client, experiment_id=experiment_id,
                                   run_name=tracking.get("run_name") or config.get("name") or run_dir.name,
-                                  params=folder_params(config, workspace), metrics=metrics,
+                                  params=folder_params(config, workspace, run_dir), metrics=metrics,
                                   tags=folder_tags(run_dir, config, metrics), run_dir=run_dir)
     else:
         run_id = found.info.run_id
@@ -122,9 +122,14 @@ def export_run_folder(run_dir: str | Path, tracking_uri: str | None = None,
     return report
 
 
-def folder_params(config: dict[str, Any], workspace: Path) -> dict[str, str]:
-    """The params ``kbench run`` logs (mlflow_run.run_params), from a folder's resolved config."""
+def folder_params(config: dict[str, Any], workspace: Path, run_dir: Path | None = None) -> dict[str, str]:
+    """The params ``kbench run`` logs (mlflow_run.run_params), from a folder's resolved config and, for the embedding
+    backend that ran and why (this machine's figures, not in the config), its fingerprint."""
     params = flatten({k: v for k, v in config.items() if k not in ("sweep", "variants")})
+    fingerprint = run_dir / FINGERPRINT_FILE if run_dir is not None else None
+    if fingerprint is not None and fingerprint.is_file():
+        model = json.loads(fingerprint.read_text(encoding="utf-8")).get("model") or {}
+        params.update({f"embedding.{k}": str(model[k]) for k in UNHASHED if k in model})
     params["workspace"] = str(workspace)
     return params
 

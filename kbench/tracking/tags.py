@@ -43,6 +43,9 @@ SWEEP_WINNER_RUN = "kbench.sweep.winner_run_id"  # its child run
 SWEEP_RECOMMENDATION = "kbench.sweep.recommendation"  # the recommended config's label, or "none" (every over budget)
 SWEEP_DECIDED = "kbench.sweep.decided"  # "true": shown within the margin of every other config; "false": provisional
 SWEEP_WITHIN_MARGIN = "kbench.sweep.within_margin"  # the best and the configs shown within the margin of it
+SWEEP_BOUND = "kbench.sweep.bound"  # no config here is better than the pick by more than this (headline units)
+SWEEP_RULED_OUT = "kbench.sweep.ruled_out"  # the configs shown worse than the pick by more than the margin
+SWEEP_SETS = "kbench.sweep.sets"  # a decision across sets: the sweeps' parent run ids, one per set (JSON)
 SWEEP_RECOMMEND_BY = "kbench.sweep.recommend_by"  # the recommend section it used (JSON: margin, guards, cost, budgets)
 SWEEP_CONFIRMED = "kbench.sweep.confirmed"  # the confirmation split: "<winner> on <held-back queries>"
 

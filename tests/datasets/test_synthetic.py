@@ -11,6 +11,7 @@ from kbench.cli import main as kbench_main
 from kbench.datasets.spans import load_kbench_spans
 from kbench.datasets.synthetic import Filters, SyntheticError, build_from_source, heading, ict, stratified_sample
 from kbench.datasets.synthetic.base import Proposal
+from kbench.datasets.synthetic.build import corpus_words
 from kbench.datasets.synthetic.leakage import PassageIndex, near_duplicate_groups, word_overlap
 from kbench.datasets.synthetic.prose import clean_inline, headings, prose_blocks, sentences
 from kbench.paths import shared_datasets_dir
@@ -242,31 +243,46 @@ def test_every_reference_of_a_set_from_real_docs_matches_its_offsets(tmp_path, m
     assert len(load_kbench_spans(out).queries) == len(rows)
 
 
-@pytest.mark.parametrize("method", ["heading", "ict"])
-def test_max_n_gives_n_questions_and_only_their_edits(tmp_path, method):
-    """issue 42 items 9 and 10: --max 40 gave 37 (heading) and 29 (ict, --per-doc 3) while counting hundreds
-    `over_max`, and the indexed copy lost headings of questions never made. A rejected candidate is replaced by the
-    next; `over_max` counts only candidates never needed; each question's removal is the copy's only edit."""
-    out = tmp_path / method
-    report = build_from_source(str(FASTAPI), out, method=method, per_doc=3, max_questions=40, seed=0)
-    rows = questions(out)
-    assert report.kept == len(rows) == 40
-    whole = build_from_source(str(FASTAPI), tmp_path / "all", method=method, per_doc=3, seed=0)
-    candidates = whole.kept + sum(v for k, v in whole.rejected.items()
-                                  if k in ("reference_empty_after_removal", "still_in_indexed_copy",
-                                           "near_duplicate_question"))
-    examined = 40 + sum(v for k, v in report.rejected.items() if k in ("reference_empty_after_removal",
-                                                                        "still_in_indexed_copy",
-                                                                        "near_duplicate_question"))
-    assert report.rejected["over_max"] == candidates - examined
-    changed = [p for p in (out / "docs").rglob("*") if p.is_file()
-               and p.read_text(encoding="utf-8") != (FASTAPI / p.relative_to(out / "docs")).read_text(encoding="utf-8")]
-    assert len(changed) == report.documents_with_questions  # no document edited for a question not made
+def documents_of(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out / "docs").as_posix(): p.read_bytes() for p in (out / "docs").rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("method,sizes", [("heading", (20, 200)), ("ict", (20, 100))])
+def test_20_200_and_all_questions_index_the_same_documents(tmp_path, method, sizes):
+    """issue 50 item 3: the indexed copy is decided by every candidate question, not by the questions drawn, so
+    20, 200 and every question of the demo's pages index byte-identical documents, the smaller sets are the first
+    questions of the larger (the same ids), --max N still gives N questions and `over_max` counts the candidates
+    never examined. The set says how its documents were altered (issue 42's --max 40 had edited only its 40
+    questions' documents: a corpus that moved with the set)."""
+    small, large = sizes
+    sets = {n: build_from_source(str(DOCS), tmp_path / str(n), method=method, max_questions=n, seed=0)
+            for n in (small, large, None)}
+    whole = documents_of(tmp_path / "None")
+    assert documents_of(tmp_path / str(small)) == whole and documents_of(tmp_path / str(large)) == whole
+    rows = {n: questions(tmp_path / str(n)) for n in sets}
+    assert len(rows[small]) == small and len(rows[large]) == large and len(rows[None]) == sets[None].kept > large
+    assert rows[large][:small] == rows[small] and rows[None][:large] == rows[large]
+    assert sets[None].available == sets[small].available == sets[None].kept  # no filters: every question
+    # --per-doc N keeps the first N rounds over the documents: the first questions of the whole order too
+    per_doc = build_from_source(str(DOCS), tmp_path / "per-doc", method=method, per_doc=1, max_questions=small, seed=0)
+    assert questions(tmp_path / "per-doc") == rows[small] and per_doc.available == sets[None].available
+    checks = ("reference_empty_after_removal", "still_in_indexed_copy", "near_duplicate_question")
+    examined = 20 + sum(v for k, v in sets[20].rejected.items() if k in checks)
+    candidates = sets[None].kept + sum(v for k, v in sets[None].rejected.items() if k in checks)
+    assert sets[20].rejected["over_max"] == candidates - examined
+    corpus = json.loads((tmp_path / "20" / "manifest.json").read_text())["report"]["corpus"]
+    assert corpus == sets[None].corpus and corpus["removal"] == "candidates"
+    assert corpus["removed"] == candidates and corpus["removed_unit"] == {"heading": "heading lines",
+                                                                          "ict": "sentences"}[method]
+    source = {p.relative_to(DOCS).as_posix(): p.read_text(encoding="utf-8") for p in DOCS.rglob("*.md")}
+    assert corpus["headings"] == sum(len(headings(t)) for t in source.values())
+    assert corpus["headings_left"] == sum(len(headings(t.decode())) for t in whole.values())
     if method == "heading":
-        removed = sum(
-            sum(ln.startswith("#") for ln in (FASTAPI / p.relative_to(out / "docs")).read_text(encoding="utf-8").splitlines())
-            - sum(ln.startswith("#") for ln in p.read_text(encoding="utf-8").splitlines()) for p in changed)
-        assert removed == 40  # one heading line per question
+        assert corpus["headings"] - corpus["headings_left"] == corpus["removed"]  # one heading line a candidate
+    else:
+        assert corpus["headings_left"] == corpus["headings"]
+    assert corpus_words(corpus).startswith(f"the indexed copy lost {corpus['removed']} {corpus['removed_unit']} "
+                                           "(every candidate question's, whatever the set's size): ")
 
 
 def test_a_folder_source_reads_documentation_files_and_says_what_it_skipped(tmp_path, capsys):
@@ -290,3 +306,18 @@ def test_a_folder_source_reads_documentation_files_and_says_what_it_skipped(tmp_
     assert not any("Permission" in q["question"] for q in questions(tmp_path / "set"))
     report = build_from_source(str(source), tmp_path / "all", method="ict", include=["**/*.md", "LICENSE"])
     assert report.documents == 2 and not report.skipped_files  # asked for by name: taken
+
+
+def test_keep_documents_indexes_them_whole_and_measures_the_leak(tmp_path, capsys):
+    """issue 50 item 3, the other way: --keep-documents removes nothing; the set says so, and the questions' leak is
+    measured (a heading question finds its own heading line)."""
+    assert kbench_main(["datasets", "build", "synthetic", str(DOCS), "--method", "heading", "--out",
+                        str(tmp_path / "whole"), "--max", "20", "--keep-documents"]) == 0
+    out = capsys.readouterr().out
+    assert "documents: whole (nothing removed from the indexed copy; the leakage below is what" in out
+    source = {p.relative_to(DOCS).as_posix(): p.read_bytes() for p in DOCS.rglob("*.md")}
+    assert documents_of(tmp_path / "whole") == source
+    manifest = json.loads((tmp_path / "whole" / "manifest.json").read_text())
+    assert manifest["keep_documents"] is True and manifest["report"]["corpus"] == {"removal": "none"}
+    assert corpus_words(manifest["report"]["corpus"]) == ""
+    assert len(questions(tmp_path / "whole")) == 20

@@ -48,7 +48,11 @@ def test_a_cheap_config_truly_within_the_margin_is_chosen_and_the_set_decides():
         f"{BASE.mean() + noise(1, 0.002).mean():.4f} against {BASE.mean() + 0.004:.4f}, lower bound "
         f"{test.lower_bound:+.4f}; the cheapest of 2 such configs: cost_index_bytes 0; shown within the 0.01 "
         f"margin of every other config on {HEADLINE}, {N} questions)")
-    assert found.lines()[1] == ("  also within the margin of the best: best (the best itself, cost_index_bytes "
+    assert found.lines()[1].startswith(f"  bound: no config here is better than cheap by more than {found.bound:.4f} "
+                                       f"on {HEADLINE} (95%, simultaneous over 2 configs by Bonferroni), so the set "
+                                       "decides it at any margin above that; ruled out (shown worse than it by more "
+                                       "than the 0.01 margin): worse")
+    assert found.lines()[2] == ("  also within the margin of the best: best (the best itself, cost_index_bytes "
                                 "1,000,000)")
 
 
@@ -66,14 +70,15 @@ def test_a_cheap_config_merely_tied_is_not_chosen_and_the_best_is_provisional():
     needed = questions_to_decide(float(d.std(ddof=1)), 0.01, 0.05, 0.8)
     line = found.lines()[0]
     assert line.startswith(f"recommendation: provisional: best (the best on {HEADLINE}, ")
-    assert line.endswith(f"; the set cannot decide: it is not shown within the 0.01 margin of cheap-tied (the minimum "
-                         f"detectable difference on {HEADLINE} is {mde:.4f} at {n} questions; if they are truly "
+    assert line.endswith(f"; the set cannot decide: it is not shown within the 0.01 margin of cheap-tied (the set's "
+                         f"minimum detectable difference on {HEADLINE} is {mde:.4f} at {n} questions; if they are truly "
                          f"equal, about {needed:,} questions would show it at the 0.01 margin)")
     assert "tied" not in line.replace("cheap-tied", "") and "equivalent" not in line
     # the cheaper config the set cannot judge is said too, with what deciding would take
     assert found.cheaper_unresolved == ["cheap-tied"]
-    assert any(x.startswith("  cheaper, within the set's minimum detectable difference of the best but not shown "
-                            "within the margin: cheap-tied (cost_index_bytes 0;") for x in found.lines())
+    assert any(x.startswith("  cheaper and left open by the set: not shown within the margin of the best, nor worse "
+                            f"than it, and within the minimum detectable difference ({mde:.4f}): cheap-tied "
+                            "(cost_index_bytes 0;") for x in found.lines())
 
 
 def test_a_budget_excludes_configs_and_the_lines_name_each_and_why():
@@ -166,8 +171,8 @@ def test_guards_take_the_headline_level_and_unmeasured_ones_are_said():
 def test_a_comparison_recommends_by_its_own_alpha_and_quality_headline():
     index = pd.Index([f"q{i:02d}" for i in range(N)], name="query_id")
     runs = []
-    for label, shift, cost in (("base", 0.0, 100.0), ("close", -0.002, 0.0), ("far", -0.2, 0.0)):
-        frame = pd.DataFrame({HEADLINE: np.clip(BASE + shift + noise(9, 0.002), 0, 1),
+    for seed, (label, shift, cost) in enumerate((("base", 0.0, 100.0), ("close", -0.002, 0.0), ("far", -0.2, 0.0))):
+        frame = pd.DataFrame({HEADLINE: np.clip(BASE + shift + noise(9 + seed, 0.002), 0, 1),
                               "latency_ms_total": np.full(N, 1.0)}, index=index)
         runs.append(RunScores(label, f"id-{label}", frame, f"id-{label}", "baseline" if label == "base" else "",
                               {"cost_index_bytes": cost}))
@@ -175,6 +180,10 @@ def test_a_comparison_recommends_by_its_own_alpha_and_quality_headline():
     found = recommend_comparison(cmp, ONLY_HEADLINE)
     assert found.headline == HEADLINE and found.config == "close" and found.decided
     assert found.as_dict()["config"] == "close"
+    # issue 50 item 4: the ranking printed beside it is the one that says which configs are worse than the best
+    ranking = cmp.ranking(HEADLINE)
+    assert found.shown_worse == [c for c, v in zip(ranking["config"], ranking["vs_best"]) if v == "worse"]
+    assert found.shown_worse == ["close", "far"]  # close is worse by 0.002, and within the 0.01 margin: both hold
 
 
 def test_the_recommend_section_is_checked_and_changes_no_run_key(tmp_path):

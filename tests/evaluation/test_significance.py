@@ -185,13 +185,20 @@ def test_non_inferiority_is_scipys_one_sided_t_on_the_shifted_differences(two_ru
             assert found.difference == pytest.approx(float((b - a).mean()))
 
 
-def test_non_inferiority_without_spread_is_decided_by_the_sign():
-    a = np.full(15, 0.5)
-    assert non_inferiority(a, a, 0.01).p_value == 0.0  # equal on every question: within any margin > 0
-    assert non_inferiority(a, a - 0.02, 0.01).p_value == 1.0  # 0.02 worse on every question: outside 0.01
-    assert non_inferiority(a, a, 0.0).p_value == 1.0  # a zero margin asks for better, not equal
+def test_non_inferiority_without_spread_assumes_one_questions_worth_of_it():
+    """issue 50: differences that do not vary are no proof they never do. Ten questions on which two configs agree
+    do not show them within 0.01; three hundred do; the spread taken is one question off by the whole scale."""
+    few, many = np.full(10, 0.5), np.full(300, 0.5)
+    assert non_inferiority(few, few, 0.01).p_value > 0.05
+    assert non_inferiority(many, many, 0.01).p_value < 0.05
+    spread = np.r_[np.ones(1), np.zeros(9)]  # one question off by 1: sd 1 / sqrt(10)
+    assert non_inferiority(few, few, 0.01).sd == pytest.approx(float(spread.std(ddof=1)))
+    assert non_inferiority(few, few, 0.01).lower_bound == pytest.approx(
+        -stats.t.ppf(0.95, 9) * spread.std(ddof=1) / np.sqrt(10))
+    assert non_inferiority(many, many - 0.02, 0.01).p_value > 0.5  # 0.02 worse on every question: outside 0.01
+    assert non_inferiority(few, few, 0.0).p_value == 0.5  # a zero margin asks for better, not equal
     with pytest.raises(ValueError, match="margin"):
-        non_inferiority(a, a, -0.01)
+        non_inferiority(few, few, -0.01)
 
 
 @pytest.mark.parametrize("sd, margin", [(0.3, 0.01), (0.25, 0.05), (0.1, 0.02), (0.02, 0.01)])

@@ -443,7 +443,8 @@ def test_sweep_console_compare_and_the_mlflow_parent_name_one_recommended_config
     assert "top_k 3" in parent.data.tags["kbench.sweep.warnings"]
 
     # per-config times are each config's own: they add up to at most the time the sweep took
-    lines = re.findall(r"\[(\d)/3\] (\S+): chunk_ndcg_at_10 [\d.]+ in (\S+) \((\S+) into the sweep", out)
+    lines = re.findall(r"\[(\d)/3\] (\S+): chunk_ndcg_at_10 [\d.]+(?: \(embedding .*?\))? in (\S+) \((\S+) into "
+                       r"the sweep", out)  # the drift of the backend that ran, when this machine chose it (issue 55)
     assert [int(n) for n, *_ in lines] == [1, 2, 3]
     own = [_seconds(t) for *_, t, _ in lines]
     elapsed = [_seconds(e) for *_, e in lines]
@@ -487,6 +488,12 @@ def test_sweep_console_compare_and_the_mlflow_parent_name_one_recommended_config
     assert load_experiment(winner_yaml).run_key() == children[pick].data.tags["kbench.run_key"]
     assert winner_yaml.read_text().startswith(f"# The recommendation of sweep t (parent run {parent_id}): "
                                               f"{found.reason}\n")
+    # issue 50: the bound on every surface, from the one record
+    assert f"# {found.bound_line().strip()}\n" in winner_yaml.read_text() and found.bound_line() in out
+    assert parent.data.tags["kbench.sweep.bound"] == f"{found.bound:.4f}"
+    assert parent.data.tags["kbench.sweep.ruled_out"] == (", ".join(found.ruled_out) or "none")
+    assert parent.data.metrics["recommendation_bound"] == pytest.approx(found.bound)
+    assert found.bound_line().strip() in note
     artifacts = {a.path for a in client.list_artifacts(parent_id)}
     assert "winner.yaml" in artifacts and "report" in artifacts and "recommended.yaml" not in artifacts
     logged = client.download_artifacts(parent_id, "winner.yaml", str(tmp_path))

@@ -102,8 +102,9 @@ def build_from_source(source: str, out: str | Path, *, method: str, seed: int = 
                       max_questions: int | None = None, filters: Filters = Filters(), force: bool = False,
                       include: list[str] | None = None, exclude: list[str] | None = None, since: str | None = None,
                       max_commits: int | None = None, params: dict[str, Any] | None = None,
-                      llm_options: LLMOptions | None = None) -> BuildReport:
-    """``kbench datasets build synthetic``: load the source, then build with one of ``ALL_METHODS``."""
+                      llm_options: LLMOptions | None = None, keep_documents: bool = False) -> BuildReport:
+    """``kbench datasets build synthetic``: load the source, then build with one of ``ALL_METHODS``;
+    ``keep_documents``: index the documents whole (``--keep-documents``)."""
     if method not in ALL_METHODS:
         raise SyntheticError(f"--method {method!r}: choose one of {', '.join(ALL_METHODS)}")
     check_out(out, source_folder(source), force)  # before reading a document or asking a model
@@ -122,7 +123,8 @@ def build_from_source(source: str, out: str | Path, *, method: str, seed: int = 
                   "options_hash": stable_hash({"method": method, "params": options, "seed": seed})}
     return build_synthetic(documents, out, method=method, propose=proposer(method, documents, options),
                            seed=seed, per_doc=per_doc, max_questions=max_questions, filters=filters, force=force,
-                           provenance=provenance, skipped_files=skipped, verbatim_scope=VERBATIM_SCOPE[method])
+                           provenance=provenance, skipped_files=skipped, verbatim_scope=VERBATIM_SCOPE[method],
+                           keep_documents=keep_documents)
 
 
 def llm_endpoint(options: LLMOptions) -> Endpoint:

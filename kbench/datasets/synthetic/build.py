@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
@@ -22,6 +22,7 @@ from kbench.datasets.spans import load_kbench_spans
 from kbench.datasets.synthetic.base import Proposal, Proposals, SyntheticError, stratified_sample
 from kbench.datasets.synthetic.leakage import (PassageIndex, near_duplicate_groups, overlap_stratum, rank_stratum,
                                                word_overlap)
+from kbench.datasets.synthetic.prose import headings
 from kbench.records import Document
 
 # Suffixes the folder loader reads back verbatim (anything else, e.g. .html or .pdf, is written as .md)
@@ -43,12 +44,15 @@ class BuildReport:
     skipped_examples: dict[str, list[str]] = field(default_factory=dict)  # reason -> the first few files
     leakage: dict[str, dict[str, int]] = field(default_factory=dict)  # bm25_rank / word_overlap strata
     cache: dict[str, int] = field(default_factory=dict)  # llm: hits, misses
+    available: int = 0  # candidates that pass every check but the filters: the questions these documents can give
+    corpus: dict = field(default_factory=dict)  # how the indexed copy differs from the documents (corpus_record)
 
     def as_dict(self) -> dict:
         return {"method": self.method, "out": self.out, "documents": self.documents,
                 "documents_with_questions": self.documents_with_questions, "proposals": self.proposals,
                 "kept": self.kept, "rejected": dict(sorted(self.rejected.items())),
-                "skipped_files": self.skipped_files, "leakage": self.leakage, "cache": self.cache}
+                "skipped_files": self.skipped_files, "leakage": self.leakage, "cache": self.cache, "available": self.available,
+                "corpus": self.corpus}
 
 
 @dataclass(frozen=True)
@@ -76,9 +80,10 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
                     propose: Callable[[Document], Proposals], seed: int = 0, per_doc: int | None = None,
                     max_questions: int | None = None, filters: Filters = Filters(), force: bool = False,
                     provenance: dict[str, Any] | None = None, skipped_files: dict[str, list[str]] | None = None,
-                    verbatim_scope: str = "corpus", report_extra: Callable[[BuildReport], None] | None = None
-                    ) -> BuildReport:
-    """Build the set under ``out``; ``propose`` is the method bound to its options."""
+                    verbatim_scope: str = "corpus", report_extra: Callable[[BuildReport], None] | None = None,
+                    keep_documents: bool = False) -> BuildReport:
+    """Build the set under ``out``; ``propose`` is the method bound to its options. ``keep_documents``: index the
+    documents whole (nothing removed; the leak each question's words give is measured, not prevented)."""
     out = check_out(out, None, force)
     skipped = {k: len(v) for k, v in (skipped_files or {}).items()}
     documents = [d for d in documents if d.text.strip()]
@@ -107,29 +112,47 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
         reasons = ", ".join(f"{v} {k}" for k, v in sorted(report.rejected.items())) or "nothing to propose"
         raise SyntheticError(f"synthetic {method}: no document gave a question ({reasons}); "
                              + HINTS.get(method, "check the source"))
-    # every candidate in the sampling order, then as many as --max needs: a candidate the checks below reject is
-    # replaced by the next one, so --max N gives N questions whenever N candidates pass
+    # The indexed copy is decided by every candidate: each one's removal (what would leak: its heading line,
+    # its sentence) is applied whatever --max and --per-doc keep, so 20, 200 or every question of these documents
+    # index the same corpus, and a set grown later (kbench sweep --until-decided) keeps it.
+    # With keep_documents nothing is removed: the documents are indexed whole and the leak is only measured.
+    every, _ = stratified_sample(by_doc, per_doc=None, max_questions=None, seed=seed)
     ordered, dropped = stratified_sample(by_doc, per_doc=per_doc, max_questions=None, seed=seed)
     report.rejected.update(dropped)
-    target = len(ordered) if max_questions is None else min(max_questions, len(ordered))
-    while True:
-        rows, indexed, rejected, made = _place(ordered[:target], documents, names, method, filters, verbatim_scope)
-        if max_questions is None or len(rows) >= max_questions or target >= len(ordered):
+    if keep_documents:
+        every = [replace(p, removal=None) for p in every]
+        ordered = [replace(p, removal=None) for p in ordered]
+    indexed, placed = _indexed_copy(every, documents)
+    # --per-doc N keeps the first N rounds of the round robin over the documents: a prefix of the whole order, so
+    # each candidate is checked once, in that order, and the set's candidates are the first of them
+    everything = [placed[_key(p)] for p in every]
+    if [_key(p) for p in ordered] != [_key(p) for p, _, _ in everything[:len(ordered)]]:
+        raise SyntheticError("internal: --per-doc changed the sampling order")
+    all_fates = _checked(everything, documents, indexed, verbatim_scope)
+    candidates, fates = everything[:len(ordered)], all_fates[:len(ordered)]
+    index = PassageIndex(indexed) if "" in fates else None
+    rows, rejected, examined = [], Counter(), 0
+    for (p, start, end), fate in zip(candidates, fates):
+        if max_questions is not None and len(rows) >= max_questions:
             break
-        target = min(len(ordered), target + max_questions - len(rows))
-    unneeded = len(ordered) - target  # never examined: --max was reached without them
-    final = made if max_questions is None else made[:max_questions]
-    unneeded += len(made) - len(final)
-    if len(final) < target:  # some were rejected or not needed: the indexed copy keeps only the questions' edits
-        rows, indexed, again, made = _place(final, documents, names, method, filters, verbatim_scope)
-        rejected.update(again)  # rare: a question whose removed text another's removal had hidden
+        examined += 1
+        if fate:
+            rejected[fate] += 1
+            continue
+        row = _row(p, start, end, indexed, names, method, index, filters)
+        if isinstance(row, str):
+            rejected[row] += 1
+        else:
+            rows.append(row)
     report.rejected.update(rejected)
-    report.rejected["over_max"] += unneeded
+    report.rejected["over_max"] += len(ordered) - examined  # never examined: --max was reached without them
     report.rejected = Counter({k: v for k, v in report.rejected.items() if v})
     if not rows:
         reasons = ", ".join(f"{v} {k}" for k, v in sorted(report.rejected.items()))
         raise SyntheticError(f"synthetic {method}: every candidate question was rejected ({reasons}); loosen the "
                              "filters or give more documents")
+    report.available = sum(1 for fate in all_fates if not fate)  # whatever --per-doc and --max keep
+    report.corpus = corpus_record(method, documents, indexed, every)
     for n, row in enumerate(rows, 1):
         row["query_id"] = f"{method}-{n:04d}"
     report.kept = len(rows)
@@ -138,26 +161,23 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
                       "word_overlap": dict(Counter(overlap_stratum(r["leakage"]["word_overlap"]) for r in rows))}
 
     manifest = {"kind": SET_KIND, "method": method, "seed": seed, "per_doc": per_doc,
-                "max_questions": max_questions, "filters": vars(filters), **(provenance or {}),
+                "max_questions": max_questions, "filters": vars(filters), "keep_documents": keep_documents,
+                **(provenance or {}),
                 "source_hashes": {names[d.doc_id]: d.content_hash for d in documents},
                 "report": report.as_dict()}
     write_set(out, indexed, names, rows, manifest, force)
     return report
 
 
-def _place(chosen: list[Proposal], documents: list[Document], names: dict[str, str], method: str, filters: Filters,
-           verbatim_scope: str) -> tuple[list[dict], dict[str, str], Counter, list[Proposal]]:
-    """The questions ``chosen`` makes: their removals applied to the indexed copy (only theirs), each checked
-    (reference left, removed text gone, no near-duplicate, the filters); the rows, the indexed copy, the rejections
-    and the proposals the rows come from (in the rows' order)."""
-    rejected: Counter = Counter()
-
-    # removals applied per document; offsets mapped into the indexed copy
+def _indexed_copy(candidates: list[Proposal], documents: list[Document]
+                  ) -> tuple[dict[str, str], dict[tuple, tuple[Proposal, int, int]]]:
+    """Every candidate's removal applied per document; each proposal's reference mapped into the indexed copy and trimmed
+    (keyed by ``_key``)."""
     text_of = {d.doc_id: d.text for d in documents}
     indexed = dict(text_of)
-    placed: list[tuple[Proposal, int, int]] = []
-    for doc_id in sorted({p.doc_id for p in chosen}):
-        mine = [p for p in chosen if p.doc_id == doc_id]
+    placed: dict[tuple, tuple[Proposal, int, int]] = {}
+    for doc_id in sorted({p.doc_id for p in candidates}):
+        mine = [p for p in candidates if p.doc_id == doc_id]
         copy, new_offset = apply_edits(text_of[doc_id], [p.removal for p in mine if p.removal is not None])
         indexed[doc_id] = copy
         for p in mine:
@@ -165,43 +185,88 @@ def _place(chosen: list[Proposal], documents: list[Document], names: dict[str, s
             piece = copy[start:end]
             start += len(piece) - len(piece.lstrip())
             end -= len(piece) - len(piece.rstrip())
-            placed.append((p, start, end))
-    order = {id(p): i for i, p in enumerate(chosen)}
-    placed.sort(key=lambda x: order[id(x[0])])
+            placed[_key(p)] = (p, start, end)
+    return indexed, placed
 
+
+def _key(p: Proposal) -> tuple:
+    """A proposal's identity across two samplings of the same candidates (its document, group and question)."""
+    return (p.doc_id, p.group, p.question, p.ref_start, p.ref_end)
+
+
+def _checked(placed: list[tuple[Proposal, int, int]], documents: list[Document], indexed: dict[str, str],
+             verbatim_scope: str) -> list[str]:
+    """Each candidate (in the sampling order) checked against the indexed copy: its reference left, its removed text
+    gone, no near-duplicate of an earlier one. Returns each candidate's rejection reason ("": it passes). Each check
+    reads the fixed indexed copy and the candidates before it only, so the first N that pass are the same whatever
+    N."""
+    text_of = {d.doc_id: d.text for d in documents}
     flat = " ".join(_collapse(t) for t in indexed.values()) if verbatim_scope == "corpus" else ""
-    kept: list[tuple[Proposal, int, int]] = []
+    fates: list[str] = []
     for p, start, end in placed:
         removed = _collapse(text_of[p.doc_id][p.removal.start:p.removal.end]) if p.removal else ""
         if end <= start or len(indexed[p.doc_id][start:end].split()) < MIN_REFERENCE_WORDS:
-            rejected["reference_empty_after_removal"] += 1
+            fates.append("reference_empty_after_removal")
         elif removed and removed in (flat if verbatim_scope == "corpus" else _collapse(indexed[p.doc_id])):
-            rejected["still_in_indexed_copy"] += 1
+            fates.append("still_in_indexed_copy")
         else:
-            kept.append((p, start, end))
-    duplicates = near_duplicate_groups([p.question for p, _, _ in kept])
-    rejected["near_duplicate_question"] += sum(d is not None for d in duplicates)
-    kept = [k for k, d in zip(kept, duplicates) if d is None]
+            fates.append("")
+    passing = [i for i, fate in enumerate(fates) if not fate]
+    duplicates = near_duplicate_groups([placed[i][0].question for i in passing])
+    for i, duplicate in zip(passing, duplicates):
+        if duplicate is not None:
+            fates[i] = "near_duplicate_question"
+    return fates
 
-    index = PassageIndex(indexed) if kept else None
-    rows, made = [], []
-    for p, start, end in kept:
-        reference = indexed[p.doc_id][start:end]
-        rank = index.gold_rank(p.question, [(p.doc_id, start, end)])
-        overlap = round(word_overlap(p.question, reference), 4)
-        if filters.max_word_overlap is not None and overlap > filters.max_word_overlap:
-            rejected["filtered_word_overlap"] += 1
-            continue
-        if filters.min_bm25_rank is not None and rank < filters.min_bm25_rank:
-            rejected["filtered_bm25_rank"] += 1
-            continue
-        rows.append({"question": p.question, "references": [
-            {"doc_id": names[p.doc_id], "start_index": start, "end_index": end, "content": reference}],
-            "method": method, "stratum": p.stratum,
-            "leakage": {"bm25_rank": rank, "word_overlap": overlap, "passages": len(index.passages)},
-            **({"generation": p.metadata["generation"]} if "generation" in p.metadata else {})})
-        made.append(p)
-    return rows, indexed, rejected, made
+
+def _row(p: Proposal, start: int, end: int, indexed: dict[str, str], names: dict[str, str], method: str,
+         index: PassageIndex, filters: Filters) -> dict | str:
+    """The question's row with its leakage measured, or why a filter drops it."""
+    reference = indexed[p.doc_id][start:end]
+    rank = index.gold_rank(p.question, [(p.doc_id, start, end)])
+    overlap = round(word_overlap(p.question, reference), 4)
+    if filters.max_word_overlap is not None and overlap > filters.max_word_overlap:
+        return "filtered_word_overlap"
+    if filters.min_bm25_rank is not None and rank < filters.min_bm25_rank:
+        return "filtered_bm25_rank"
+    return {"question": p.question, "references": [
+        {"doc_id": names[p.doc_id], "start_index": start, "end_index": end, "content": reference}],
+        "method": method, "stratum": p.stratum,
+        "leakage": {"bm25_rank": rank, "word_overlap": overlap, "passages": len(index.passages)},
+        **({"generation": p.metadata["generation"]} if "generation" in p.metadata else {})}
+
+
+# what one removal takes out of the indexed copy, per method (a method that removes nothing keeps documents whole)
+REMOVED_UNIT = {"heading": "heading lines", "ict": "sentences", "commits": "commit subjects"}
+
+
+def corpus_record(method: str, documents: list[Document], indexed: dict[str, str], candidates: list[Proposal]) -> dict:
+    """How the indexed copy differs from the source documents: ``removal`` (``candidates``: every candidate's removal,
+    whatever the set's size; ``none``: the documents are whole), how many removals, documents altered, characters
+    and markdown headings before and after."""
+    removals = [p for p in candidates if p.removal is not None]
+    if not removals:  # kept whole (--keep-documents, or a method that removes nothing: llm)
+        return {"removal": "none"}
+    text_of = {d.doc_id: d.text for d in documents}
+    return {"removal": "candidates", "removed": len(removals), "removed_unit": REMOVED_UNIT.get(method, "passages"),
+            "documents": len(text_of), "documents_altered": sum(indexed[k] != v for k, v in text_of.items()),
+            "characters": sum(len(v) for v in text_of.values()),
+            "characters_removed": sum(len(v) - len(indexed[k]) for k, v in text_of.items()),
+            "headings": sum(len(headings(v)) for v in text_of.values()),
+            "headings_left": sum(len(headings(indexed[k])) for k in text_of)}
+
+
+def corpus_words(record: dict | None) -> str:
+    """A set's corpus record (``manifest.json``'s ``report.corpus``) in words: what the indexed documents lost, or
+    "" when they are whole (or the set says nothing)."""
+    if not record or record.get("removal") != "candidates":
+        return ""
+    lost = record["headings"] - record["headings_left"]
+    headings_text = (f"{lost} of their {record['headings']} markdown headings ({lost / record['headings']:.0%})"
+                     if record["headings"] else "no markdown headings (they had none)")
+    return (f"the indexed copy lost {record['removed']} {record['removed_unit']} (every candidate question's, "
+            f"whatever the set's size): {headings_text} and {record['characters_removed'] / max(record['characters'], 1):.1%} "
+            f"of the characters, in {record['documents_altered']} of {record['documents']} documents")
 
 
 SET_KIND = "kbench synthetic set"  # manifest.json's "kind": what --force may replace
@@ -229,11 +294,17 @@ def check_out(out: str | Path, source: Path | None, force: bool) -> Path:
     return out
 
 
-def is_built_set(folder: Path) -> bool:
+def read_manifest(folder: Path) -> dict | None:
+    """A generated set's manifest.json, or None when the folder holds no set kbench built."""
     try:
-        return json.loads((folder / "manifest.json").read_text(encoding="utf-8")).get("kind") == SET_KIND
-    except (OSError, ValueError, AttributeError):
-        return False
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) and manifest.get("kind") == SET_KIND else None
+
+
+def is_built_set(folder: Path) -> bool:
+    return read_manifest(folder) is not None
 
 
 HINTS = {
