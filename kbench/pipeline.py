@@ -29,9 +29,10 @@ from kbench.embedding.registry import ReportingEncoder
 from kbench.embedding.stage import CachedEmbedder, EmbeddingResult
 from kbench.embedding.tuning import dataset_sample
 from kbench.enrichment import check_code_examples, check_enrichment
-from kbench.errors import RunError
+from kbench.errors import ConfigError, RunError
 from kbench.evaluation.config import EvaluationConfig
 from kbench.evaluation.ragas_eval import check_ragas, evaluate_ragas
+from kbench.evaluation.slices import slice_problem
 from kbench.evaluation.stage import evaluate_rankings, latency_summary, summarize
 from kbench.indexes import CHUNK, BuildLog, Index, IndexSections, build_indexes, close_all, stored_index
 from kbench.language.run import RunLanguages, language_census
@@ -151,6 +152,10 @@ def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool
                           **stored.counts, **{f"skipped_{r}": len(p) for r, p in dataset.skipped.items()})
     else:
         stored, dataset = None, read_dataset(experiment.dataset, timer=log.timer, counts=log.counts)
+    if problem := slice_problem(dataset, experiment.evaluation.slices):  # the first moment the fields are known
+        if stored is not None:
+            stored.outcome.close()
+        raise ConfigError(problem)
     try:
         embedder = None
         if any(spec.embed for spec in specs):
