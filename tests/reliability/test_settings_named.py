@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 import pytest
-import yaml
 
 from kbench.config import ConfigError, load_experiment
 from kbench.evaluation.recommend import ConfigRecord, RecommendConfig, recommend
@@ -188,10 +187,3 @@ def test_every_timed_stage_is_a_cost_recommend_accepts():
         named |= set(re.findall(r"timer\.stage\(\"(\w+)\"", path.read_text(encoding="utf-8")))
     assert named and named <= set(TIMED_STAGES), sorted(named - set(TIMED_STAGES))
 
-
-def test_the_empty_grid_hint_is_valid_yaml():
-    """issue 52: the hint said ``sweep: {{chunking.chunk_size: [300, 600]}}``, which YAML reads as a mapping key."""
-    with pytest.raises(ConfigError) as info:
-        expand_sweep({**config("/tmp/unused", {"name": "demo"})})
-    hint = str(info.value).split("(add e.g. ", 1)[1].split(", or use", 1)[0]
-    assert yaml.safe_load(hint) == {"sweep": {"chunking.chunk_size": [300, 600]}}
