@@ -213,13 +213,15 @@ def evaluate_run(dataset: Dataset, chunks: list[Chunk], run: Run, config: Evalua
     if config.budgets:
         tokens = count_ranked_tokens(run, chunks, config.budget_tokenizer or budget_model or "all-MiniLM-L6-v2")
     per_query = evaluate_rankings(dataset, chunks, run, config, tokens)
+    # a question no label reaches has no row (kbench/evaluation/stage.py): per-question arrays follow the rows
+    rows = pd.Index([q.query_id for q in dataset.queries]).get_indexer(per_query["query_id"])
     if config.ragas:
         ragas = evaluate_ragas(dataset, chunks, run, config, cache_root=cache_root, meter=llm_usage,
                                policy=llm_policy)
         for column in ragas.columns:
-            per_query[column] = ragas[column].to_numpy()
+            per_query[column] = ragas[column].to_numpy()[rows]
     for stage, values in (latency_ms or {}).items():
-        per_query[f"latency_ms_{stage}"] = values
+        per_query[f"latency_ms_{stage}"] = np.asarray(values)[rows]
     metrics = summarize(per_query.drop(columns=[c for c in per_query if c.startswith("latency_ms_")]))
     metrics.update(latency_summary(latency_ms or {}))
     return per_query, metrics

@@ -33,7 +33,7 @@ class Command:
 
 COMMANDS: dict[str, Command] = {
     "run": Command("run_cmd", "run one experiment from a YAML config"),
-    "datasets": Command("datasets_cmd", "datasets: list, build"),
+    "datasets": Command("datasets_cmd", "datasets: list, build, inspect, publish, import-queries, match"),
     "models": Command("models_cmd", "models: list, prepare, tune, train-reranker"),
     "chunk": Command("chunk_cmd", "chunk a corpus and print chunk statistics and samples"),
     "cache": Command("cache_cmd", "the workspace's content-addressed caches: stats, clear"),

@@ -1,8 +1,9 @@
 """kbench datasets list | build code-qa PATH --out DIR | build synthetic SOURCE --method M --out DIR | inspect DATASET |
-publish DATASET [--name NAME]"""
+publish DATASET [--name NAME] | import-queries LOG --docs SOURCE --out DIR | match LOG SET [SET ...]"""
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -53,6 +54,45 @@ def add_parser(sub) -> None:
     pub.add_argument("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI or experiments/mlflow.db)")
     pub.add_argument("--workspace", default="experiments", help="workspace for the MLflow store (default experiments)")
     pub.set_defaults(func=publish_cmd)
+    add_import_queries_parser(dsub)
+
+
+def add_import_queries_parser(dsub) -> None:
+    iq = dsub.add_parser("import-queries", help="a query log (CSV, TSV, JSONL, text, or an MLflow experiment's "
+                         "traces) as an evaluation set: questions without labels, duplicates and near-duplicates "
+                         "removed, a seeded sample")
+    iq.add_argument("log", nargs="?", help="the log: .csv/.tsv (a header), .jsonl (one object a line), .txt (one "
+                    "question a line); or give --mlflow-experiment")
+    iq.add_argument("--docs", required=True, metavar="SOURCE", help="the documents the questions ask about: a folder, "
+                    "or a registered dataset's name (its documents); copied into the set's docs/")
+    iq.add_argument("--out", required=True, help="new folder for docs/, questions.jsonl, manifest.json")
+    iq.add_argument("--column", help="the column (CSV) or key (JSONL; a dotted path like request.query; MLflow: a key "
+                    "of the trace's request) holding the question (default: query, question, text, ...; a chat "
+                    "request's last user message)")
+    iq.add_argument("--max", type=_positive, default=None, metavar="N", dest="max_questions",
+                    help="keep a seeded sample of N distinct questions (default: all)")
+    iq.add_argument("--seed", type=int, default=0, help="seed of the sample and of which near-duplicate stays (default 0)")
+    iq.add_argument("--mlflow-experiment", metavar="NAME", help="read the requests of this MLflow experiment's traces "
+                    "instead of a file")
+    iq.add_argument("--tracking-uri", help="--mlflow-experiment: its store (default: MLFLOW_TRACKING_URI or "
+                    "experiments/mlflow.db)")
+    iq.add_argument("--include", nargs="+", metavar="GLOB", help="--docs folder: files to take, e.g. '**/*.md'")
+    iq.add_argument("--exclude", nargs="+", metavar="GLOB", help="--docs folder: paths to leave out")
+    iq.add_argument("--force", action="store_true", help="replace a set kbench wrote at --out (never other files)")
+    iq.set_defaults(func=import_queries_cmd)
+    ma = dsub.add_parser("match", help="how far generated sets are from a query log: a two-sample classifier's AUC "
+                         "(0.5: indistinguishable), question lengths and forms side by side, the closest generator")
+    ma.add_argument("log", help="the query log (CSV, TSV, JSONL, text), or a set of real questions (a dataset name or "
+                    "folder)")
+    ma.add_argument("sets", nargs="+", metavar="SET", help="the sets to measure (dataset names or folders)")
+    ma.add_argument("--max", type=_positive, default=1000, metavar="N", dest="max_questions",
+                    help="a seeded sample of at most N questions a side (default 1000)")
+    ma.add_argument("--seed", type=int, default=0, help="seed of the samples and the folds (default 0)")
+    ma.add_argument("--split", default="test", help="BEIR qrels split (default test)")
+    ma.add_argument("--workspace", default="experiments", help="embeddings cached under WORKSPACE/cache; each set's "
+                    "result written to WORKSPACE/matches/ (a sweep on the set names it)")
+    ma.add_argument("--json", metavar="FILE", help="also write the whole report as JSON")
+    ma.set_defaults(func=match_cmd)
 
 
 def add_synthetic_parser(bsub) -> None:
@@ -224,4 +264,26 @@ def publish_cmd(args) -> int:
     if args.tracking_uri is not None:
         read_back += ["--set", f"dataset.questions_tracking_uri={client.tracking_uri}"]
     print(f"a run reads them back with: {shlex.join(read_back)}")
+    return 0
+
+
+def import_queries_cmd(args) -> int:
+    report = datasets.query_log.import_queries(
+        args.log, args.out, docs=args.docs, column=args.column, max_questions=args.max_questions, seed=args.seed,
+        mlflow_experiment=args.mlflow_experiment, tracking_uri=args.tracking_uri, force=args.force,
+        include=args.include, exclude=args.exclude)
+    for line in report.lines():
+        print(line)
+    print(f"wrote {report.out} (docs/, questions.jsonl, manifest.json); its questions carry no label yet: runs rank "
+          "them and score none until kbench judge or kbench label labels them (docs/how-to/query-logs.md)")
+    return 0
+
+
+def match_cmd(args) -> int:
+    report = evalsets.match_sets(args.log, args.sets, workspace_dir(args.workspace), seed=args.seed,
+                                 max_questions=args.max_questions, split=args.split)
+    print("\n".join(report.lines()))
+    if args.json:
+        Path(args.json).expanduser().write_text(json.dumps(report.as_dict(), indent=2), encoding="utf-8")
+        print(f"written: {args.json}")
     return 0

@@ -29,6 +29,9 @@ def add_parser(sub) -> None:
                    "WORKSPACE/labels/<sweep or runs>.qrels); LABELS.provenance.jsonl and LABELS.pool.json beside it")
     p.add_argument("--judged", metavar="QRELS", help="the model's grades: a `kbench judge --out` file (its .json); "
                    "default: the dataset's own labels (a generated set's)")
+    p.add_argument("--judge-model", metavar="NAME", help="a trained judge (kbench judge RUN... --train NAME) grades "
+                   "every pair too: --report shows its kappa beside the other model's, and PPI++ uses the one that "
+                   "agrees best with the humans")
     p.add_argument("--k", type=int, default=10, help="pool depth: the top k of each contender (default 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random share and the order's ties (default 0)")
     p.add_argument("--random-share", type=float, default=0.8, metavar="F",
@@ -101,7 +104,8 @@ def run_label(args) -> int:
         pool = labelling.build_pool([args.sweep] if args.sweep else args.runs, k=args.k, seed=args.seed,
                                     judged=Path(args.judged).expanduser() if args.judged else None,
                                     random_share=args.random_share, scale=args.scale,
-                                    tracking_uri=args.tracking_uri, recommend_config=config)
+                                    tracking_uri=args.tracking_uri, recommend_config=config,
+                                    judge_model=args.judge_model, workspace=args.workspace)
     labels = labelling.LabelsFile.open(labels_path, pool, args.annotator)
     if args.export_label_studio:
         tasks_file, config_file, count = labelling.write_tasks(labels, Path(args.export_label_studio), args.limit)

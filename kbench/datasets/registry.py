@@ -119,7 +119,20 @@ def load_dataset(config: DatasetConfig) -> Dataset:
         raise DatasetError(f"{path}: the corpus is empty (no document has text); nothing to index")
     if not dataset.queries:
         raise DatasetError(f"{path}: no queries with judgements (split {config.split!r}); nothing to evaluate")
+    unlabelled = unlabelled_questions(dataset)
+    if unlabelled:
+        scored = (f"scored on the {len(dataset.queries) - len(unlabelled)} that do" if len(unlabelled) < len(dataset.queries)
+                  else "nothing is scored yet; the runs keep their rankings")
+        log.warning("dataset %s: %d of %d questions carry no label yet (a query log's): they are ranked and left out "
+                    "of the metrics, never scored 0; %s. Label them: kbench judge RUN... --out Q, then "
+                    "dataset.judged_qrels=Q; or kbench label", name, len(unlabelled), len(dataset.queries), scored)
     return dataset
+
+
+def unlabelled_questions(dataset: Dataset) -> list[str]:
+    """The questions no label reaches (no qrels, no spans): a query log's until ``kbench judge`` or ``kbench label``
+    labels them; runs rank them and leave them out of their metrics (kbench/evaluation/stage.py)."""
+    return [q.query_id for q in dataset.queries if q.query_id not in dataset.qrels and q.query_id not in dataset.spans]
 
 
 def read_dataset(config: DatasetConfig, *, timer: StageTimer | None = None,
@@ -131,6 +144,8 @@ def read_dataset(config: DatasetConfig, *, timer: StageTimer | None = None,
     with timer.stage("load"):
         loaded = load_dataset(config)
     counts.update(documents=len(loaded.documents), queries=len(loaded.queries))
+    if unlabelled := unlabelled_questions(loaded):
+        counts["unlabelled"] = len(unlabelled)
     counts.update({f"skipped_{reason}": len(paths) for reason, paths in loaded.skipped.items()})
     return loaded
 

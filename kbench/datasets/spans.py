@@ -13,7 +13,10 @@ numbers, ``0 <= start_index < end_index <= len(document)``, and the text there e
 dataset whose offsets drift is refused, not silently mis-scored. A question id used twice, a malformed line
 and a reference to a document that is not in the corpus are refused too, with the file and line. A question
 with empty text or ``references: []`` is dropped and counted (``empty_query``, ``no_references``), and
-refused under ``dataset.strict``. Files that link outside the dataset folder are never read.
+refused under ``dataset.strict``. ``"references": null`` marks a question not labelled yet (a query log's,
+``kbench datasets import-queries``): it is kept, every run ranks it, and it is scored once a label reaches it
+(``dataset.judged_qrels``); until then a run leaves it out of its metrics and counts it (``unlabelled``), never
+scoring it 0. Files that link outside the dataset folder are never read.
 """
 from __future__ import annotations
 
@@ -91,11 +94,15 @@ def check_reference(documents: dict[str, Document], doc_id: str, ref: Any, where
     return Span(doc_id, start, end)
 
 
-def _references(row: dict[str, Any], where: str) -> list[Any]:
+def _references(row: dict[str, Any], where: str) -> list[Any] | None:
+    """The row's references; None for ``"references": null``, a question not labelled yet (a query log's)."""
     if "references" not in row:
         raise DatasetError(f"{where}: no 'references' field; give a list of {{doc_id, start_index, end_index, "
-                           "content}} (or [] for a question without an answer, which is counted and left out)")
+                           "content}} (or [] for a question without an answer, which is counted and left out; null "
+                           "for a question not labelled yet)")
     refs = row["references"]
+    if refs is None:
+        return None
     if not isinstance(refs, list):
         raise DatasetError(f"{where}: references must be a list (got {json_type(refs)} {shorten(refs)})")
     return refs
@@ -149,6 +156,9 @@ def load_chroma(path: Path, name: str | None = None, corpora: list[str] | None =
             raise DatasetError(f"{where}: references is not valid JSON ({getattr(e, 'msg', 'nested too deeply')}); "
                                'write a JSON list like [{"content": "...", "start_index": 0, "end_index": 10}]'
                                ) from None
+        if refs is None:
+            raise DatasetError(f"{where}: references must be a list (got null); questions not labelled yet go in "
+                               "kbench's span layout (questions.jsonl with \"references\": null)")
         refs = _references({"references": refs}, where)
         qid = f"{corpus_id}-{n:04d}"
         checked = [check_reference(documents, corpus_id, r, f"{where} references[{i}]", skipped_docs)
@@ -184,7 +194,14 @@ def load_kbench_spans(path: Path, name: str | None = None, source: FolderSource 
         first[qid] = n
         question = get_text(row, "question", where, required=True)
         checked, documents_only = [], {}
-        for i, ref in enumerate(_references(row, where)):
+        refs = _references(row, where)
+        if refs is None:  # not labelled yet: ranked by every run, scored once a judge or a person labels it
+            if not question.strip():
+                note(problems, EMPTY_QUERY, where)
+            else:
+                queries.append(Query(qid, question))
+            continue
+        for i, ref in enumerate(refs):
             at = f"{where} references[{i}]"
             doc_id = get_id(ref, "doc_id", at) if isinstance(ref, dict) else ""
             if is_document_label(ref):
@@ -203,7 +220,7 @@ def load_kbench_spans(path: Path, name: str | None = None, source: FolderSource 
             queries.append(Query(qid, question))
     qrels = {} if not labels else {q.query_id: {**doc_qrels_from_spans({q.query_id: spans.get(q.query_id, [])})
                                                  .get(q.query_id, {}), **labels.get(q.query_id, {})}
-                                    for q in queries}
+                                    for q in queries if q.query_id in spans or q.query_id in labels}
     return Dataset(name or path.name, list(documents.values()), queries, qrels=qrels, spans=spans, skipped=problems)
 
 

@@ -91,9 +91,14 @@ class Inspection:
     sd_difference: float | None = None
     mde: float | None = None
     samples: list[dict[str, str]] = field(default_factory=list)  # question_id, question, reference (its start)
+    unlabelled: int = 0  # questions no label reaches yet (a query log's): none of the figures above counts them
 
     def reading(self) -> list[str]:
         """What the numbers mean for comparing configs on this set, one sentence each."""
+        if self.unlabelled and not self.questions:
+            return [f"none of the {self.unlabelled} questions carries a label yet (a query log's): coverage, "
+                    "references and leakage need labels; label them (kbench judge, kbench label), and measure how "
+                    "far generated sets are from them with kbench datasets match"]
         n = max(self.questions, 1)
         first = self.leakage_rank.get("1", 0) / n
         lexical = (f"BM25 alone ranks the gold passage first for {first:.0%} of the questions (word overlap with "
@@ -139,7 +144,8 @@ class Inspection:
                "coverage_documents": self.documents_with_question / max(self.documents, 1),
                "gini_questions_per_document": self.gini_questions_per_document,
                "near_duplicate_questions": self.near_duplicates,
-               "leakage_bm25_rank_p50": self.leakage_median_rank, "leakage_word_overlap_mean": self.leakage_mean_overlap}
+               "leakage_bm25_rank_p50": self.leakage_median_rank, "leakage_word_overlap_mean": self.leakage_mean_overlap,
+               "questions_unlabelled": self.unlabelled}
         out.update({f"references_per_question_{k}": v for k, v in self.references_per_question.items()})
         out.update({f"span_chars_{k}": v for k, v in self.span_chars.items()})
         out.update({f"leakage_rank_{k}": v for k, v in self.leakage_rank.items()})
@@ -153,7 +159,8 @@ class Inspection:
 
     def rows(self) -> list[list[str]]:
         pct = lambda d: " / ".join(f"{d[k]:.0f}" for k in ("p10", "p50", "p90")) if d else "-"  # noqa: E731
-        rows = [["questions", str(self.questions)],
+        rows = [["questions", str(self.questions) + (f" with a label; {self.unlabelled} without one (not counted "
+                                                      "below)" if self.unlabelled else "")],
                 ["documents with a question", f"{self.documents_with_question} of {self.documents} "
                                               f"({self.documents_with_question / max(self.documents, 1):.0%})"],
                 ["Gini of questions per document", f"{self.gini_questions_per_document:.4f}"],
@@ -214,6 +221,7 @@ def inspect_dataset(dataset: Dataset, runs: list[RunScores] | None = None, metri
         dict(Counter(rank_stratum(r) for r in ranks)), dict(Counter(overlap_stratum(o) for o in overlaps)),
         float(np.median(ranks)) if ranks else 0.0, float(np.mean(overlaps)) if overlaps else 0.0)
     result.samples = sample_questions(queries, gold, texts)
+    result.unlabelled = len(dataset.queries) - len(queries)
     if runs:
         add_run_statistics(result, runs, metric, {q.query_id for q in queries})
     return result

@@ -125,6 +125,7 @@ class Evidence:
     warnings: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # label -> warnings bearing on it
     sweep: str | None = None  # the sweep's parent run id, for the next step's commands
     sweep_args: str | None = None  # the sweep's config file and --set overrides (for `kbench sweep ...`)
+    rests_on: str = ""  # the kind of questions, and their distance from a query log when measured (evalsets.match)
 
 
 @dataclass
@@ -251,6 +252,8 @@ class Recommendation:
             out += [f"  warning on {self.config}: {w}" for w in self.warnings]
         if self.evidence.corpus:
             out.append(f"  the set's documents: {self.evidence.corpus}")
+        if self.evidence.rests_on:
+            out.append(f"  {self.evidence.rests_on}")
         if self.without_stage:
             out.append(f"  no {self.latency_stage} stage in {_names(self.without_stage)}: 0 ms of it counted "
                        "against the latency budget")
@@ -362,7 +365,7 @@ class Recommendation:
                 "bound_confidence": self.bounds.words() if self.bounds else None,
                 "mde": None if math.isnan(self.mde) else self.mde, "shown_worse": self.shown_worse,
                 "warnings": self.warnings, "set": self.evidence.set_name, "available": self.evidence.available,
-                "corpus": self.evidence.corpus,
+                "corpus": self.evidence.corpus, "rests_on": self.evidence.rests_on,
                 "excluded": self.excluded, "cost": self.cost, "costs": self.costs, "latency_p95_ms": self.latency,
                 "left_out": self.left_out, "questions": self.n_questions, "lines": self.lines()}
 

@@ -49,7 +49,10 @@ def evaluate_rankings(dataset: Dataset, chunks: list[Chunk] | None, run: Run,
     by_doc = chunks_by_doc(chunks or [])
     row_of = {c.chunk_id: i for i, c in enumerate(chunks or [])}
     rows = []
-    for query in dataset.queries:
+    labelled = [q for q in dataset.queries if q.query_id in dataset.qrels or q.query_id in dataset.spans]
+    if not labelled and dataset.queries:  # a query log's questions, none labelled yet: ranked, never scored 0
+        return unlabelled_rows(dataset, run, ks)
+    for query in labelled:  # a question not labelled yet is left out (counted by the loader as unlabelled)
         hits = run[query.query_id]
         qrels = dataset.qrels.get(query.query_id, {})
         docs = run.doc_ids(query.query_id)
@@ -85,6 +88,21 @@ def evaluate_rankings(dataset: Dataset, chunks: list[Chunk] | None, run: Run,
     for column, labels in slice_columns(dataset, config.slices).items():
         frame[column] = frame["query_id"].map(labels)
     return frame
+
+
+def unlabelled_rows(dataset: Dataset, run: Run, ks: list[int]) -> pd.DataFrame:
+    """A run over questions none of which carries a label: a row per question with what needs no label (its
+    results, ``judged_at_<k>`` = 0, its ranking), so the run keeps its rankings and traces for ``kbench judge`` and
+    ``kbench label``, and no quality metric at all (never a 0 that reads as a miss)."""
+    rows = []
+    for query in dataset.queries:
+        hits = run[query.query_id]
+        row = {"query_id": query.query_id, "n_results": len(hits)}
+        row.update({f"judged_at_{k}": 0.0 if hits else float("nan") for k in ks})
+        row["retrieved"] = [h.chunk_id for h in hits]
+        row["scores"] = [float(h.score) for h in hits]
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def diagnostic_row(query: Query, dataset: Dataset, chunks: list[Chunk], ranked: list[Chunk], run: Run,

@@ -5,21 +5,29 @@
   passage). The runs must share one dataset. ``max_queries``: a seeded sample of the pooled questions, each
   with its whole pool (a CPU judge cannot grade a real sweep's pool; a sample of whole questions keeps
   judged_at_k meaningful on them).
-- **Labels already there**: a chunk overlapping one of the query's reference spans (span datasets) or from a
-  document the qrels grade (BEIR, any grade) is labeled; everything else in the pool is sent to the judge.
+- **Every pooled pair is judged**, labelled or not: PPI (``kbench label --judged``) needs the model's grade on the
+  relevant passages too, or the model has none exactly where the dataset says the answer is. A chunk overlapping
+  one of the query's reference spans (span datasets) or from a document the qrels grade is counted as labeled.
+- **The judge**: the LLM (``LLMJudge``) or a trained cross-encoder (``judging.trained.TrainedJudge``), both behind
+  ``answers(questions, pairs) -> JudgeAnswers``.
 - **Judging**: the UMBRELA-style prompt (``prompt.py``) through the shared LLM client, answers cached by
   (model, prompt) as they arrive, so a re-run, a killed judge or a bigger pool pays only for new pairs.
   Nothing is written unless the judge worked: an endpoint that stops (down, quota, refused key) or fails every
   request raises, and fewer usable grades than ``llm.policy.min_usable`` (80%) stop it with the count, the
   model and the fix (kbench/llm/usable.py; ``allow_partial`` goes on, recorded in the provenance).
-- **Qrels**: one TREC line per (query, document) the judge graded and the dataset did not, the document's
-  grade the best grade of its judged chunks. ``<out>.json`` beside it holds the provenance (judge model,
-  prompt SHA-256, runs, k) and every chunk-level judgement. ``dataset.judged_qrels`` uses them in a run.
+- **Qrels**: one TREC line per (query, document) the judge graded, the document's grade the best grade of its
+  judged chunks (``dataset.judged_qrels_use: beside`` keeps the dataset's own label where it has one; ``instead``
+  reads the judge's alone). ``<out>.json`` beside it holds the provenance (judge model, prompt SHA-256, runs, k)
+  and every chunk-level judgement. ``dataset.judged_qrels`` uses them in a run.
 - **judged_at_k**: per run, the mean share of each query's top-k documents that carry a label (dataset or
   judge), before and after judging: a metric computed on a thin pool shows as such.
-- **Calibration**: a seeded, balanced sample of pooled pairs whose label the dataset already gives (relevant:
-  the span/qrels positives; not relevant: span-dataset chunks overlapping no reference, or qrels grade 0),
-  judged blind; Cohen's kappa between the labels and the judge (grade >= 2 = relevant) and the 2 x 4 table.
+- **Calibration**: a seeded, balanced sample of pooled pairs whose label is known (relevant: the span/qrels
+  positives; not relevant: span-dataset chunks overlapping no reference, and for document qrels every pooled
+  document of a judged question they do not grade: a real set's qrels hold only positives, so an unjudged pooled
+  document counts as not relevant, as pooled evaluation assumes; the kappa is then a lower bound), judged blind;
+  Cohen's kappa between the labels and the judge (grade >= 2 = relevant) and the 2 x 4 table, per judge given
+  (a trained judge beside the served model). ``calibrate_items`` measures judges on any labelled pairs (a person's
+  grades from ``kbench label``, which the CLI reads).
 """
 from __future__ import annotations
 
@@ -65,6 +73,7 @@ class LoggedRun:
     run: Run
     dataset: Dataset
     chunks: dict[str, Chunk]
+    judged_qrels: str | None = None  # the judged qrels the run was scored with (its dataset's labels include them)
 
 
 def load_logged_run(client, run_id: str) -> LoggedRun:
@@ -79,7 +88,7 @@ def load_logged_run(client, run_id: str) -> LoggedRun:
     dataset, chunks = chunked_dataset(experiment.dataset, experiment.chunking,
                                      cache_dir=workspace_dir(experiment.workspace) / "cache")
     return LoggedRun(run.info.run_id, run.data.tags.get("mlflow.runName", run.info.run_id[:8]), read_run(client, run),
-                     dataset, {c.chunk_id: c for c in chunks})
+                     dataset, {c.chunk_id: c for c in chunks}, experiment.dataset.judged_qrels)
 
 
 def dataset_label(dataset: Dataset, pair: Pair) -> int | None:
@@ -94,11 +103,13 @@ def dataset_label(dataset: Dataset, pair: Pair) -> int | None:
 
 
 def calibration_label(dataset: Dataset, pair: Pair) -> int | None:
-    """Binary gold for calibration: span sets label every chunk (1 overlapping a reference, else 0)."""
+    """Binary gold for calibration: span sets label every chunk (1 overlapping a reference, else 0); qrels label
+    a question's pooled documents (1 graded above 0; 0 graded 0 or not graded: positive-only qrels)."""
     if dataset.spans.get(pair.query_id):
         return dataset_label(dataset, pair) or 0
-    grade = dataset.qrels.get(pair.query_id, {}).get(pair.doc_id)
-    return None if grade is None else int(grade > 0)
+    if pair.query_id not in dataset.qrels:
+        return None  # a question with no label at all (a query log's)
+    return int(dataset.qrels[pair.query_id].get(pair.doc_id, 0) > 0)
 
 
 def pool_runs(runs: list[LoggedRun], k: int) -> dict[Pair, str]:
@@ -127,6 +138,34 @@ def judged_at_k(run: Run, labeled: dict[str, set[str]], k: int) -> float:
 
 
 FIX = "use a stronger judge model (--model), and measure it first with --calibrate"
+
+
+@dataclass
+class JudgeAnswers:
+    """A judge's grades of some pairs (None: no readable grade), how many came from a cache, and whether it went
+    on below its floor of usable grades (allow_partial)."""
+
+    grades: list[int | None]
+    cache_hits: int = 0
+    partial: bool = False
+
+
+class LLMJudge:
+    """The LLM judge: the UMBRELA-style prompt through the shared client (``_ask``)."""
+
+    def __init__(self, client: LLMClient):
+        self.client = client
+
+    def describe(self) -> str:
+        return f"served model {self.client.endpoint.model}"
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        return {"judge_model": self.client.endpoint.model, "prompt_sha256": PROMPT_SHA256}
+
+    def answers(self, questions: dict[str, str], pairs: list[tuple[Pair, str]]) -> JudgeAnswers:
+        grades, batch, partial = _ask(self.client, questions, pairs)
+        return JudgeAnswers(grades, batch.cache_hits, partial)
 
 
 def _ask(client: LLMClient, questions: dict[str, str], pairs: list[tuple[Pair, str]]
@@ -196,18 +235,22 @@ def _pooled(run_ids: list[str], k: int, tracking_uri: str | None):
     return runs, dataset, questions, pooled
 
 
-def judge_runs(run_ids: list[str], client: LLMClient, *, k: int = 10, out: Path | None = None,
+def judge_runs(run_ids: list[str], judge, *, k: int = 10, out: Path | None = None,
                tracking_uri: str | None = None, max_queries: int | None = None, seed: int = 0) -> JudgeReport:
+    """Grade every pooled pair of the runs with ``judge`` (``LLMJudge``, a trained judge, or an ``LLMClient``)."""
+    judge = LLMJudge(judge) if isinstance(judge, LLMClient) else judge
     runs, dataset, questions, pooled = _pooled(run_ids, k, tracking_uri)
     chosen = sample_questions(pooled, max_queries, seed)
     if chosen is not None:
         pooled = [(p, t) for p, t in pooled if p.query_id in chosen]
         questions = {q: text for q, text in questions.items() if q in chosen}
-    todo = [(p, t) for p, t in pooled if dataset_label(dataset, p) is None and p.query_id in questions]
+    todo = [(p, t) for p, t in pooled if p.query_id in questions]
     if not todo:
-        raise JudgeError(f"judge: nothing to judge: every one of the {len(pooled)} pooled (question, chunk) pairs "
-                         f"already carries the dataset's label (top {k} of {len(runs)} runs); no qrels written")
-    grades, batch, partial = _ask(client, questions, todo)
+        raise JudgeError(f"judge: nothing to judge: the top {k} of the {len(runs)} runs pool no (question, chunk) "
+                         "pair of this dataset's questions; no qrels written")
+    labeled = sum(dataset_label(dataset, p) is not None for p, _ in todo)
+    answers = judge.answers(questions, todo)
+    grades = answers.grades
     doc_grades: dict[str, dict[str, int]] = {}
     judgements = []
     for (p, _), g in zip(todo, grades):
@@ -215,24 +258,22 @@ def judge_runs(run_ids: list[str], client: LLMClient, *, k: int = 10, out: Path 
         if g is not None:
             doc_grades.setdefault(p.query_id, {})
             doc_grades[p.query_id][p.doc_id] = max(g, doc_grades[p.query_id].get(p.doc_id, 0))
-    # a document the dataset grades keeps its own label
-    qrels = {q: {d: g for d, g in docs.items() if d not in dataset.qrels.get(q, {})} for q, docs in doc_grades.items()}
+    qrels = doc_grades
     before = {q: set(dataset.qrels.get(q, {})) for q in questions}
     after = {q: before[q] | set(qrels.get(q, {})) for q in questions}
-    report = JudgeReport(len(pooled), len(pooled) - len(todo), sum(g is not None for g in grades),
-                         sum(g is None for g in grades), batch.cache_hits, qrels,
+    report = JudgeReport(len(pooled), labeled, sum(g is not None for g in grades),
+                         sum(g is None for g in grades), answers.cache_hits, qrels,
                          {r.name: judged_at_k(_only(r.run, chosen), before, k) for r in runs},
                          {r.name: judged_at_k(_only(r.run, chosen), after, k) for r in runs},
                          {g: sum(x == g for x in grades) for g in range(4)}, [r.run_id for r in runs],
-                         len(questions), chosen is not None, partial)
+                         len(questions), chosen is not None, answers.partial)
     if not qrels:
-        raise JudgeError(f"judge: none of the {len(todo)} judged pairs adds a grade the dataset lacks (no readable "
-                         "grade, or only documents the dataset already grades); no qrels written")
+        raise JudgeError(f"judge: none of the {len(todo)} judged pairs got a readable grade; no qrels written")
     if out is not None:
-        write_qrels(out, qrels, {"judge_model": client.endpoint.model, "prompt_sha256": PROMPT_SHA256, "k": k,
+        write_qrels(out, qrels, {**judge.provenance, "k": k,
                                  "runs": report.runs, "dataset": dataset.name,
                                  "pooled": report.pooled, "already_labeled": report.labeled,
-                                 "unparsed": report.unparsed, "partial": partial,
+                                 "unparsed": report.unparsed, "partial": answers.partial,
                                  "queries": sorted(questions) if chosen is not None else None,
                                  "max_queries": max_queries, "seed": seed if chosen is not None else None,
                                  "judgements": judgements})
@@ -265,29 +306,63 @@ class Calibration:
     table: np.ndarray  # rows: gold 0/1; columns: judge 0..3
     unparsed: int
     agreement: float
+    judge: str = "the judge"
+    assumed_negatives: int = 0  # not-relevant pairs that are pooled documents the qrels do not grade
+    gold: str = "the dataset's labels"
 
 
-def calibrate(run_ids: list[str], client: LLMClient, *, k: int = 10, sample: int = 50, seed: int = 0,
-              tracking_uri: str | None = None) -> Calibration:
+@dataclass(frozen=True)
+class LabelledPair:
+    """A (question, passage) pair with a known binary label: what a judge is measured on."""
+
+    pair: Pair
+    question: str
+    text: str
+    gold: int  # 1 relevant, 0 not
+    assumed: bool = False  # 0 because no label names it (positive-only qrels), not because one says so
+
+
+def balanced_sample(items: list[LabelledPair], sample: int, seed: int) -> list[LabelledPair]:
+    """A seeded sample of up to ``sample // 2`` relevant and as many not relevant pairs."""
+    by_gold = {g: [x for x in items if x.gold == g] for g in (0, 1)}
+    if not by_gold[0] or not by_gold[1]:
+        raise JudgeError("--calibrate needs labelled pairs of both kinds (relevant and not); these labels give "
+                         f"{len(by_gold[1])} relevant and {len(by_gold[0])} not relevant (a set without labels: "
+                         "measure the judge on a person's grades with --labels LABELS)")
+    rng = random.Random(seed)
+    return [x for gold in (1, 0) for x in rng.sample(by_gold[gold], min(len(by_gold[gold]), sample // 2))]
+
+
+def calibrate_items(items: list[LabelledPair], judges: list, gold: str = "the dataset's labels") -> list[Calibration]:
+    """Each judge's grades of the same pairs against their labels: kappa (judge grade >= 2 relevant), the table."""
+    questions = {x.pair.query_id: x.question for x in items}
+    pairs = [(x.pair, x.text) for x in items]
+    out = []
+    for judge in judges:
+        judge = LLMJudge(judge) if isinstance(judge, LLMClient) else judge
+        grades = judge.answers(questions, pairs).grades
+        kept = [(x.gold, g, x.assumed) for x, g in zip(items, grades) if g is not None]
+        if not kept:
+            raise JudgeError(f"--calibrate: {judge.describe()} gave no parseable grade")
+        labels = [g for g, _, _ in kept]
+        binary = [int(j >= RELEVANT_FROM) for _, j, _ in kept]
+        out.append(Calibration(len(kept), cohen_kappa(labels, binary),
+                               confusion(labels, [j for _, j, _ in kept], [0, 1], [0, 1, 2, 3]),
+                               sum(g is None for g in grades), float(np.mean([a == b for a, b in zip(labels, binary)])),
+                               judge.describe(), sum(a for _, _, a in kept), gold))
+    return out
+
+
+def calibrate(run_ids: list[str], judges, *, k: int = 10, sample: int = 50, seed: int = 0,
+              tracking_uri: str | None = None) -> list[Calibration]:
+    """The judges measured on a balanced sample of the runs' pooled pairs that the dataset labels (one
+    ``Calibration`` per judge, on the same pairs)."""
+    judges = judges if isinstance(judges, list) else [judges]
     runs, dataset, questions, pooled = _pooled(run_ids, k, tracking_uri)
-    by_gold: dict[int, list[tuple[Pair, str]]] = {0: [], 1: []}
+    items = []
     for p, text in pooled:
         gold = calibration_label(dataset, p)
         if gold is not None and p.query_id in questions:
-            by_gold[gold].append((p, text))
-    if not by_gold[0] or not by_gold[1]:
-        raise JudgeError("--calibrate needs labeled pairs of both kinds in the pool (relevant and not); this "
-                         f"dataset's labels give {len(by_gold[1])} relevant and {len(by_gold[0])} not relevant")
-    rng = random.Random(seed)
-    chosen = []
-    for gold in (1, 0):
-        items = by_gold[gold]
-        chosen += [(gold, x) for x in rng.sample(items, min(len(items), sample // 2))]
-    grades, _, _ = _ask(client, questions, [x for _, x in chosen])
-    kept = [(gold, g) for (gold, _), g in zip(chosen, grades) if g is not None]
-    if not kept:
-        raise JudgeError("--calibrate: the judge gave no parseable grade")
-    gold = [g for g, _ in kept]
-    binary = [int(j >= RELEVANT_FROM) for _, j in kept]
-    return Calibration(len(kept), cohen_kappa(gold, binary), confusion(gold, [j for _, j in kept], [0, 1], [0, 1, 2, 3]),
-                       sum(g is None for g in grades), float(np.mean([a == b for a, b in zip(gold, binary)])))
+            assumed = not dataset.spans.get(p.query_id) and p.doc_id not in dataset.qrels.get(p.query_id, {})
+            items.append(LabelledPair(p, questions[p.query_id], text, gold, assumed))
+    return calibrate_items(balanced_sample(items, sample, seed), judges)

@@ -25,7 +25,9 @@ trustworthy it is; weigh these and decide one final score. Do not explain. Answe
 PROMPT_SHA256 = sha256_text(PROMPT)
 MAX_PASSAGE_CHARS = 4000
 _FINAL = re.compile(r"final\s*score\s*[:=]?\s*\**\s*([0-3])\b", re.IGNORECASE)
+_AFTER_FINAL = re.compile(r"final\s*score\b([^\n]*)", re.IGNORECASE)
 _DIGIT = re.compile(r"(?<![\d.])([0-3])(?![\d.])")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 def judge_prompt(query: str, passage: str) -> str:
@@ -33,9 +35,11 @@ def judge_prompt(query: str, passage: str) -> str:
 
 
 def parse_grade(answer: str) -> int | None:
-    """The grade after "final score", else the answer's only lone digit 0-3; None when there is none or several."""
+    """The grade after "final score", else the answer's only lone digit 0-3; None when there is none or several
+    (the scale echoed back, "final score: 0, 1, 2, 3", as SmolLM2 often answers, is no grade)."""
     found = _FINAL.findall(answer)
     if found:
-        return int(found[-1])
+        numbers = _NUMBER.findall(_AFTER_FINAL.findall(answer)[-1])
+        return int(found[-1]) if numbers == [found[-1]] else None
     digits = set(_DIGIT.findall(answer))
     return int(digits.pop()) if len(digits) == 1 else None

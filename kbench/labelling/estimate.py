@@ -15,8 +15,15 @@
   0), the lines say the model alone is biased there.
 - The recommendation: ``evaluation.recommend`` with ``PPIEstimator`` (the non-inferiority rule of the
   recommendation, decided on PPI intervals).
-- Agreement: Cohen's kappa and the confusion table of human and model grades on the pairs both graded; a model
-  at or below chance agreement is said plainly.
+- One scale (``one_scale``): human and model grades are put on one scale before kappa, the confusion table and
+  PPI++. A binary model (a generated set's 0/1 labels) against graded humans (0-3): the human grade is binarized
+  at kbench's relevance threshold (``RELEVANT_FROM``: 2 and 3 relevant, as ``kbench judge`` reads a grade); a
+  graded model against binary humans: the model's grade, likewise; both graded: both 0-3 as given. The estimand is
+  then the metric on that scale (binary relevance when either side is binary), and the lines say which.
+- Agreement: Cohen's kappa and the confusion table on that scale, on the pairs both graded; a model at or below
+  chance agreement is said plainly. With several models' grades (the served LLM judge's and a trained judge's,
+  ``PoolArrays.others``), each one's kappa is shown and PPI++ uses the one that agrees best (on at least
+  ``MIN_AGREEMENT_PAIRS`` pairs graded by both; the choice reads the labels, as PPI++'s lambda does).
 """
 from __future__ import annotations
 
@@ -32,12 +39,71 @@ from kbench.judging.agreement import cohen_kappa, confusion
 from kbench.labelling.order import MIN_QUESTIONS, LabelPlan, labelled_prefixes
 
 RELEVANT_FROM = 2  # a graded (0-3) grade at or above this is "relevant" beside a binary one (as kbench judge)
+MIN_AGREEMENT_PAIRS = 20  # pairs graded by a person and a model before the models' kappas choose one for PPI++
+BINARY, GRADED = "binary", "graded"
+
+
+def scale_of(grades) -> str:
+    """A model's scale read from its grades when the pool does not say: 0/1 only is binary."""
+    grades = np.asarray(grades, dtype=float)
+    return BINARY if np.nanmax(grades, initial=0) <= 1 else GRADED
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How human and model grades are compared: both as given, or one binarized at ``RELEVANT_FROM``."""
+
+    name: str  # binary | graded
+    binarize_human: bool
+    binarize_model: bool
+
+    def human(self, grades) -> np.ndarray:
+        grades = np.asarray(grades, dtype=float)
+        return np.where(np.isnan(grades), np.nan, (grades >= RELEVANT_FROM).astype(float)) if self.binarize_human \
+            else grades
+
+    def model(self, grades) -> np.ndarray:
+        grades = np.asarray(grades, dtype=float)
+        return np.where(np.isnan(grades), np.nan, (grades >= RELEVANT_FROM).astype(float)) if self.binarize_model \
+            else grades
+
+    @property
+    def says(self) -> str:
+        if self.binarize_human:
+            return f"binary: human grade >= {RELEVANT_FROM} relevant, the model's 0/1 as given"
+        if self.binarize_model:
+            return f"binary: model grade >= {RELEVANT_FROM} relevant, the human's 0/1 as given"
+        return "graded 0-3, both as given" if self.name == GRADED else "binary, both as given"
+
+
+def one_scale(human_scale: str, model_scale: str) -> Scale:
+    """The scale a person's and a model's grades are compared on (see the module's docstring)."""
+    if human_scale == GRADED and model_scale == BINARY:
+        return Scale(BINARY, True, False)
+    if human_scale == BINARY and model_scale == GRADED:
+        return Scale(BINARY, False, True)
+    return Scale(human_scale, False, False)
+
+
+@dataclass
+class ModelGrades:
+    """One model's grades of a pool's pairs (NaN: none) and its scale."""
+
+    name: str
+    grades: np.ndarray
+    scale: str = ""  # binary | graded; "" read from the grades
+
+    @property
+    def resolved_scale(self) -> str:
+        return self.scale or scale_of(self.grades)
 
 
 @dataclass
 class PoolArrays:
     """A pool as arrays: pair p belongs to question ``question_of[p]``; ``ranks[c, p]`` its rank in config c's top
-    k (0: not there); ``model_grades[p]`` the model's grade (NaN: none). ``configs[0]`` is the recommended one."""
+    k (0: not there); ``model_grades[p]`` the model's grade (NaN: none), on ``model_scale`` (binary | graded; ""
+    read from the grades); ``others``: other models' grades of the same pairs (a trained judge beside the served
+    one). ``configs[0]`` is the recommended one."""
 
     question_of: np.ndarray
     ranks: np.ndarray
@@ -45,10 +111,18 @@ class PoolArrays:
     configs: list[str]
     k: int
     n_questions: int
+    model_scale: str = ""
+    model_name: str = "the model"
+    others: list[ModelGrades] = field(default_factory=list)
 
     @property
     def headline(self) -> str:
         return f"pooled_ndcg_at_{self.k}"
+
+    @property
+    def models(self) -> list[ModelGrades]:
+        return [ModelGrades(self.model_name, np.asarray(self.model_grades, dtype=float), self.model_scale),
+                *self.others]
 
     def metric(self, grades) -> np.ndarray:
         return pooled_ndcg(grades, self.question_of, self.ranks, self.n_questions, self.k)
@@ -65,9 +139,11 @@ class Intervals:
 class Agreement:
     pairs: int
     kappa: float
-    table: np.ndarray  # rows: human grades, columns: model grades (``labels``)
+    table: np.ndarray  # rows: human grades, columns: model grades (``labels``), on ``scale``
     human_labels: list[int]
     model_labels: list[int]
+    scale: Scale | None = None
+    model: str = "the model"
 
     @property
     def no_better_than_chance(self) -> bool:
@@ -88,7 +164,8 @@ class LabelEstimate:
     differences: dict[str, Intervals] = field(default_factory=dict)  # other -> recommended - other
     bias: dict[str, PPIEstimate] = field(default_factory=dict)  # config or "a - b" -> mean(Y - Yhat_model) of it
     recommendation: Recommendation | None = None
-    agreement: Agreement | None = None
+    agreement: Agreement | None = None  # the model PPI++ uses
+    agreements: list[Agreement] = field(default_factory=list)  # every model's, the one PPI++ uses first
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -124,11 +201,20 @@ class LabelEstimate:
         out = []
         if self.agreement is not None:
             a = self.agreement
-            out.append(f"model agreement with the humans: Cohen's kappa {a.kappa:.3f} on {a.pairs} pairs graded by "
-                       "both (rows: human grade, columns: model grade)")
+            scale = f", on one scale ({a.scale.says})" if a.scale is not None else ""
+            out.append(f"model agreement with the humans{scale}: Cohen's kappa {a.kappa:.3f} on {a.pairs} pairs "
+                       f"graded by both ({a.model}; rows: human grade, columns: model grade)")
             out.append("    " + "  ".join(f"model {g}" for g in a.model_labels))
             for label, row in zip(a.human_labels, a.table):
                 out.append(f"  human {label}: " + "  ".join(f"{n:>7d}" for n in row))
+            for other in self.agreements[1:]:
+                on = f" (on one scale: {other.scale.says})" if other.scale is not None else ""
+                out.append(f"  beside it, {other.model}: Cohen's kappa {other.kappa:.3f} on {other.pairs} pairs{on}")
+            if len(self.agreements) > 1:
+                out.append(f"  PPI++ uses {a.model}'s grades: of the {len(self.agreements)} models it agrees best "
+                           "with the humans" if a.pairs >= MIN_AGREEMENT_PAIRS else
+                           f"  PPI++ uses {a.model}'s grades (fewer than {MIN_AGREEMENT_PAIRS} pairs graded by both: "
+                           "too few to choose a model by its kappa)")
             if a.no_better_than_chance:
                 out.append(f"  the model agrees with the humans no better than chance (kappa {a.kappa:.3f}): its "
                            "labels carry no information about theirs; PPI++ then weighs them little (lambda says how much) "
@@ -161,6 +247,9 @@ class LabelEstimate:
                 "differences": {c: {k: interval(getattr(v, k)) for k in ("ppi", "human", "model")}
                                 for c, v in self.differences.items()},
                 "kappa": None if self.agreement is None else self.agreement.kappa,
+                "scale": None if self.agreement is None or self.agreement.scale is None else self.agreement.scale.says,
+                "model": None if self.agreement is None else self.agreement.model,
+                "kappas": {a.model: a.kappa for a in self.agreements},
                 "recommendation": None if self.recommendation is None else self.recommendation.as_dict(),
                 "notes": self.notes}
 
@@ -170,22 +259,32 @@ def _interval(e: PPIEstimate, alpha: float) -> str:
     return f"{e.estimate:.4f} [{low:.4f}, {high:.4f}]"
 
 
-def agreement(human_grades: np.ndarray, model_grades: np.ndarray, binary_human: bool = False) -> Agreement | None:
-    """Kappa and the confusion table on the pairs both graded; a binary human scale is compared with the model's
-    grade at or above ``RELEVANT_FROM``."""
+def agreement(human_grades: np.ndarray, model_grades: np.ndarray, binary_human: bool = False,
+              model_scale: str = "", model: str = "the model") -> Agreement | None:
+    """Kappa and the confusion table on the pairs both graded, on one scale (``one_scale``): a binary model against
+    graded humans binarizes the human grade at ``RELEVANT_FROM``, a graded model against binary humans the model's."""
+    human_grades, model_grades = np.asarray(human_grades, dtype=float), np.asarray(model_grades, dtype=float)
     both = ~np.isnan(human_grades) & ~np.isnan(model_grades)
     if both.sum() < 1:
         return None
-    human = [int(g) for g in human_grades[both]]
-    model = [int(g) for g in model_grades[both]]
-    if binary_human and max(model) > 1:
-        compared = [int(g >= RELEVANT_FROM) for g in model]
-    else:
-        compared = model
-    human_labels = [0, 1] if binary_human else [0, 1, 2, 3]
-    model_labels = sorted(set(model) | ({0, 1} if max(model) <= 1 else {0, 1, 2, 3}))
-    return Agreement(len(human), cohen_kappa(human, compared), confusion(human, model, human_labels, model_labels),
-                     human_labels, model_labels)
+    scale = one_scale(BINARY if binary_human else GRADED, model_scale or scale_of(model_grades))
+    human = [int(g) for g in scale.human(human_grades[both])]
+    compared = [int(g) for g in scale.model(model_grades[both])]
+    labels = [0, 1] if scale.name == BINARY else [0, 1, 2, 3]
+    model_labels = sorted(set(compared) | set(labels))
+    return Agreement(len(human), cohen_kappa(human, compared), confusion(human, compared, labels, model_labels),
+                     labels, model_labels, scale, model)
+
+
+def best_model(agreements: list[Agreement | None]) -> int:
+    """The model PPI++ uses: the first (the pool's own) unless another agrees better with the humans, each on
+    ``MIN_AGREEMENT_PAIRS`` pairs or more (a NaN kappa never wins)."""
+    def score(a: Agreement | None) -> float:
+        return -math.inf if a is None or a.pairs < MIN_AGREEMENT_PAIRS or math.isnan(a.kappa) else a.kappa
+
+    scores = [score(a) for a in agreements]
+    best = max(range(len(scores)), key=lambda i: (scores[i], -i))
+    return best if scores[best] > scores[0] else 0
 
 
 def estimate_labels(arrays: PoolArrays, plan: LabelPlan, human_grades, *, alpha: float = 0.05,
@@ -194,12 +293,17 @@ def estimate_labels(arrays: PoolArrays, plan: LabelPlan, human_grades, *, alpha:
     """Everything the labels say so far (see the module's docstring). ``human_grades``: one per pair, NaN where no
     person graded it; no interval below ``min_questions`` fully labelled random-share questions."""
     human = np.asarray(human_grades, dtype=float)
-    model = np.asarray(arrays.model_grades, dtype=float)
     graded = ~np.isnan(human)
     labelled, active = labelled_prefixes(plan, arrays.question_of, graded)
+    models = arrays.models
+    agreements = [agreement(human, m.grades, binary_human, m.resolved_scale, m.name) for m in models]
+    chosen = best_model(agreements)
+    model_of = models[chosen]
+    order = [chosen] + [i for i in range(len(models)) if i != chosen]
     found = LabelEstimate(arrays.headline, list(arrays.configs), arrays.n_questions, int(labelled.sum()),
                           int(active.sum()), len(plan.active), int(graded.sum()), alpha,
-                          agreement=agreement(human, model, binary_human))
+                          agreement=agreements[chosen], agreements=[agreements[i] for i in order
+                                                                    if agreements[i] is not None])
     m = int(labelled.sum())
     if m < min_questions:
         found.notes.append(f"no interval yet: {m} random-share questions are fully labelled, {min_questions} are needed "
@@ -207,9 +311,11 @@ def estimate_labels(arrays: PoolArrays, plan: LabelPlan, human_grades, *, alpha:
         return found
     if labelled.all():
         found.notes.append("every question is fully labelled: the human-only numbers are the whole set's")
-    model_scale = np.where(np.isnan(model), 0.0, model)
-    if binary_human and np.nanmax(model, initial=0) > 1:  # compare like with like: the model on the human's scale
-        model_scale = (model_scale >= RELEVANT_FROM).astype(float)
+    scale = one_scale(BINARY if binary_human else GRADED, model_of.resolved_scale)
+    if scale.binarize_human or scale.binarize_model:
+        found.notes.append(f"on one scale ({scale.says}): {arrays.headline} with binary relevance")
+    human = scale.human(human)  # like with like: both on one scale before PPI++
+    model_scale = np.nan_to_num(scale.model(model_of.grades), nan=0.0)
     predictor = np.where(active, human, model_scale)
     y = arrays.metric(np.where(graded, human, 0.0))  # read on the labelled questions only
     yhat = arrays.metric(predictor)
@@ -241,4 +347,5 @@ def nan_grades(count: int) -> np.ndarray:
     return np.full(count, math.nan)
 
 
-__all__ = ["Agreement", "Intervals", "LabelEstimate", "PoolArrays", "agreement", "estimate_labels", "nan_grades"]
+__all__ = ["Agreement", "BINARY", "GRADED", "Intervals", "LabelEstimate", "ModelGrades", "PoolArrays", "Scale",
+           "agreement", "best_model", "estimate_labels", "nan_grades", "one_scale", "scale_of"]

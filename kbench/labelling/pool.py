@@ -10,8 +10,15 @@
 - **Pairs**: the top ``k`` of each contender per question (``judging.pool_runs``: one pair per document and
   character range), with the passage's text, its document's title and the text around it.
 - **The model's grades** (Yhat's labels): a ``kbench judge`` file's chunk-level judgements (``--judged``), else
-  the dataset's own labels (a generated set's qrels or reference spans, ``judging.dataset_label``); a pair with
-  neither is left ungraded (counted as not relevant by the metric, and the least certain for the order).
+  a trained judge's (``--judge-model``: a cross-encoder ``kbench judge --train`` made, grading every pair), else
+  the dataset's own labels (a generated set's qrels or reference spans, ``judging.dataset_label``; not when the
+  runs were scored with ``dataset.judged_qrels``, whose document grades are a judge's, not the set's); a pair with
+  none is left ungraded (counted as not relevant by the metric, and the least certain for the order). The others
+  that exist are kept beside it (``other_models``): the estimate reports each one's kappa against the humans and
+  PPI++ uses the one that agrees best (kbench/labelling/estimate.py). Each model's scale (binary: a set's 0/1
+  labels; graded: a judge's 0-3) is kept, so human and model grades are compared on one scale.
+- **No scores yet** (a query log's set: no question labelled, so the runs logged no quality metric): every run
+  given is a contender, up to ``MAX_UNSCORED_CONTENDERS``.
 - **Plan**: the order the page serves (``labelling.order.label_plan``), fixed by the seed.
 
 The file's ``fingerprint`` (SHA-256 of the pairs, rankings, model grades and plan) ties a labels file to its pool.
@@ -30,11 +37,13 @@ from kbench.errors import UserError
 from kbench.evaluation.recommend import ConfigRecord, RecommendConfig, recommend
 from kbench.judging.judge import Pair, dataset_label, load_logged_run, pool_runs
 from kbench.judging.prompt import GRADES
-from kbench.labelling.estimate import PoolArrays
+from kbench.judging.trained import TrainedJudge
+from kbench.labelling.estimate import BINARY, GRADED, RELEVANT_FROM, ModelGrades, PoolArrays, scale_of
 from kbench.labelling.order import LabelPlan, label_plan
 from kbench.tracking.read import RunReadError, tracking_client
 
 POOL_KIND = "kbench-label-pool"
+MAX_UNSCORED_CONTENDERS = 4  # runs with no per-query score (a set without labels) a pool takes whole
 CONTEXT_CHARS = 600  # of the document shown before and after the passage
 # grade -> what it means: the judge's 0-3 scale, so human and judge grade alike, in the page's word (the prompt's
 # "query" is a question as a person reads it)
@@ -89,6 +98,8 @@ class LabelPool:
     scale: str = "graded"
     recommendation: list[str] = field(default_factory=list)  # at pool time, from the logged scores
     sweep: str | None = None  # the sweep parent's run id
+    model_scale: str = ""  # binary | graded: the model's grades' scale ("" read from them: a pool file before it)
+    other_models: list[ModelGrades] = field(default_factory=list)  # other models' grades of the same pairs
 
     @property
     def question_ids(self) -> list[str]:
@@ -100,7 +111,8 @@ class LabelPool:
         return np.array([index[p.query_id] for p in self.pairs], dtype=int)
 
     def arrays(self) -> PoolArrays:
-        return PoolArrays(self.question_of, self.ranks, self.model_grades, self.configs, self.k, len(self.questions))
+        return PoolArrays(self.question_of, self.ranks, self.model_grades, self.configs, self.k, len(self.questions),
+                          self.model_scale or scale_of(self.model_grades), self.model, list(self.other_models))
 
     @property
     def grades(self) -> dict[int, str]:
@@ -113,6 +125,10 @@ class LabelPool:
                 "questions": [{"id": q, "text": t} for q, t in self.questions.items()],
                 "pairs": [vars(p) for p in self.pairs], "ranks": self.ranks.tolist(),
                 "model_grades": [None if np.isnan(g) else int(g) for g in self.model_grades],
+                "model_scale": self.model_scale,
+                "other_models": [{"name": m.name, "scale": m.scale,
+                                  "grades": [None if np.isnan(g) else int(g) for g in m.grades]}
+                                 for m in self.other_models],
                 "plan": self.plan.as_dict()}
 
     @property
@@ -142,7 +158,9 @@ class LabelPool:
                    np.array(data["ranks"], dtype=int).reshape(len(data["configs"]), len(data["pairs"])),
                    np.array([np.nan if g is None else g for g in data["model_grades"]], dtype=float), data["model"],
                    LabelPlan.from_dict(data["plan"]), data.get("scale", "graded"), list(data.get("recommendation", [])),
-                   data.get("sweep"))
+                   data.get("sweep"), data.get("model_scale", ""),
+                   [ModelGrades(m["name"], np.array([np.nan if g is None else g for g in m["grades"]], dtype=float),
+                                m.get("scale", "")) for m in data.get("other_models", [])])
         if data.get("fingerprint") != pool.fingerprint:
             raise LabelError(f"--pool {path}: its content does not match its fingerprint (edited by hand?); build it "
                              "again from the runs (kbench label RUN... or --sweep)")
@@ -164,6 +182,16 @@ def contenders(run_ids: list[str], tracking_uri: str | None, config: RecommendCo
     columns = set.intersection(*(set(c for c in s.per_query.columns if s.per_query[c].dtype.kind in "fi")
                                  for s in scores))
     headline = headline_metric(columns)
+    if headline is None and not any(c.startswith(("doc_", "chunk_", "span_")) for s in scores
+                                    for c in s.per_query.columns):  # a set without labels: nothing scored yet
+        if len(scores) > MAX_UNSCORED_CONTENDERS:
+            raise LabelError(f"the {len(scores)} runs hold no per-query score (their questions carry no label yet): "
+                             f"give at most {MAX_UNSCORED_CONTENDERS} runs to pool whole, or score them first "
+                             "(kbench judge RUN... --out Q, then the sweep again with dataset.judged_qrels=Q)")
+        labels = [s.label for s in scores]
+        return labels, {s.label: s.run_id for s in scores}, [
+            f"no recommendation yet: the runs hold no per-query score (questions without labels); every one of the "
+            f"{len(labels)} configs is a contender"], parent
     if headline is None or len(common) < 2:
         raise LabelError("the runs share no per-query quality metric (nDCG@10 ...) on two or more questions: are they "
                          "kbench runs of one dataset?")
@@ -203,7 +231,8 @@ def set_label(dataset, pair: Pair) -> int | None:
 
 def build_pool(run_ids: list[str], *, k: int = 10, judged: Path | None = None, seed: int = 0,
                random_share: float = 0.8, scale: str = "graded", tracking_uri: str | None = None,
-               recommend_config: RecommendConfig | None = None) -> LabelPool:
+               recommend_config: RecommendConfig | None = None, judge_model: str | None = None,
+               workspace: str = "experiments") -> LabelPool:
     chosen, runs, lines, parent = contenders(run_ids, tracking_uri, recommend_config)
     client = tracking_client(tracking_uri)
     logged = [load_logged_run(client, runs[label]) for label in chosen]
@@ -221,14 +250,23 @@ def build_pool(run_ids: list[str], *, k: int = 10, judged: Path | None = None, s
                 chunk = r.chunks.get(h.chunk_id)
                 if chunk is not None and (pair := Pair(qid, chunk.doc_id, chunk.start, chunk.end)) in index:
                     ranks[c, index[pair]] = ranks[c, index[pair]] or rank
+    models = []  # (name, grades, scale, relevant from), the order's model first
     if judged is not None:
         by_pair, model = judged_grades(judged)
-        model_grades = np.array([by_pair.get((p.query_id, p.doc_id, p.start, p.end), np.nan) for p in keys], float)
-    else:
-        model = f"the dataset's labels ({dataset.name})"
-        model_grades = np.array([np.nan if (g := set_label(dataset, p)) is None else g for p in keys], float)
-    if scale == "binary":
-        model_grades = np.where(np.isnan(model_grades), np.nan, (model_grades >= (2 if judged else 1)).astype(float))
+        models.append((model, np.array([by_pair.get((p.query_id, p.doc_id, p.start, p.end), np.nan) for p in keys],
+                                       float), GRADED, RELEVANT_FROM))
+    if judge_model is not None:
+        trained = TrainedJudge.load(judge_model, workspace)
+        models.append((trained.describe(), np.array(trained.grade(
+            [(questions[p.query_id], texts[p]) for p in keys]), float), GRADED, RELEVANT_FROM))
+    own = np.array([np.nan if (g := set_label(dataset, p)) is None else g for p in keys], float)
+    scored_by_judge = logged[0].judged_qrels is not None  # its labels then include a judge's document grades
+    if not models or (not np.isnan(own).all() and not scored_by_judge):  # a set's grades (qrels 1, 2) count from 1
+        models.append((f"the dataset's labels ({dataset.name})", own, scale_of(own), 1))
+    if scale == "binary":  # the page asks 0/1: every model's grades on it
+        models = [(name, np.where(np.isnan(g), np.nan, (g >= relevant).astype(float)), BINARY, 1)
+                  for name, g, _, relevant in models]
+    model, model_grades, model_scale, _ = models[0]
     documents = {d.doc_id: d for d in dataset.documents}
     pairs = []
     for p in keys:
@@ -242,8 +280,8 @@ def build_pool(run_ids: list[str], *, k: int = 10, judged: Path | None = None, s
                         len(questions))
     plan = label_plan(arrays.question_of, ranks, model_grades, len(questions), k, seed=seed, random_share=random_share)
     return LabelPool(dataset.name, k, chosen, runs, questions, pairs, ranks, model_grades, model, plan, scale, lines,
-                     parent)
+                     parent, model_scale, [ModelGrades(name, g, kind) for name, g, kind, _ in models[1:]])
 
 
-__all__ = ["CONTEXT_CHARS", "LabelError", "LabelPool", "PoolPair", "SCALES", "build_pool", "contenders",
-           "judged_grades"]
+__all__ = ["CONTEXT_CHARS", "LabelError", "LabelPool", "MAX_UNSCORED_CONTENDERS", "PoolPair", "SCALES", "build_pool",
+           "contenders", "judged_grades"]

@@ -35,7 +35,9 @@ from kbench.compare.evidence import comparison_evidence
 from kbench.compare.recommendation import recommend_by_tag, recommend_comparison
 from kbench.compare.report import md_table, ranking_rows
 from kbench.embedding.choice import drift_note
+from kbench.evaluation.config import LEVELS
 from kbench.evaluation.recommend import Recommendation
+from kbench.evalsets.match import decision_line
 from kbench.paths import workspace_dir
 from kbench.progress import duration
 from kbench.pipeline import preflight
@@ -88,6 +90,7 @@ class SweepOutcome:
     recommendation: Recommendation | None = None  # evaluation.recommend over the finished configs (two or more)
     effects: list = field(default_factory=list)  # evaluation.effects.Effect: the grid's factor effects
     effects_note: str = ""  # why there are none (no complete grid, one config), when there are none
+    unscored: bool = False  # every config finished on questions none of which carries a label (a query log's set)
 
     def count(self, status: str) -> int:
         return sum(1 for s in self.status.values() if s == status)
@@ -370,6 +373,12 @@ def _run_under_parent(client, experiment_id: str, parent_id: str, plan: SweepPla
     return outcome
 
 
+def _scored(metrics: dict[str, float]) -> bool:
+    """Whether a run logged any quality metric (``doc_``, ``chunk_``, ``span_``): a run over questions that carry
+    no label logs none, never a 0."""
+    return any(name.split("_", 1)[0] in LEVELS for name in metrics)
+
+
 def _failed_note(plan: SweepPlan, outcome: SweepOutcome) -> str:
     lines = [f"**No recommendation: {outcome.count('failed')} of {len(plan.configs)} configs failed.** A config "
              "picked among the rest could lose to one that did not run. Fix the failures and run the sweep again: "
@@ -400,10 +409,15 @@ def _pick_winner(client, plan: SweepPlan, outcome: SweepOutcome, workspace: Path
     search do); write its resolved config (winner.yaml) and give the parent run its metrics, the config, tags
     naming it and the recommendation with the ranking as description. One config finished: it is the one."""
     finished = [label for label, status in outcome.status.items() if status != "failed"]
+    if finished and not any(_scored(client.get_run(outcome.run_ids[label]).data.metrics) for label in finished):
+        outcome.unscored = True  # rankings and traces kept for kbench judge and kbench label; nothing to pick on
+        client.set_tag(outcome.parent_run_id, tag.SWEEP_WINNER, "none")
+        return
     if len(finished) >= 2:
         outcome.comparison = compare_runs(outcome.parent_run_id, tracking_uri=outcome.tracking_uri)
         outcome.headline = outcome.comparison.headline
-        evidence = replace(comparison_evidence(outcome.comparison), sweep_args=plan.command or None)
+        evidence = replace(comparison_evidence(outcome.comparison), sweep_args=plan.command or None,
+                           rests_on=decision_line(plan.baseline.dataset, workspace) or "")
         outcome.recommendation = recommend_comparison(outcome.comparison, plan.baseline.recommend, evidence=evidence)
         outcome.winner = outcome.recommendation.config  # None: every config over a budget
         run_ids = {r.label: r.run_id for r in outcome.comparison.runs}

@@ -23,6 +23,7 @@ from kbench.compare.compare import RunScores
 from kbench.compare.recommendation import recommend_by_tag, recommend_comparison
 from kbench.compare.report import ranking_lines
 from kbench.compare.evidence import config_warnings, set_evidence
+from kbench.evalsets.match import decision_line
 from kbench.evaluation.recommend import Evidence, Recommendation, RecommendConfig
 from kbench.evaluation.stage import summarize
 from kbench.hashing import stable_hash
@@ -139,7 +140,8 @@ def search_evidence(plan: SweepPlan, scorer: ConfigScorer) -> Evidence:
     warnings = {c.label: tuple(config_warnings(scorer.language_tags.get(c.label, {}), run_params(c.experiment)))
                 for c in plan.configs}
     return Evidence(dataset.name or dataset.path or "", available, corpus, {k: v for k, v in warnings.items() if v},
-                    sweep_args=plan.command or None)
+                    sweep_args=plan.command or None,
+                    rests_on=decision_line(dataset, workspace_dir(plan.baseline.workspace)) or "")
 
 
 def compare_frames(frames: dict[str, pd.DataFrame], headline: str, plan: SweepPlan | None = None,

@@ -201,6 +201,13 @@ def summary_lines(plan: SweepPlan, outcome) -> list[str]:
     if outcome.winner is None and outcome.recommendation is None and outcome.comparison is None:
         if outcome.errors:
             return lines + [failed_line]
+        if outcome.unscored:
+            parent = outcome.parent_run_id
+            return lines + [f"no recommendation yet: every config finished, and none is scored: the set's questions "
+                            f"carry no label (a query log's set); the rankings are kept: grade them with `kbench "
+                            f"judge {parent} --out judged.qrels` (a served LLM, or --judge-model NAME: see "
+                            "docs/how-to/query-logs.md), then run the sweep again with --set "
+                            "dataset.judged_qrels=judged.qrels"]
         return lines + ["no config finished: nothing to rank"
                         + (f" ({outcome.report_error})" if outcome.report_error else "")]
     table = plan_knob_table(plan)

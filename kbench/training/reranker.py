@@ -257,9 +257,16 @@ def train_reranker(config: RerankerTrainingConfig, log: Callable[[str], None] | 
         "train_seconds": round(time.perf_counter() - started, 1),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    # Save beside the target and rename, so a crash never leaves a half-written model under the name.
+    save_model(model, target, card)
+    log(f"saved {target}")
+    return TrainingReport(target, card)
+
+
+def save_model(model, target: Path, card: dict[str, Any]) -> None:
+    """The model and its card (``kbench_model.json``) under ``target``: saved beside it and renamed, so a crash
+    never leaves a half-written model under the name."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{config.out}-"))
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
     try:
         model.save(str(tmp))
         (tmp / MODEL_CARD).write_text(json.dumps(card, indent=2), encoding="utf-8")
@@ -269,5 +276,3 @@ def train_reranker(config: RerankerTrainingConfig, log: Callable[[str], None] | 
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    log(f"saved {target}")
-    return TrainingReport(target, card)

@@ -66,7 +66,8 @@ def test_judge_pools_runs_and_writes_qrels(two_runs, server, workspace, config_f
     printed = capsys.readouterr().out
     provenance = json.loads((workspace / "judged.qrels.json").read_text())
     sent = len(server.requests)
-    assert sent == len(provenance["judgements"]) == provenance["pooled"] - provenance["already_labeled"] > 0
+    # every pooled pair is judged, labelled or not: PPI needs the model's grade on the relevant passages too
+    assert sent == len(provenance["judgements"]) == provenance["pooled"] > provenance["already_labeled"] > 0
     assert provenance["judge_model"] == "judge-model" and len(provenance["prompt_sha256"]) == 64
     assert provenance["runs"] == two_runs and provenance["already_labeled"] > 0
     assert all(r["prompt"].startswith("Judge how relevant") for r in server.requests)
@@ -161,6 +162,26 @@ def test_calibration_reports_kappa_and_the_table(two_runs, server, workspace, ca
     assert sum(table[1]) > 0 and sum(table[0]) > 0
 
 
+def test_calibration_takes_qrels_that_hold_only_positives(server, workspace, config_for, capsys):
+    """SciFact's qrels name only relevant abstracts, a real set's usual shape; --calibrate refused them ("needs labeled
+    pairs of both kinds"). The pooled abstracts they do not grade now count as not relevant, and the line says so."""
+    ids = []
+    for k1 in (1.2, 0.9):
+        config = config_for(name=f"bm25-k1-{k1}", dataset={"name": "scifact", "max_queries": 12, "max_documents": 200,
+                                                           "seed": 1},
+                            evaluation={"k": [5, 10]},
+                            retrieval={"legs": ["bm25"], "top_k": 10, "leg_params": {"bm25": {"k1": k1}}})
+        config["chunking"] = {"strategy": "none"}  # one unit per abstract
+        ids.append(run_experiment(load_experiment(config), progress=False, log=True).run_id)
+    assert kbench_main(judge_args(server, workspace, *ids, "--calibrate", "--sample", "16", "--k", "5")) == 0
+    out = capsys.readouterr().out
+    assert "calibration on" in out and "Cohen's kappa" in out
+    assert re.search(r"\d+ of its not-relevant pairs are pooled documents the qrels do not grade, counted as not "
+                     r"relevant", out)
+    table = [[int(x) for x in line.split()[2:]] for line in out.splitlines() if line.startswith("label")]
+    assert sum(table[0]) > 0 and sum(table[1]) > 0
+
+
 def test_prompt_and_parsing():
     prompt = judge_prompt("how do retries work", "Jobs retry three times.")
     assert "Query: how do retries work" in prompt and "Jobs retry three times." in prompt and "{" not in prompt
@@ -168,6 +189,8 @@ def test_prompt_and_parsing():
     assert parse_grade("Final Score: **3**") == 3
     assert parse_grade("I'd say 1") == 1
     assert parse_grade("between 1 and 2") is None and parse_grade("no idea") is None and parse_grade("7") is None
+    assert parse_grade("##final score: 0, 1, 2, 3") is None  # SmolLM2 echoing the scale is no grade 0
+    assert parse_grade("##Final Score: 2 (of 3)") is None and parse_grade("final score: 2.") == 2
 
 
 def test_cohen_kappa_on_hand_built_tables():

@@ -90,7 +90,7 @@ def test_the_output_says_the_biased_judge_alone_misses(pool):
     human = np.full(len(pool.human), np.nan)
     served = [p for p, _ in plan.order[:LABELS]]
     human[served] = pool.human[served]
-    found = estimate_labels(arrays, plan, human)
+    found = estimate_labels(arrays, plan, human, binary_human=True)  # SciFact's qrels: 0/1, a binary page's grades
     text = "\n".join(found.lines())
     assert f"the model alone is biased here" in text, text
     difference_line = text.split(f"{pool.configs[0]} - {pool.configs[1]}:", 1)[1].splitlines()[1]
