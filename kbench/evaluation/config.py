@@ -126,7 +126,7 @@ class EvaluationConfig(StrictModel):
     def metric_columns(self) -> list[str]:
         """Every per-query quality column a run of this section can log (a span dataset's, the most there are):
         the names ``recommend.guards`` and ``kbench gate --metric`` may give. ``evaluate_rankings`` makes them
-        (tests/evaluation/test_metric_names.py holds the two equal)."""
+        (tests/reliability/test_settings_named.py holds the two equal)."""
         levels = ["doc"] + ([] if self.level == "document" else ["chunk"])
         ranked = [m.column for m in self.measures] or [f"{name}_at_{k}" for name in METRICS for k in self.k]
         out = [f"{level}_{column}" for level in levels for column in ranked]
