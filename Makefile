@@ -38,8 +38,11 @@ run: $(STAMP)
 # pytest-xdist workers: most tests wait on subprocesses, servers and SQLite, so 3 workers keep 2 cores busy;
 # --dist loadgroup keeps the tests of one xdist_group (a shared server or fixture) on one worker, and
 # --no-loadscope-reorder keeps tests/conftest.py's order (the slow ones first, so no worker ends on a long test).
+# The embedding backends are tuned first, once per machine (kept under experiments/models/tuning; a kept result is
+# printed, not measured again): tests that run `embedding.backend: exact` then never wait on another's tuning.
 TEST_WORKERS ?= 3
 test: $(STAMP) browser
+	$(BIN)/kbench models tune all-MiniLM-L6-v2
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
 		--durations=30 tests
 
