@@ -30,14 +30,15 @@ from kbench.embedding.config import FAST, EmbeddingConfig
 from kbench.embedding.tuning import sample_of_dataset
 from kbench.enrichment.config import CODE_EXAMPLE_UNIT, CodeExamplesConfig, EnrichmentConfig
 from kbench.errors import ConfigError, deprecated, format_error, note, shorten
-from kbench.evaluation.config import EvaluationConfig, OverlapRule
-from kbench.evaluation.config import RecommendConfig
+from kbench.evaluation.config import (DEFAULT_COST, DEFAULT_GUARDS, STAGE_FORMS, EvaluationConfig, OverlapRule,
+                                      RecommendConfig, cost_problem, guard_problem)
 from kbench.hashing import folder_content_hash, stable_hash
 from kbench.llm import LLMConfig
 from kbench.registry import StrictModel
 from kbench.retrieval.config import (ContextConfig, FilterConfig, FusionConfig, GroupingConfig, RerankConfig,
                                      RetrievalConfig)
 from kbench.retrieval.query.config import QueryConfig
+from kbench.retrieval.registry import LEGS
 from kbench.store.config import StoreConfig
 from kbench.paths import tracking_uri, workspace_dir
 from kbench.tracking.config import TrackingConfig
@@ -136,6 +137,31 @@ class Experiment(StrictModel):
             self.embedding = resolved_backend(self.embedding, sample=lambda: sample_of_dataset(self.dataset))
         return self
 
+    @model_validator(mode="after")
+    def _recommend_names_what_runs_measure(self):
+        # a guard, cost or stage no run measures turns its rule off without a word: refused with what there is
+        recommend, problems = self.recommend, []
+        if recommend.guards != DEFAULT_GUARDS and (problem := guard_problem(
+                recommend.guards, self.evaluation.metric_columns(), self.evaluation.metric_forms())):
+            problems.append(f"recommend.guards: {problem}")
+        if recommend.cost != DEFAULT_COST and (problem := cost_problem(recommend.cost, bool(self.llm_stages()))):
+            problems.append(f"recommend.cost: {problem}")
+        stage = recommend.latency_stage
+        if stage.startswith("leg_") and stage.removeprefix("leg_") not in LEGS.names():
+            problems.append(f"recommend.latency_stage: {stage!r} names no leg (legs: {', '.join(LEGS.names())}); "
+                            f"allowed: {STAGE_FORMS}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def latency_stages(self) -> list[str]:
+        """The stages a search of this config times per question (``latency_ms_<stage>``, retrieval/stage.py):
+        what ``recommend.latency_stage`` may name."""
+        vectors = any(LEGS.get(name).impl.needs_query_vectors for name in self.retrieval.legs)
+        return (["total"] + (["embed_query"] if vectors else []) + [f"leg_{name}" for name in self.retrieval.legs]
+                + ["fusion"] + (["rerank"] if self.rerank.enabled else [])
+                + (["grouping"] if self.retrieval.grouping.enabled else []))
+
     def resolved(self) -> dict[str, Any]:
         """The config with every default filled in, as plain data (what is saved with each run)."""
         return self.model_dump(mode="json")
@@ -228,6 +254,20 @@ class Experiment(StrictModel):
                   "evaluation.ragas_llm": bool(self.evaluation.ragas)}
         return [name for name, on in stages.items() if on]
 
+
+
+def latency_stage_problem(experiments: list[Experiment]) -> str | None:
+    """Why the latency budget of configs compared together holds nothing, or None: its stage
+    (``recommend.latency_stage``) is one none of them times. A config without the stage spends 0 ms in it; with
+    no config timing it, every config would pass the budget."""
+    recommend = experiments[0].recommend if experiments else None
+    if recommend is None or recommend.latency_budget_ms is None:
+        return None
+    timed = list(dict.fromkeys(stage for e in experiments for stage in e.latency_stages()))
+    if recommend.latency_stage in timed:
+        return None
+    return (f"recommend.latency_stage: no config here has the stage {recommend.latency_stage!r}, so the "
+            f"{recommend.latency_budget_ms:g} ms budget would hold nothing; these configs time {', '.join(timed)}")
 
 
 # --------------------------------------------------------------------------- loading

@@ -23,6 +23,11 @@ class ConfigError(UserError, ValueError):
     """A config (or other user input) that cannot run. The message lists every problem, one per line."""
 
 
+class MissingPackageError(UserError, ImportError):
+    """A package a command needs is not installed, does not import or lacks what kbench calls; the message names
+    the package and the ``pip install`` line that fixes it (``kbench.lazy.optional_import``)."""
+
+
 class KbenchDeprecationWarning(FutureWarning):
     """A config key or name kbench renamed: the old one still works, and the warning says the new one."""
 

@@ -30,21 +30,23 @@ from kbench.embedding.registry import ReportingEncoder
 from kbench.embedding.stage import CachedEmbedder, EmbeddingResult
 from kbench.embedding.tuning import dataset_sample
 from kbench.enrichment import check_code_examples, check_enrichment
-from kbench.errors import RunError
+from kbench.errors import ConfigError, RunError
 from kbench.evaluation.budgets import budget_tokenizer
 from kbench.evaluation.config import EvaluationConfig
 from kbench.evaluation.ragas_eval import check_ragas, evaluate_ragas
+from kbench.evaluation.slices import slice_problem
 from kbench.evaluation.stage import evaluate_rankings, latency_summary, summarize
 from kbench.indexes import CHUNK, BuildLog, Index, IndexSections, build_indexes, close_all, stored_index
 from kbench.language.run import RunLanguages, language_census
 from kbench.llm import LLMPolicy, UsageMeter, check_reachable
+from kbench.packages import require
 from kbench.paths import workspace_dir
 from kbench.records import Chunk, Dataset, Run
 from kbench.retrieval.context import check_budget_tokenizer, count_ranked_tokens, score_context
 from kbench.retrieval.contracts import SearchContext
 from kbench.retrieval.query import QueryPlan, check_query, plan_queries, search_planned
 from kbench.retrieval.rerank import check_reranker
-from kbench.retrieval.stage import legs_need_query_vectors, search
+from kbench.retrieval.stage import check_legs, legs_need_query_vectors, search
 from kbench.store.registry import STORED_CORPORA
 from kbench.store.stage import check_store
 from kbench.trace import StageTimer
@@ -119,8 +121,10 @@ class PipelineResult:
 
 def preflight(experiment: Experiment) -> None:
     """A missing endpoint, key or model, a broken model folder, a damaged store file, a workspace that cannot be
-    written, or an LLM endpoint that does not connect or refuses its key fails here, before any work."""
+    written, an LLM endpoint that does not connect or refuses its key, or a package the run imports that is missing
+    or broken (FAISS, a stemmer's, py3langid's) fails here, before any work."""
     check_workspace(workspace_dir(experiment.workspace))
+    check_legs(experiment.retrieval)
     endpoints = [*check_enrichment(experiment.enrichment), *check_code_examples(experiment.enrichment.code_examples),
                  *check_reranker(experiment.rerank)]
     if legs_need_query_vectors(experiment.retrieval):
@@ -131,6 +135,7 @@ def preflight(experiment: Experiment) -> None:
         check_budget_tokenizer(experiment.evaluation.budget_tokenizer)
     endpoints += [*check_ragas(experiment.evaluation), *check_query(experiment.query)]
     check_reachable(endpoints, experiment.llm.policy)  # a dead server or a wrong key: seconds, not after embedding
+    require(("py3langid",), "the language census every run takes (kbench/language)")
 
 
 _noted: set[str] = set()
@@ -175,6 +180,10 @@ def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool
         if progress and (note := sample_note(dataset, experiment.dataset)) and note not in _noted:
             _noted.add(note)  # once per process: a sweep's configs read one sample
             print(f"kbench: note: {note}", file=sys.stderr, flush=True)
+    if problem := slice_problem(dataset, experiment.evaluation.slices):  # the first moment the fields are known
+        if stored is not None:
+            stored.outcome.close()
+        raise ConfigError(problem)
     try:
         embedder = None
         if any(spec.embed for spec in specs):

@@ -13,6 +13,7 @@ from kbench.config import Experiment, validate_experiment
 from kbench.datasets import load_dataset
 from kbench.evaluation.stage import evaluate_rankings, summarize
 from kbench.hashing import sha256_bytes
+from kbench.packages import require
 from kbench.paths import workspace_dir
 from kbench.pipeline import RunError, chunked_dataset, run_pipeline
 from kbench.trace import traced
@@ -36,6 +37,8 @@ def run_experiment(experiment: Experiment, *, progress: bool = True, log: bool =
     off or ``tracking.enabled`` is false)."""
     workspace = workspace_dir(experiment.workspace)
     started_ms = int(time.time() * 1000)
+    if log and experiment.tracking.enabled:  # a run that cannot be logged says so before it runs, not after
+        require(("mlflow",), "logging the run to MLflow (tracking.enabled; kbench run --no-log runs without it)")
     done = run_pipeline(experiment, progress=progress)
     fingerprint = run_fingerprint(experiment, done.dataset.content_hash)
     run_dir = write_run_folder(experiment, workspace, done.metrics, done.per_query, done.stage_seconds,

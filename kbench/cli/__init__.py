@@ -65,6 +65,18 @@ def add_command(sub, name: str, **kwargs) -> argparse.ArgumentParser:
     return sub.add_parser(name, help=COMMANDS[name].help, **kwargs)
 
 
+def seed_number(text: str) -> int:
+    """The type of a ``--seed`` option: a whole number from 0 (numpy's generators take no negative seed, and found
+    out only after the work it seeds)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is no seed; give a whole number from 0, e.g. 0") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is no seed; give a whole number from 0, e.g. 0")
+    return value
+
+
 def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
     """The parser with the full arguments of ``commands`` (default: every command, which imports every command
     module); every other command is there by name and help only, enough for ``kbench --help`` and its errors."""
@@ -91,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = command_named(argv)
     args = build_parser([command] if command else []).parse_args(argv)
-    with report_errors():
+    with report_errors(command):
         return int(args.func(args) or 0)
     return 1
 

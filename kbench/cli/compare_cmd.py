@@ -252,6 +252,10 @@ def check_sweep_parents(run_ids: list[str], tracking_uri: str | None, message: s
 
 def run_compare_sets(args) -> int:
     """Two sweeps of the same configs on two evaluation sets: how alike they rank the configs."""
+    if args.sets[0] == args.sets[1]:  # one set against itself agrees by construction: no finding, refused
+        print(f"kbench: error: --sets: both are sweep {args.sets[0]}; give the parent runs of two sweeps of the same "
+              "configs on two question sets", file=sys.stderr)
+        return 2
     try:
         check_sweep_parents(args.sets, args.tracking_uri, "--sets: {} is not a sweep's parent run; give two sweep "
                                                           "parent run ids")

@@ -14,6 +14,7 @@ from kbench.cli.tables import format_table
 from kbench.datasets.config import DatasetConfig
 from kbench.datasets.registry import DATASETS, load_dataset
 from kbench.language.census import census_lines, take_census
+from kbench.packages import require
 from kbench.paths import workspace_dir
 
 
@@ -223,6 +224,8 @@ def build_synthetic_cmd(args) -> int:
 
 
 def inspect_cmd(args) -> int:
+    if not args.no_log:  # it logs at the end: a broken MLflow is said before the inspection, not after
+        require(("mlflow",), "kbench datasets inspect (it logs to MLflow; --no-log prints only)")
     config = (DatasetConfig(path=args.dataset, split=args.split) if Path(args.dataset).expanduser().is_dir()
               else DatasetConfig(name=args.dataset, split=args.split))
     dataset = load_dataset(config)

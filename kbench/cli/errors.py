@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pydantic import ValidationError
 
 from kbench.errors import SECRET_VALUE, UserError, format_error
+from kbench.packages import import_error_line
 
 # Every error a user can fix is a kbench.errors.UserError (a config, a dataset, a model not installed, an endpoint
 # down, a quota used up: what finished is cached); a path the user gave that is missing or not theirs comes from
@@ -28,7 +29,9 @@ ENVIRONMENT_FIXES = {
 
 
 @contextmanager
-def report_errors():
+def report_errors(command: str | None = None):
+    """Errors the user can fix as ``kbench: error: <one line>`` and exit 2 (``command``: what a missing package's
+    line names as needing it)."""
     try:
         yield
     except USER_ERRORS as e:
@@ -44,6 +47,11 @@ def report_errors():
     except ValidationError as e:  # a config value set after loading (a sweep label, a TREC run tag as name)
         problems = "; ".join(format_error(err, "", None) for err in e.errors())
         print(f"kbench: error: {problems}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except ImportError as e:  # a package kbench needs, missing or broken where no optional_import stood
+        if (line := import_error_line(e, f"kbench {command}" if command else "this command")) is None:
+            raise  # kbench's own module: a bug
+        print(f"kbench: error: {line}", file=sys.stderr)
         raise SystemExit(2) from None
     except Exception as e:
         if (line := mlflow_refusal(e)) is None:

@@ -5,6 +5,7 @@ import json
 import sys
 from pathlib import Path
 
+import kbench
 from kbench import compare
 from kbench.cli import add_command
 from kbench.cli.outputs import output_problem
@@ -37,10 +38,25 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run_gate)
 
 
+def metric_problem(metrics: list[str] | None, specs: tuple[str, str]) -> str | None:
+    """A ``--metric`` that a config side's runs would not score, found from its evaluation section before it runs
+    (a run id side is read, and checked, in seconds)."""
+    for spec in specs:
+        if not metrics or not spec.endswith(compare.gate.CONFIG_SUFFIXES) or not Path(spec).is_file():
+            continue
+        experiment = kbench.load_experiment(spec)
+        scored = experiment.evaluation.metric_columns() + [f"latency_ms_{s}" for s in experiment.latency_stages()]
+        missing = [m for m in metrics if m not in scored]
+        if missing:
+            return (f"--metric {', '.join(missing)}: a run of {spec} scores no such per-query metric; it scores "
+                    f"{experiment.evaluation.metric_forms()}, latency_ms_<stage>")
+    return None
+
+
 def run_gate(args) -> int:
     say = lambda s: print(f"kbench gate: {s}", file=sys.stderr)  # noqa: E731 (progress on stderr, results on stdout)
     problem = (compare.gate.option_problem(args.margin, args.alpha, args.test) or output_problem(args.json, "--json", True)
-               or output_problem(args.summary, "--summary"))
+               or output_problem(args.summary, "--summary") or metric_problem(args.metrics, (args.baseline, args.candidate)))
     if problem:  # before either side runs: a run is minutes, a typo is not worth them
         print(f"kbench: error: {problem}", file=sys.stderr)
         return 2

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from kbench import judging, labelling, llm, tracking
-from kbench.cli import add_command
+from kbench.cli import add_command, seed_number
 from kbench.cli.outputs import output_problem
 from kbench.cli.tables import format_table
 from kbench.judging.prompt import GRADES, PROMPT, PROMPT_SHA256
@@ -37,7 +37,7 @@ def add_parser(sub) -> None:
     p.add_argument("--epochs", type=int, default=1, metavar="N", help="--train: passes over the pairs (default 1)")
     p.add_argument("--force", action="store_true", help="--train: replace a judge of the same name")
     p.add_argument("--sample", type=int, default=50, help="--calibrate: pairs to judge, half relevant (default 50)")
-    p.add_argument("--seed", type=int, default=0, help="seed of --sample and --max-queries (default 0)")
+    p.add_argument("--seed", type=seed_number, default=0, help="seed of --sample and --max-queries (default 0)")
     p.add_argument("--max-queries", type=int, default=None, metavar="N",
                    help="judge a seeded sample of N pooled questions, each with its whole pool (a CPU judge cannot "
                         "grade a real sweep's pool); judged_at_k is then reported on those questions")

@@ -114,7 +114,10 @@ def run_label(args) -> int:
               f"kbench label --pool {labels_path}{SUFFIX} --import-label-studio EXPORT.json")
         return 0
     if args.import_label_studio:
-        print(labelling.import_annotations(labels, Path(args.import_label_studio)).summary())
+        with labelling.LabelsLock(labels_path, "importing Label Studio annotations") as lock:
+            if lock.note:
+                print(lock.note, file=sys.stderr)
+            print(labelling.import_annotations(labels, Path(args.import_label_studio)).summary())
         print(f"labels: {labels_path} ({labels.count} grades)")
         return 0
     if args.report:
@@ -133,13 +136,12 @@ def _check_sweep(run_id: str, tracking_uri: str | None) -> None:
 
 
 def report(labels, config, args) -> int:
-    pool = labels.pool
-    found = labelling.estimate_labels(pool.arrays(), pool.plan, labels.grades(), recommend_config=config,
-                                      binary_human=pool.scale == "binary")
+    found = labelling.labels_estimate(labels, config)
     print("\n".join(found.lines()))
     if not args.no_mlflow and labels.count:
         kappa = found.agreement.kappa if found.agreement is not None else None
-        print(tracking.mlflow_labels.log_human_labels(labels.path, args.tracking_uri, kappa=kappa).summary())
+        print(tracking.mlflow_labels.log_human_labels(labels.path, args.tracking_uri, kappa=kappa,
+                                                      grades=labels.graded_events()).summary())
     return 0
 
 
@@ -162,7 +164,10 @@ def serve(labels, port: int) -> int:
     signal.signal(signal.SIGTERM, stop)  # a stop from outside (kill, a test) still prints the estimate
     print(f"kbench label: {running.url} ({len(labels.pool.pairs)} pairs of {len(labels.pool.questions)} questions, "
           f"{labels.count} graded; labels: {labels.path}); Ctrl-C stops", flush=True)
-    serve_until_interrupted(running.server)
+    try:
+        serve_until_interrupted(running.server)
+    finally:
+        running.close()
     print("\n".join(labelling.estimate_lines(labels)))
     print(f"kbench label: stopped; {labels.count} grades in {labels.path} (`kbench label --pool "
           f"{labels.path}{SUFFIX} --report` logs them to MLflow)", flush=True)

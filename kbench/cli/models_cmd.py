@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from kbench import sweep, training
-from kbench.cli import add_command
+from kbench.cli import add_command, seed_number
 from kbench.cli.tables import format_table
 from kbench.config import load_experiment
 from kbench.embedding import choice, tuning
@@ -168,7 +168,7 @@ def add_train_reranker_parser(msub) -> None:
                     help="listwise: softmax over a positive and its negatives; pointwise: binary cross-entropy")
     tr.add_argument("--learning-rate", type=float, default=1e-4, help="the encoder's")
     tr.add_argument("--head-learning-rate", type=float, default=1e-3, help="the fresh scoring head's")
-    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument("--seed", type=seed_number, default=0)
     tr.add_argument("--workspace", default="experiments", help="workspace whose cache/ holds first-stage vectors")
     tr.add_argument("--force", action="store_true", help="replace an existing model of the same name")
     tr.set_defaults(func=train_reranker_cmd)

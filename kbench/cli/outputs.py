@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 
@@ -16,6 +17,23 @@ def output_problem(path: str | None, flag: str, stdout_ok: bool = False) -> str 
         return f"{flag} {path}: is a folder; give a file path"
     if not folder.is_dir():
         return f"{flag} {path}: the folder {folder} does not exist; create it or give another path"
-    if not os.access(target if target.exists() else folder, os.W_OK):
-        return f"{flag} {path}: not writable; give a path you may write"
+    if (problem := write_problem(target)) is not None:
+        return f"{flag} {path}: not writable ({problem}); give a path you may write"
+    return None
+
+
+def write_problem(target: Path) -> str | None:
+    """Why ``target`` cannot be written, found by trying (a permission bit says nothing to root, nor of a
+    read-only mount or /proc): an existing file opened for appending, nothing written; else a file created in its
+    folder and removed at once. None when it can be."""
+    try:
+        if target.exists():
+            with open(target, "ab"):
+                pass
+        else:
+            handle, probe = tempfile.mkstemp(prefix=".kbench-write-check-", dir=target.parent)
+            os.close(handle)
+            os.unlink(probe)
+    except OSError as e:
+        return e.strerror or type(e).__name__
     return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from kbench import compare, sweep
-from kbench.cli import add_command
+from kbench.cli import add_command, seed_number
 from kbench.cli.console import quiet_libraries
 from kbench.cli.ui_cmd import browse_hint
 
@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
                    help="list the configs, their run keys and resolved knobs that differ; run nothing")
     p.add_argument("--confirm-half", action="store_true",
                    help="choose the winner on a seeded half of the queries and report its gain on the other half")
-    p.add_argument("--confirm-seed", type=int, default=0, metavar="N", help="the seed of --confirm-half (default 0)")
+    p.add_argument("--confirm-seed", type=seed_number, default=0, metavar="N", help="the seed of --confirm-half (default 0)")
     p.add_argument("--select-on", metavar="SPLIT", help="run the sweep on this qrels split (sets dataset.split)")
     p.add_argument("--confirm-on", metavar="SPLIT",
                    help="after the sweep, run the winner and the baseline on this split and report both gains")

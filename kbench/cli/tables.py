@@ -9,6 +9,11 @@ from kbench.cli.ui_cmd import browse_hint
 from kbench import embedding
 
 SLOW_EMBED_S = 30  # a torch embedding stage this long gets the hint below: a faster backend would pay off
+# Files of a dataset's documents a loader left out (kbench/sources/loaders.py), as a person reads the reason
+SKIPPED_FILES = {"binary": "binary", "undecodable": "not UTF-8 (Latin-1 or another encoding)",
+                 "oversized": "over dataset.max_file_bytes", "empty": "empty", "unreadable": "unreadable",
+                 "not_documentation": "not documentation"}
+SHOWN_FILES = 3
 
 
 def _is_number(value: object) -> bool:
@@ -155,6 +160,20 @@ def language_line(per_query) -> str | None:
     return f"{metric} per language: " + ", ".join(parts)
 
 
+def skipped_line(skipped: dict[str, list[str]]) -> str | None:
+    """``skipped 2 files of the dataset's documents: 1 binary (docs/blob.md), 1 not UTF-8 ... (docs/x.md); ...``:
+    what a run did not index and why (the run keeps the counts as count_skipped_<reason>), or None."""
+    files = {reason: paths for reason, paths in skipped.items() if reason in SKIPPED_FILES and paths}
+    if not files:
+        return None
+    parts = [f"{len(paths)} {SKIPPED_FILES[reason]} ({', '.join(paths[:SHOWN_FILES])}"
+             f"{', ...' if len(paths) > SHOWN_FILES else ''})" for reason, paths in sorted(files.items())]
+    count = sum(len(paths) for paths in files.values())
+    fix = "; save them as UTF-8 to index them" if "undecodable" in files else ""
+    return (f"skipped {count} file{'s' if count > 1 else ''} of the dataset's documents, not indexed: "
+            f"{'; '.join(parts)}{fix} (counted as count_skipped_<reason>)")
+
+
 def print_metrics(result) -> None:
     print()
     total = result.counts.get("documents_total")
@@ -162,6 +181,9 @@ def print_metrics(result) -> None:
                  else f"{result.counts.get('documents')} documents")
     print(f"experiment {result.experiment.name}: {result.counts.get('queries')} queries, {documents}, "
           f"{result.counts.get('chunks')} chunks")
+    line = skipped_line(result.dataset.skipped if result.dataset is not None else {})
+    if line:
+        print(line)
     for level in ("doc", "chunk", "span"):
         table = metrics_table(result.metrics, level)
         if table:

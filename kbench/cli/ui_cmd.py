@@ -1,16 +1,22 @@
 """kbench ui [--workspace DIR | --tracking-uri URI] [--port N]: MLflow's UI on 127.0.0.1 for a workspace's store.
 
 It runs this venv's MLflow (``python -m mlflow ui``), so it works whether or not ``mlflow`` is on PATH, and
-binds to 127.0.0.1 only. The URL is printed once the server answers (about 45 s on 2 busy cores), with a progress
-line every few seconds before; a server that stops before it answers (a port in use) is one error line. Ctrl-C
-stops it. One server worker (MLflow starts four by default, each importing
+binds to 127.0.0.1 only. ``--port`` is checked as ``kbench label`` checks it (1-65535, or 0: a free port, found by
+binding it here and handed to MLflow) and bound here first, so a port in use is one line at once. The URL is
+printed once the server answers (about 45 s on 2 busy cores), with a progress line every few seconds before; a
+server that stops before it answers is one error line. MLflow's server runs in a process group of its own, ended
+with everything in it when ``kbench ui`` ends: Ctrl-C, a SIGTERM (``timeout``, a service manager) or a SIGHUP never
+leave it answering without its command. One server worker (MLflow starts four by default, each importing
 MLflow: about 50 s on 2 busy cores before the page answers, for a UI one person reads), no access log, and the one
 deprecation MLflow's own server module raises on import (Starlette's WSGI middleware) filtered by its text.
 """
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,6 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from kbench.cli import add_command
+from kbench.packages import require
 from kbench.paths import tracking_uri, workspace_dir
 
 DEFAULT_PORT = 5000
@@ -31,7 +38,8 @@ def add_parser(sub) -> None:
                    help="the workspace whose mlflow.db to show (default: experiments, or KBENCH_WORKSPACE)")
     p.add_argument("--tracking-uri", help="an MLflow store instead (default: MLFLOW_TRACKING_URI or "
                                           "<workspace>/mlflow.db)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+                   help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0: any free port, printed)")
     p.set_defaults(func=run)
 
 
@@ -73,36 +81,87 @@ def browse_hint(uri: str) -> str:
 
 
 def run(args) -> int:
+    if not 0 <= args.port <= 65535:  # as kbench label: before anything starts
+        print(f"kbench: error: --port {args.port}: give a port between 1 and 65535 (0: any free port)",
+              file=sys.stderr)
+        return 2
     uri = tracking_uri(args.tracking_uri, workspace_dir(args.workspace))
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
         print(f"kbench: error: no MLflow store at {uri[len('sqlite:///'):]}; run an experiment first "
               "(kbench run configs/quickstart.yaml) or pass --workspace / --tracking-uri", file=sys.stderr)
         return 2
-    if answers(f"http://127.0.0.1:{args.port}"):
-        print(f"kbench: error: something already answers on http://127.0.0.1:{args.port}; stop it or pass --port N",
-              file=sys.stderr)
-        return 2
-    print(f"starting MLflow's UI for {uri} on port {args.port} (about 45 s on a busy 2-core machine) ...", flush=True)
-    server = subprocess.Popen(ui_command(uri, args.port), env=ui_environment())
     try:
-        took = wait_until_answers(server, f"http://127.0.0.1:{args.port}",
-                                  say=lambda line: print(line, flush=True))
+        port = bind_port(args.port)
+    except OSError as e:
+        print(f"kbench: error: --port {args.port}: {PORT_FIXES.get(e.errno, e.strerror or str(e))}", file=sys.stderr)
+        return 2
+    require(("mlflow",), "kbench ui")  # a broken MLflow is one line here, not a traceback from its server
+    print(f"starting MLflow's UI for {uri} on port {port} (about 45 s on a busy 2-core machine) ...", flush=True)
+    # a group of its own: the server and the workers it starts end together, from here (stop_group), and a Ctrl-C
+    # at the terminal reaches kbench ui alone, which then ends them
+    server = subprocess.Popen(ui_command(uri, port), env=ui_environment(), process_group=0)
+    previous = {signum: signal.signal(signum, _stop) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        took = wait_until_answers(server, f"http://127.0.0.1:{port}", say=lambda line: print(line, flush=True))
         if took is None:
             print(f"kbench: error: MLflow's UI stopped (exit {server.returncode}) before it answered on port "
-                  f"{args.port}; its message is above (a port in use: pass --port N)", file=sys.stderr)
+                  f"{port}; its message is above", file=sys.stderr)
             return 2
-        print(f"MLflow UI for {uri}: http://127.0.0.1:{args.port} (answered after {took:.0f} s; Ctrl-C stops it)",
+        print(f"MLflow UI for {uri}: http://127.0.0.1:{port} (answered after {took:.0f} s; Ctrl-C stops it)",
               flush=True)
         return server.wait()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM / SIGHUP (_stop): stopped as asked
         return 0
     finally:
-        if server.poll() is None:
-            server.terminate()
-            try:
-                server.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                server.kill()
+        stop_group(server)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+PORT_FIXES = {errno.EADDRINUSE: "the port is in use (another kbench ui or MLflow server?); stop it or give another "
+                                "--port (0: any free port)",
+              errno.EACCES: "that port needs privileges; give a port above 1023 (0: any free port)"}
+
+
+def bind_port(port: int) -> int:
+    """``port`` once this process could bind 127.0.0.1:``port`` (0: the free port the system gave), released for
+    MLflow's server; OSError (EADDRINUSE, EACCES) when it cannot be had. Bound as uvicorn binds (SO_REUSEADDR), so
+    a port another server holds is refused and one a closed server left in TIME_WAIT is not."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", port))
+        return probe.getsockname()[1]
+
+
+def _stop(signum, frame):
+    raise KeyboardInterrupt  # unwinds run(): its finally ends the server's group
+
+
+def stop_group(process: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """End ``process`` and everything in its process group (it leads one: ``process_group=0``): SIGTERM, then
+    SIGKILL for what is still there after ``grace_s``."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:  # the group is gone already
+        process.wait()
+        return
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        pass
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:  # the workers it started may outlive it by a moment
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    process.wait()
 
 
 def answers(url: str) -> bool:

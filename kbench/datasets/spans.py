@@ -217,7 +217,8 @@ def load_kbench_spans(path: Path, name: str | None = None, source: FolderSource 
                 spans[qid] = checked
             if documents_only:
                 labels[qid] = documents_only
-            queries.append(Query(qid, question))
+            made = {k: row[k] for k in ("method", "stratum") if isinstance(row.get(k), str)}  # a generated set's
+            queries.append(Query(qid, question, made))
     qrels = {} if not labels else {q.query_id: {**doc_qrels_from_spans({q.query_id: spans.get(q.query_id, [])})
                                                  .get(q.query_id, {}), **labels.get(q.query_id, {})}
                                     for q in queries if q.query_id in spans or q.query_id in labels}

@@ -11,10 +11,9 @@ backend with that line). Never a traceback from deep inside the library.
 from __future__ import annotations
 
 import functools
-import importlib
-from importlib import metadata
 
-from kbench.errors import ConfigError
+from kbench.errors import ConfigError, MissingPackageError
+from kbench.packages import NOT_INSTALLED, import_problem, install_command, installed_version
 
 # import name -> (PyPI package, what kbench calls on it)
 RUNTIMES = {
@@ -35,26 +34,17 @@ VERSIONED = ("torch", "transformers", "sentence-transformers", "tokenizers", "on
              "nncf")
 
 
-class RuntimeMissingError(ConfigError):
+class RuntimeMissingError(ConfigError, MissingPackageError):
     """A backend's runtime is missing, broken or lacks what kbench calls; the message names the fix."""
 
 
 def runtime(name: str, backend: str, stage: str = "embedding"):
-    """The module ``name`` (a key of ``RUNTIMES``) for ``stage``'s ``backend``, or a ``RuntimeMissingError``."""
+    """The module ``name`` (a key of ``RUNTIMES``) for ``stage``'s ``backend``, or a ``RuntimeMissingError``
+    (kbench/packages.py imports it: the one helper every optional package goes through)."""
     package, needs = RUNTIMES[name]
-    try:
-        module = importlib.import_module(name)
-    except Exception as error:  # not installed, or its import fails (a broken wheel, a missing .so)
-        installed = _installed(package)
-        problem = (f"is installed ({package} {installed}) but does not import: {type(error).__name__}: "
-                   f"{_first_line(error)}" if installed else "is not installed")
-        raise RuntimeMissingError(_message(stage, backend, package, problem, bool(installed))) from None
-    missing = [attr for attr in needs if not hasattr(module, attr)]
-    if missing:
-        where = getattr(module, "__file__", None) or "a namespace package"
-        problem = (f"does not have {', '.join(missing)} (the module imported from {where}: a broken install, or "
-                   "another package of that name on the path)")
-        raise RuntimeMissingError(_message(stage, backend, package, problem, True))
+    module, problem = import_problem(name, package, needs)
+    if problem is not None:
+        raise RuntimeMissingError(_message(stage, backend, package, problem))
     return module
 
 
@@ -64,28 +54,15 @@ def check_runtimes(backend: str, stage: str = "embedding") -> None:
         runtime(name, backend, stage)
 
 
-def _message(stage: str, backend: str, package: str, problem: str, installed: bool) -> str:
-    install = f"pip install --force-reinstall {package}" if installed else f"pip install {package}"
+def _message(stage: str, backend: str, package: str, problem: str) -> str:
     instead = INSTEAD.get(backend, "torch")
-    return (f"{stage}.backend {backend} runs on {package}, which {problem}; install it with `{install}`, or set "
-            f"{stage}.backend={instead}")
-
-
-def _installed(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0][:200] if text else "(no message)"
+    return (f"{stage}.backend {backend} runs on {package}, which {problem}; install it with "
+            f"`{install_command(package, reinstall=problem != NOT_INSTALLED)}`, or set {stage}.backend={instead}")
 
 
 @functools.cache
 def _versions() -> tuple[tuple[str, str], ...]:
-    return tuple((name, _installed(name) or "none") for name in VERSIONED)
+    return tuple((name, installed_version(name) or "none") for name in VERSIONED)
 
 
 def runtime_versions() -> dict[str, str]:

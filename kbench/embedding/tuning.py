@@ -147,12 +147,20 @@ def demo_sample() -> TuningSample:
 
 def sample_of_dataset(config: DatasetConfig) -> TuningSample:
     """The sample of a config's dataset (the run's own corpus); the demo set's when it cannot be read here (the run
-    then fails on it with the loader's own message)."""
+    then fails on it with the loader's own message) or is too small to cut one passage from."""
     try:
         dataset = load_dataset(config)
     except (DatasetError, OSError):
         return demo_sample()
-    return dataset_sample(dataset)
+    try:
+        return dataset_sample(dataset)
+    except ConfigError as too_small:  # a corpus of a few lines: nothing to time a backend on, and no reason to stop
+        try:
+            demo = demo_sample()
+        except ConfigError:
+            raise too_small from None
+        return TuningSample(demo.passages, demo.questions,
+                            f"{demo.source}, as dataset {dataset.name} gives no passage to encode")
 
 
 # --------------------------------------------------------------------------- the result
@@ -213,7 +221,7 @@ class Tuning:
 def tuning_key(model: str) -> tuple[str, dict]:
     """The model's short name and what its tuning depends on here (the module doc)."""
     folder = resolve_model_path(model)
-    name = model if model in CATALOGUE else folder.name
+    name = model if model in CATALOGUE else (catalogue_name(folder) or folder.name)
     try:
         kbench = metadata.version("kbench")
     except metadata.PackageNotFoundError:
@@ -221,6 +229,16 @@ def tuning_key(model: str) -> tuple[str, dict]:
     return name, {"model": name, "revision": _revision(folder), "machine": machine(),
                   "runtimes": runtime_versions(), "kbench": kbench, "tuning": TUNING_VERSION,
                   "recipes": {"export": EXPORT_VERSION, "int8": INT8_VERSION, "openvino_int8": INT8_RECIPE}}
+
+
+def catalogue_name(folder: Path) -> str | None:
+    """The catalogue's name of a model folder given by its path: the same weights share one tuning, whichever way
+    a config names them."""
+    for name, spec in CATALOGUE.items():
+        located = spec.locate()
+        if located is not None and located.resolve() == folder.resolve():
+            return name
+    return None
 
 
 _revisions: dict[tuple, str] = {}

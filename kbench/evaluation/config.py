@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 from kbench.errors import shorten
 from kbench.evaluation.directions import lower_is_better
 from kbench.evaluation.measures import Measure, parse_measure
+from kbench.evaluation.metrics import METRICS
 from kbench.registry import StrictModel, in_unit
 
 MAX_K = 1_000_000  # a cutoff beyond any corpus kbench ranks; a bigger one is a typo (and overflows int64 plots)
@@ -123,8 +124,40 @@ class EvaluationConfig(StrictModel):
     def miss_cutoff(self) -> int:
         return self.miss_k or max(self.k)
 
+    def metric_columns(self) -> list[str]:
+        """Every per-query quality column a run of this section can log (a span dataset's, the most there are):
+        the names ``recommend.guards`` and ``kbench gate --metric`` may give. ``evaluate_rankings`` makes them
+        (tests/reliability/test_settings_named.py holds the two equal)."""
+        levels = ["doc"] + ([] if self.level == "document" else ["chunk"])
+        ranked = [m.column for m in self.measures] or [f"{name}_at_{k}" for name in METRICS for k in self.k]
+        out = [f"{level}_{column}" for level in levels for column in ranked]
+        out += [f"span_{name}_at_{k}" for k in self.k for name in SPAN_METRICS] + ["span_precision_omega"]
+        out += [f"judged_at_{k}" for k in self.k]
+        out += [f"{name}_at_budget_{n}" for n in self.budgets for name in BUDGET_METRICS]
+        if self.miss_attribution:
+            for level in levels:
+                out.append(f"ceiling_{level}_pool_recall")
+                out += [f"ceiling_{level}_{kind}_ndcg_at_{k}" for kind in ("pool", "rerank") for k in self.k]
+        return out + [f"ragas_{name}" for name in self.ragas]
+
+    def metric_forms(self) -> str:
+        """``metric_columns`` in a few words, for a message: ``{doc,chunk}_{precision,...}_at_{1,3,5,10}, ...``."""
+        levels = "{doc,chunk}" if self.level != "document" else "doc"
+        ks = "{" + ",".join(str(k) for k in self.k) + "}"
+        ranked = (", ".join(f"{levels}_{m.column}" for m in self.measures) if self.measures
+                  else f"{levels}_{{{','.join(METRICS)}}}_at_{ks}")
+        forms = [ranked, f"span_{{{','.join(SPAN_METRICS)}}}_at_{ks}", "span_precision_omega", f"judged_at_{ks}"]
+        if self.budgets:
+            forms.append(f"{{{','.join(BUDGET_METRICS)}}}_at_budget_{{{','.join(str(n) for n in self.budgets)}}}")
+        if self.miss_attribution:
+            forms.append(f"ceiling_{levels}_{{pool_recall,pool_ndcg_at_{ks},rerank_ndcg_at_{ks}}}")
+        forms += [f"ragas_{name}" for name in self.ragas]
+        return ", ".join(forms)
+
 
 SLICE_KEYS = ("doc_type", "corpus", "query_length", "language")
+SPAN_METRICS = ("recall", "precision", "iou")  # span_<metric>_at_<k> (evaluation/spans.py)
+BUDGET_METRICS = ("doc_recall", "span_recall", "span_precision")  # <metric>_at_budget_<n> (evaluation/budgets.py)
 
 
 # The section `recommend` (the rule itself is evaluation/recommend.py): kept here with the other sections, so
@@ -134,6 +167,62 @@ DEFAULT_COST = "cost_index_bytes"
 DEFAULT_MARGIN = 0.01
 LEVELS = ("chunk", "doc", "span")
 METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+# The stages a search times per question (retrieval/stage.py: latency_ms_<stage>), a leg's under its name
+LATENCY_STAGES = ("total", "embed_query", "fusion", "rerank", "grouping")
+STAGE_NAME = re.compile(r"^(total|embed_query|fusion|rerank|grouping|leg_[a-z][a-z0-9_]*)$")
+STAGE_FORMS = "total, embed_query, leg_<leg> (a leg of retrieval.legs), fusion, rerank, grouping"
+# The costs every run logs (pipeline.run_costs) and the stages a run times as time_s_<stage> (its StageTimer):
+# what recommend.cost may name beside latency_ms_<stage>_p50/_p95 and, with an LLM stage, llm_<stage>_cost_usd
+RUN_COSTS = ("cost_index_bytes", "cost_embed_seconds")
+TIMED_STAGES = ("load", "load_model", "units", "chunk", "enrich", "code_examples", "embed", "store",
+                "store_code_examples", "index_recall", "query_rewrite", "search", "context", "evaluate")
+LATENCY_COST = re.compile(r"^latency_ms_(?P<stage>\w+)_p(50|95)$")
+COST_FORMS = ("cost_index_bytes, cost_embed_seconds, latency_ms_<stage>_p50 or _p95, time_s_<stage>, "
+              "llm_total_cost_usd (with an LLM stage)")
+
+
+def stage_problem(stage: str) -> str | None:
+    """Why ``stage`` names no stage a search times (a typo turns a latency budget off), or None."""
+    if STAGE_NAME.match(stage):
+        return None
+    return f"{stage!r} is no stage a search times; allowed: {STAGE_FORMS}"
+
+
+def cost_problem(cost: str, llm_stages: bool | None = None) -> str | None:
+    """Why ``cost`` names no cost a run logs, or None. ``llm_stages``: whether the config asks an LLM (None:
+    unknown, an ``llm_*_cost_usd`` is then let through)."""
+    if not lower_is_better(cost):
+        return (f"{cost!r} is a quality (higher is better), not a cost: the cheapest would be the worst; give "
+                f"one of {COST_FORMS}")
+    if cost.startswith("cost_") and cost not in RUN_COSTS:
+        return f"{cost!r} is no cost a run logs; give one of {COST_FORMS}"
+    if (found := LATENCY_COST.match(cost)) and (problem := stage_problem(found["stage"])):
+        return f"{cost}: {problem}"
+    if cost.startswith("latency_ms_") and not found:
+        return (f"{cost!r} is no run metric; a latency cost is a percentile of a stage: latency_ms_<stage>_p50 or "
+                "_p95, e.g. latency_ms_total_p95")
+    if cost.startswith("time_s_") and cost.removeprefix("time_s_") not in TIMED_STAGES:
+        return f"{cost!r} is no stage a run times; time_s_<stage> with a stage of {', '.join(TIMED_STAGES)}"
+    if cost.startswith("llm_"):
+        if not cost.endswith("_cost_usd"):
+            return f"{cost!r} is no LLM cost; give llm_total_cost_usd or llm_<stage>_cost_usd"
+        if llm_stages is False:
+            return f"{cost!r}: this config asks no LLM, so no run logs it; give one of {COST_FORMS}"
+    if not cost.startswith(("cost_", "latency_ms_", "time_s_", "llm_")):
+        return f"{cost!r} is no cost a run logs; give one of {COST_FORMS}"
+    return None
+
+
+def guard_problem(guards: list[str], columns: list[str], forms: str) -> str | None:
+    """Why some of ``guards`` name no per-query metric among ``columns`` (a guard nothing measures holds nothing),
+    or None. A guard without a level (``recall_at_10``) takes the headline's: any level's column will do."""
+    known = set(columns)
+    missing = [g for g in guards if g not in known and not any(f"{level}_{g}" in known for level in LEVELS)]
+    if not missing:
+        return None
+    return (f"{', '.join(missing)}: no run of this config measures {'it' if len(missing) == 1 else 'them'}, so "
+            f"the guard would hold nothing; give per-query metrics these runs log: {forms} (a name without its "
+            "level takes the headline's: recall_at_10)")
 RELATIVE = re.compile(r"^\s*(?P<pct>\d+(\.\d+)?)\s*%\s*$")
 
 
@@ -206,11 +295,20 @@ class RecommendConfig(StrictModel):
                              "recommend.cost_budget")
         return guards
 
-    @field_validator("cost", "latency_stage")
+    @field_validator("cost")
     @classmethod
     def _cost_name(cls, name: str) -> str:
         if not METRIC_NAME.match(name):
-            raise ValueError(f"not a metric or stage name: {name!r}; e.g. cost_index_bytes, total, leg_vector")
+            raise ValueError(f"not a metric name: {name!r}; e.g. cost_index_bytes, cost_embed_seconds")
+        if problem := cost_problem(name):
+            raise ValueError(problem)
+        return name
+
+    @field_validator("latency_stage")
+    @classmethod
+    def _stage_name(cls, name: str) -> str:
+        if problem := stage_problem(name):
+            raise ValueError(problem)
         return name
 
     def margin_text(self) -> str:

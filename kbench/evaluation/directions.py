@@ -12,13 +12,13 @@ from __future__ import annotations
 import re
 
 PERCENTILE = re.compile(r"^(?P<column>latency_ms_\w+?)_p(?P<q>\d{1,2})$")
-LOWER_PREFIXES = ("latency_ms_", "cost_")
+LOWER_PREFIXES = ("latency_ms_", "cost_", "time_s_")
 LOWER_SUFFIXES = ("_seconds", "_cost_usd", "_ms")
 
 
 def lower_is_better(metric: str) -> bool:
-    """Latency (``latency_ms_*``), cost (``cost_*``, ``*_cost_usd``) and time (``*_seconds``, ``*_ms``): lower
-    is better. Everything else a run logs per question (nDCG, recall, MRR, span metrics, ...) is a quality."""
+    """Latency (``latency_ms_*``), cost (``cost_*``, ``*_cost_usd``) and time (``time_s_*``, ``*_seconds``,
+    ``*_ms``): lower is better. Everything else a run logs per question (nDCG, recall, MRR, span metrics, ...) is a quality."""
     return metric.startswith(LOWER_PREFIXES) or metric.endswith(LOWER_SUFFIXES)
 
 

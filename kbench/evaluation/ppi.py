@@ -19,7 +19,10 @@ human and model on the labelled ones. With ``lam = 1`` that is PPI; ``lam = 0`` 
 mean; ``lam = None`` picks the ``lam`` in [0, 1] that minimises the estimate's variance (PPI++ power tuning), so
 the interval is never much wider than the human-only one and is narrower whenever the model's labels track the
 human's. The standard error is ``sqrt(var(w_u * lam * Yhat_u) / N + var(w * (Y - lam * Yhat)) / n)`` (population
-variances, as ``ppi_py``) and the interval is normal: ``theta -/+ z * se``.
+variances, as ``ppi_py``) and the interval is normal: ``theta -/+ z * se``. A labelled sample whose rectifier
+does not vary at all (every config scored the same on every labelled question, say) is no evidence that it never
+does: its spread is then taken as one question's worth, ``1 / sqrt(n)`` on the metrics' 0-1 scale, the rule of
+``significance.non_inferiority`` (ten agreeing questions decide nothing at a 0.01 margin; three hundred do).
 
 Why it stays honest when the model is biased: the rectifier measures the bias on questions a person labelled,
 and its own sampling error is part of ``se``. It needs the labelled questions to be a random sample of the
@@ -30,7 +33,7 @@ optional weights (inverse inclusion probabilities, as ``ppi_py``'s), normalised 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -113,17 +116,28 @@ def ppi_mean(y, y_model, y_model_unlabelled, *, lam: float | None = None, w=None
         lam = power_tuned_lambda(y, yhat, yhat_u, w, w_u)
     imputed = w_u * lam * yhat_u
     rectifier = w * (y - lam * yhat)
-    se = math.sqrt(float(imputed.var()) / big_n + float(rectifier.var()) / n)
+    se = math.sqrt(float(imputed.var()) / big_n + _spread(rectifier) ** 2 / n)
     return PPIEstimate(float(imputed.mean() + rectifier.mean()), se, float(lam), n, big_n,
                        float((w * (y - yhat)).mean()))
 
 
+def _spread(values: np.ndarray, scale: float = 1.0) -> float:
+    """The standard deviation of the labelled sample's values, population form (as ``ppi_py``); when they do not
+    vary at all, one question's worth of spread (``scale / sqrt(n)``: one of n values off by the metric's whole
+    scale), as ``significance.non_inferiority`` assumes: a few questions on which every config scored the same are
+    no evidence that they never differ, and must not decide a pick (issue 50)."""
+    if np.ptp(values) == 0:
+        return scale / math.sqrt(len(values))
+    return float(values.std())
+
+
 def classical_mean(y) -> PPIEstimate:
-    """The human-only mean and its normal interval (``ppi_py.classical_mean_ci``): no model labels used."""
+    """The human-only mean and its normal interval (``ppi_py.classical_mean_ci``): no model labels used (values
+    that do not vary: one question's worth of spread, ``_spread``)."""
     y = np.asarray(y, dtype=float).ravel()
     if len(y) < 2 or not np.isfinite(y).all():
         raise ValueError(f"a mean needs at least 2 finite values, got {len(y)}")
-    return PPIEstimate(float(y.mean()), float(y.std() / math.sqrt(len(y))), 0.0, len(y), 0, math.nan)
+    return PPIEstimate(float(y.mean()), _spread(y) / math.sqrt(len(y)), 0.0, len(y), 0, math.nan)
 
 
 def model_only_mean(y_model_all) -> PPIEstimate:
@@ -150,10 +164,9 @@ def ppi_non_inferiority(difference: PPIEstimate, margin: float, alpha: float = 0
     if margin < 0 or not math.isfinite(margin):
         raise ValueError(f"a non-inferiority margin is a finite difference >= 0, got {margin}")
     shifted = difference.estimate + margin
-    if difference.se == 0:
-        p = 0.0 if shifted > 0 else 1.0
-    else:
-        p = float(stats.norm.sf(shifted / difference.se))
+    if not difference.se > 0:  # an estimate made elsewhere with no spread: one question's worth (``_spread``)
+        difference = replace(difference, se=1.0 / max(difference.n, 1))
+    p = float(stats.norm.sf(shifted / difference.se))
     return NonInferiority(difference.estimate, difference.lower_bound(alpha), margin, p,
                           difference.se * math.sqrt(difference.n), difference.n)
 

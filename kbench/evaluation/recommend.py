@@ -56,8 +56,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kbench.errors import ConfigError
 from kbench.evaluation.bound import Bound, pick_bound
-from kbench.evaluation.config import LEVELS, RecommendConfig, parse_margin
+from kbench.evaluation.config import DEFAULT_COST, DEFAULT_GUARDS, LEVELS, RecommendConfig, parse_margin
 from kbench.evaluation.directions import lower_is_better
 from kbench.evaluation.significance import (NonInferiority, adjust_p_values, minimum_detectable_difference,
                                             non_inferiority, questions_to_decide)
@@ -150,6 +151,8 @@ class Recommendation:
     bounds: Bound | None = None  # the pick's bound (step 7): each other config's advantage over it, bounded
     shown_worse: list[str] = field(default_factory=list)  # configs shown worse than the best (the ranking's test)
     evidence: Evidence = field(default_factory=Evidence)
+    latency_stage: str = "total"  # the stage the latency budget holds
+    without_stage: list[str] = field(default_factory=list)  # configs without that stage: 0 ms of it counted
 
     @property
     def within_margin(self) -> list[str]:
@@ -251,6 +254,9 @@ class Recommendation:
             out.append(f"  the set's documents: {self.evidence.corpus}")
         if self.evidence.rests_on:
             out.append(f"  {self.evidence.rests_on}")
+        if self.without_stage:
+            out.append(f"  no {self.latency_stage} stage in {_names(self.without_stage)}: 0 ms of it counted "
+                       "against the latency budget")
         if self.excluded:
             out.append("  excluded: " + "; ".join(f"{label} ({why})" for label, why in self.excluded.items()))
         if self.left_out:
@@ -333,6 +339,12 @@ class Recommendation:
                        f"{family[c].tests[self.headline].difference:+.4f}, lower bound "
                        f"{family[c].tests[self.headline].lower_bound:+.4f})" for c in labels])
 
+    @property
+    def questions_to_decide(self) -> int | None:
+        """About how many questions (``questions_word``) would decide this pick against the configs it is not yet
+        shown within the margin of (0: decided; None: no number decides, a zero margin)."""
+        return 0 if self.decided else self._needed(self.undecided, self.versus_pick)
+
     def _needed(self, labels: list[str], family: dict[str, Versus]) -> int | None:
         """How many questions would show configs equal within the margin (80% power, true difference 0, alpha
         shared out over the family by Bonferroni, the largest over the labels and metrics); None: no number (a
@@ -393,15 +405,49 @@ def resolve_metrics(headline: str, guards: list[str]) -> list[str]:
 
 def p95_latency(record: ConfigRecord, stage: str) -> float:
     """The stage's p95 latency in ms: from the per-query column when there, else the logged metric; 0 for a
-    stage the config does not have (its whole search was timed, this stage was not in it); NaN if not measured."""
+    stage the config does not have (its whole search was timed, this stage was not in it); NaN if not measured.
+    A stage no config of a recommendation has is refused before this is read (``names_problem``)."""
     column = f"latency_ms_{stage}"
     if column in record.per_query:
         return float(np.percentile(np.asarray(record.per_query[column], dtype=float), 95))
     if f"{column}_p95" in record.values:
         return float(record.values[f"{column}_p95"])
-    if stage != "total" and ("latency_ms_total" in record.per_query or "latency_ms_total_p95" in record.values):
+    if stage != "total" and "total" in timed_stages(record):
         return 0.0
     return math.nan
+
+
+def timed_stages(record: ConfigRecord) -> list[str]:
+    """The stages whose per-query latency the record holds (``latency_ms_<stage>``, or its logged ``_p95``)."""
+    stages = [c.removeprefix("latency_ms_") for c in record.per_query if c.startswith("latency_ms_")]
+    stages += [m.removeprefix("latency_ms_").removesuffix("_p95") for m in record.values
+               if m.startswith("latency_ms_") and m.endswith("_p95")]
+    return list(dict.fromkeys(stages))
+
+
+def names_problem(records: list[ConfigRecord], config: RecommendConfig) -> str | None:
+    """Why ``config`` names what none of ``records`` measures (a rule that would hold nothing), or None: a guard
+    given (not the defaults) that no record scores, a cost given that no record logs, a budget's stage no record
+    times while they time others. The defaults, missing, are left out and the lines say so."""
+    if config.guards != DEFAULT_GUARDS:
+        scored = set().union(*(r.per_query for r in records))
+        level = next((lv for lv in LEVELS if any(c.startswith(f"{lv}_") for c in scored)), None)
+        missing = [g for g in config.guards if g not in scored and not any(f"{lv}_{g}" in scored for lv in LEVELS)]
+        if missing:
+            quality = sorted(c for c in scored if not lower_is_better(c))
+            return (f"recommend.guards: {', '.join(missing)}: no config here is scored on "
+                    f"{'it' if len(missing) == 1 else 'them'}; these runs score {_names(quality)}"
+                    + (f" (a name without its level takes the headline's: {level}_...)" if level else ""))
+    if config.cost != DEFAULT_COST and not any(config.cost in r.values for r in records):
+        logged = sorted({m for r in records for m in r.values if lower_is_better(m)})
+        return (f"recommend.cost: no config here logged {config.cost}; these runs log "
+                f"{', '.join(logged[:12]) + (' ...' if len(logged) > 12 else '') or 'no cost'}")
+    if config.latency_budget_ms is not None and config.latency_stage != "total":
+        timed = list(dict.fromkeys(stage for r in records for stage in timed_stages(r)))
+        if timed and config.latency_stage not in timed:
+            return (f"recommend.latency_stage: no config here has the stage {config.latency_stage!r}, so the "
+                    f"{config.latency_budget_ms:g} ms budget would hold nothing; these runs time {', '.join(timed)}")
+    return None
 
 
 def versus(candidate: ConfigRecord, reference: ConfigRecord, metrics: list[str], margin: tuple[float, bool],
@@ -455,6 +501,8 @@ def recommend(records: list[ConfigRecord], headline: str, config: RecommendConfi
     if lower_is_better(headline):
         raise ValueError(f"the headline {headline!r} is a latency or a cost; a recommendation is headed by a "
                          "quality metric (nDCG@10, recall@10, ...)")
+    if problem := names_problem(records, config):
+        raise ConfigError(problem)
     metrics, left_out = [], {}
     for metric in resolve_metrics(headline, config.guards):
         missing = [r.label for r in records if metric not in r.per_query]
@@ -491,6 +539,10 @@ def recommend(records: list[ConfigRecord], headline: str, config: RecommendConfi
     found = Recommendation(None, order[0] if order else None, headline, metrics, config.margin_text(), means, order,
                            {}, {}, config.cost, costs, latency, n, alpha, excluded, left_out, budgets,
                            estimator.questions_word, evidence=evidence or Evidence())
+    found.latency_stage = config.latency_stage
+    if config.latency_budget_ms is not None and config.latency_stage != "total":
+        found.without_stage = [r.label for r in records if config.latency_stage not in timed_stages(r)
+                               and latency[r.label] == 0.0]
     if not kept:
         return found
     by_label = {r.label: r for r in kept}

@@ -60,6 +60,24 @@ def slice_label(key: str, query: Query, documents: list[Document]) -> str:
     return _one_label(d.metadata[field] for d in documents if d.metadata.get(field) is not None)
 
 
+def slice_problem(dataset: Dataset, slices: list[str]) -> str | None:
+    """Why a ``query.<field>`` or ``doc.<field>`` slice would put every question in one slice (``missing``, or
+    ``none``): no question (no document) of the dataset carries the field. None when each names a field there."""
+    for key in slices:
+        scope, _, name = key.partition(".")
+        if scope not in ("query", "doc") or not name:
+            continue
+        records = dataset.queries if scope == "query" else dataset.documents
+        if any(name in r.metadata for r in records):
+            continue
+        fields = sorted({f for r in records for f in r.metadata})
+        what = "question" if scope == "query" else "document"
+        return (f"evaluation.slices: {key}: no {what} of dataset {dataset.name} has the metadata field {name!r}, so "
+                f"every question would fall in one slice; its {what}s' fields: "
+                f"{', '.join(fields[:20]) + (' ...' if len(fields) > 20 else '') if fields else 'none'}")
+    return None
+
+
 def slice_columns(dataset: Dataset, slices: list[str]) -> dict[str, dict[str, str]]:
     """``{"slice_<key>": {query_id: label}}`` for every key of ``slices`` (``language`` detects each question
     by itself; a run replaces it with its census's, kbench.language.run.RunLanguages.question_languages)."""

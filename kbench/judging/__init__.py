@@ -10,7 +10,7 @@ MIN_JUDGED = 0.8
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     ".agreement": ["cohen_kappa", "confusion"],
     ".judge": ["Calibration", "JudgeAnswers", "JudgeReport", "LLMJudge", "LabelledPair", "Pair", "balanced_sample",
-               "calibrate", "calibrate_items", "judge_runs", "judged_at_k", "pool_runs"],
+               "calibrate", "calibrate_items", "judge_runs", "judged_at_k", "pool_runs", "read_judgements"],
     ".trained": ["TrainedJudge", "TrainedJudgeError", "train_judge_on_runs", "training_pairs"],
     ".prompt": ["PROMPT_SHA256", "judge_prompt", "parse_grade"],
 })

@@ -18,7 +18,11 @@
 - **Qrels**: one TREC line per (query, document) the judge graded, the document's grade the best grade of its
   judged chunks (``dataset.judged_qrels_use: beside`` keeps the dataset's own label where it has one; ``instead``
   reads the judge's alone). ``<out>.json`` beside it holds the provenance (judge model, prompt SHA-256, runs, k)
-  and every chunk-level judgement. ``dataset.judged_qrels`` uses them in a run.
+  and every chunk-level judgement. ``dataset.judged_qrels`` uses them in a run; ``read_judgements`` reads them
+  back (``kbench label --judged``), checked by shape first: one line naming the judgement and field, never a
+  traceback.
+- **Logged runs**: rebuilt from their config.yaml; a relative ``dataset.path`` is read where the run read it (the
+  absolute folder its ``dataset.json`` records), not against this process's folder.
 - **judged_at_k**: per run, the mean share of each query's top-k documents that carry a label (dataset or
   judge), before and after judging: a metric computed on a thin pool shows as such.
 - **Calibration**: a seeded, balanced sample of pooled pairs whose label is known (relevant: the span/qrels
@@ -45,11 +49,14 @@ from kbench.judging.prompt import PROMPT_SHA256, judge_prompt, parse_grade
 from kbench.llm import ChatBatchResult, LLMClient, stop_error
 from kbench.paths import workspace_dir
 from kbench.pipeline import chunked_dataset
-from kbench.errors import UserError
+from kbench.datasets.reading import json_type
+from kbench.datasets.registry import resolve_dataset_path
+from kbench.errors import UserError, quoted_token
 from kbench.records import Chunk, Dataset, Run
 from kbench.tracking import tags as tag
-from kbench.tracking.read import (RunReadError, artifact_source, find_run, finished_sweep_children, read_config,
-                                  read_run, tracking_client)
+from kbench.tracking.read import (RunReadError, artifact_source, find_run, finished_sweep_children, read_artifact,
+                                  read_config, read_run, tracking_client)
+from kbench.tracking.run_records import DATASET_FILE
 
 RELEVANT_FROM = 2  # a judge grade at or above this counts as relevant when compared with binary labels
 
@@ -74,6 +81,7 @@ class LoggedRun:
     dataset: Dataset
     chunks: dict[str, Chunk]
     judged_qrels: str | None = None  # the judged qrels the run was scored with (its dataset's labels include them)
+    dataset_path: str = ""  # the folder the run read its dataset from, absolute
 
 
 def load_logged_run(client, run_id: str) -> LoggedRun:
@@ -84,11 +92,31 @@ def load_logged_run(client, run_id: str) -> LoggedRun:
     except Exception:  # noqa: BLE001 - MLflow's own error: the run has no config.yaml artifact
         raise RunReadError(f"run {run.info.run_id} has no config.yaml artifact: not a kbench run (a sweep's "
                            "parent run stands for its configs; give its id alone)") from None
+    if folder := logged_dataset_folder(client, run, config):
+        config["dataset"]["path"] = folder
     experiment = validate_experiment(config, f"run {artifact_source(run)} config.yaml")
     dataset, chunks = chunked_dataset(experiment.dataset, experiment.chunking,
                                      cache_dir=workspace_dir(experiment.workspace) / "cache")
     return LoggedRun(run.info.run_id, run.data.tags.get("mlflow.runName", run.info.run_id[:8]), read_run(client, run),
-                     dataset, {c.chunk_id: c for c in chunks}, experiment.dataset.judged_qrels)
+                     dataset, {c.chunk_id: c for c in chunks}, experiment.dataset.judged_qrels,
+                     str(resolve_dataset_path(experiment.dataset)[0]))
+
+
+def logged_dataset_folder(client, run, config: dict) -> str | None:
+    """For a run whose ``dataset.path`` is relative (to the folder it was started in, a sweep's, which need not be
+    this one): the folder it read, absolute, as the run resolved it (its ``dataset.json``); None otherwise, or
+    when the run did not record it (read relative to this folder, as before)."""
+    path = (config.get("dataset") or {}).get("path") if isinstance(config, dict) else None
+    if not isinstance(path, str) or not path or Path(path).expanduser().is_absolute():
+        return None
+    try:
+        record = read_artifact(client, artifact_source(run), DATASET_FILE,
+                               lambda found: json.loads(found.read_text(encoding="utf-8")))
+    except Exception:  # noqa: BLE001 - MLflow's own error: a run logged before dataset.json
+        return None
+    source = record.get("source") if isinstance(record, dict) else None
+    folder = source.get("path") if isinstance(source, dict) else None
+    return folder if isinstance(folder, str) and Path(folder).is_absolute() else None
 
 
 def dataset_label(dataset: Dataset, pair: Pair) -> int | None:
@@ -297,6 +325,67 @@ def write_qrels(out: Path, qrels: dict[str, dict[str, int]], provenance: dict[st
         tmp = path.with_name(f".partial-{path.name}")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
+
+
+JUDGED_FIX = "give the --out of `kbench judge RUN... --out FILE` (its .json holds the chunk-level grades)"
+
+
+def read_judgements(path: Path) -> tuple[dict[tuple[str, str, int, int], int], dict[str, Any]]:
+    """The chunk-level grades of a ``kbench judge --out`` file (``<out>.json``, or the qrels beside it) by
+    (query, document, start, end), and the file's provenance. Checked by shape before use: an object whose
+    ``judgements`` is a list of objects, each with a ``query_id`` and ``doc_id`` (text or a whole number), a
+    ``start`` and ``end`` (whole numbers, 0 <= start <= end) and a ``grade`` (0-3, or null: no readable grade);
+    anything else is a JudgeError naming the judgement and the field (never quoting the file)."""
+    path = Path(path)
+    side = path if path.suffix == ".json" else path.with_name(path.name + ".json")
+    where = f"--judged {side}"
+    try:
+        data = json.loads(side.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise JudgeError(f"--judged {path}: no {side.name} beside it; {JUDGED_FIX}") from None
+    except IsADirectoryError:
+        raise JudgeError(f"--judged {path}: {side.name} is a folder; {JUDGED_FIX}") from None
+    except UnicodeDecodeError:
+        raise JudgeError(f"{where}: not UTF-8 text; {JUDGED_FIX}") from None
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise JudgeError(f"{where}: not JSON ({getattr(e, 'msg', 'nested too deeply')}"
+                         f"{f' at line {e.lineno}' if hasattr(e, 'lineno') else ''}); {JUDGED_FIX}") from None
+    if not isinstance(data, dict):
+        raise JudgeError(f"{where}: a JSON {json_type(data)} where `kbench judge` writes an object with "
+                         f"\"judgements\"; {JUDGED_FIX}")
+    judgements = data.get("judgements")
+    if not isinstance(judgements, list):
+        said = "no \"judgements\"" if judgements is None else f"\"judgements\" is a JSON {json_type(judgements)}"
+        raise JudgeError(f"{where}: {said}, not a list of chunk-level grades; {JUDGED_FIX}")
+    grades: dict[tuple[str, str, int, int], int] = {}
+    for i, j in enumerate(judgements):
+        at = f"{where}: judgements[{i}]"
+        if not isinstance(j, dict):
+            raise JudgeError(f"{at} is a JSON {json_type(j)}, not an object; {JUDGED_FIX}")
+        ids = [_judged_field(j, key, at, (str, int)) for key in ("query_id", "doc_id")]
+        start, end = (_judged_field(j, key, at, (int,)) for key in ("start", "end"))
+        if not 0 <= start <= end:
+            raise JudgeError(f"{at}: start {start} and end {end} are no character range (0 <= start <= end); "
+                             f"{JUDGED_FIX}")
+        grade = j.get("grade")
+        if grade is None:
+            continue
+        if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= 3:
+            shown = quoted_token(grade) if isinstance(grade, str) else f"a JSON {json_type(grade)}"
+            shown = f"{grade}" if isinstance(grade, int) and not isinstance(grade, bool) else shown
+            raise JudgeError(f"{at}: \"grade\" is {shown}, not a grade 0-3 (or null); {JUDGED_FIX}")
+        grades[(str(ids[0]), str(ids[1]), start, end)] = grade
+    return grades, data
+
+
+def _judged_field(judgement: dict, key: str, at: str, kinds: tuple[type, ...]):
+    value = judgement.get(key)
+    if value is None or isinstance(value, bool) or not isinstance(value, kinds) or value == "":
+        what = "text or a whole number" if str in kinds else "a whole number"
+        got = "missing" if key not in judgement else (
+            quoted_token(value) if isinstance(value, str) else f"a JSON {json_type(value)}")
+        raise JudgeError(f"{at}: \"{key}\" is {got}, not {what}; {JUDGED_FIX}")
+    return value
 
 
 @dataclass

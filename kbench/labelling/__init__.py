@@ -7,7 +7,7 @@ from kbench.lazy import lazy_exports
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     ".estimate": ["estimate_labels"],
     ".label_studio": ["import_annotations", "write_tasks"],
-    ".labels": ["LabelsFile", "pool_path"],
-    ".page": ["estimate_lines", "start_page"],
+    ".labels": ["LabelsFile", "LabelsLock", "pool_path"],
+    ".page": ["estimate_lines", "labels_estimate", "start_page"],
     ".pool": ["LabelError", "LabelPool", "build_pool"],
 })

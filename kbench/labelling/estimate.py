@@ -20,6 +20,8 @@
   at kbench's relevance threshold (``RELEVANT_FROM``: 2 and 3 relevant, as ``kbench judge`` reads a grade); a
   graded model against binary humans: the model's grade, likewise; both graded: both 0-3 as given. The estimand is
   then the metric on that scale (binary relevance when either side is binary), and the lines say which.
+- Skips: a pair a person skipped twice is set aside (kbench/labelling/labels.py): the prefixes pass over it, its
+  question leaves the random share, and the lines say which questions left it.
 - Agreement: Cohen's kappa and the confusion table on that scale, on the pairs both graded; a model at or below
   chance agreement is said plainly. With several models' grades (the served LLM judge's and a trained judge's,
   ``PoolArrays.others``), each one's kappa is shown and PPI++ uses the one that agrees best (on at least
@@ -36,7 +38,7 @@ from kbench.evaluation.pooled import pooled_ndcg
 from kbench.evaluation.ppi import PPIEstimate, PPIEstimator, classical_mean, human_column, ppi_difference, ppi_mean
 from kbench.evaluation.recommend import ConfigRecord, Recommendation, RecommendConfig, recommend
 from kbench.judging.agreement import cohen_kappa, confusion
-from kbench.labelling.order import MIN_QUESTIONS, LabelPlan, labelled_prefixes
+from kbench.labelling.order import MIN_QUESTIONS, LabelPlan, labelled_prefixes, pairs_before, questions_left_out
 
 RELEVANT_FROM = 2  # a graded (0-3) grade at or above this is "relevant" beside a binary one (as kbench judge)
 MIN_AGREEMENT_PAIRS = 20  # pairs graded by a person and a model before the models' kappas choose one for PPI++
@@ -114,6 +116,7 @@ class PoolArrays:
     model_scale: str = ""
     model_name: str = "the model"
     others: list[ModelGrades] = field(default_factory=list)
+    values: dict[str, dict[str, float]] = field(default_factory=dict)  # config -> its run's logged costs, p95s
 
     @property
     def headline(self) -> str:
@@ -167,6 +170,14 @@ class LabelEstimate:
     agreement: Agreement | None = None  # the model PPI++ uses
     agreements: list[Agreement] = field(default_factory=list)  # every model's, the one PPI++ uses first
     notes: list[str] = field(default_factory=list)
+    min_questions: int = MIN_QUESTIONS
+    left_out: list[str] = field(default_factory=list)  # questions that left the random share (a pair skipped twice)
+
+    @property
+    def questions_to_decide(self) -> int | None:
+        """Labelled questions that would decide the recommendation (about; 0: decided; None: no number decides, or
+        no interval yet)."""
+        return None if self.recommendation is None else self.recommendation.questions_to_decide
 
     @property
     def reference(self) -> str:
@@ -289,12 +300,14 @@ def best_model(agreements: list[Agreement | None]) -> int:
 
 def estimate_labels(arrays: PoolArrays, plan: LabelPlan, human_grades, *, alpha: float = 0.05,
                     recommend_config: RecommendConfig | None = None, binary_human: bool = False,
-                    min_questions: int = MIN_QUESTIONS) -> LabelEstimate:
+                    min_questions: int = MIN_QUESTIONS, set_aside=(), question_ids: list[str] | None = None
+                    ) -> LabelEstimate:
     """Everything the labels say so far (see the module's docstring). ``human_grades``: one per pair, NaN where no
-    person graded it; no interval below ``min_questions`` fully labelled random-share questions."""
+    person graded it; no interval below ``min_questions`` fully labelled random-share questions. ``set_aside``:
+    pairs a person skipped twice, whose questions leave the random share (named by ``question_ids``)."""
     human = np.asarray(human_grades, dtype=float)
     graded = ~np.isnan(human)
-    labelled, active = labelled_prefixes(plan, arrays.question_of, graded)
+    labelled, active = labelled_prefixes(plan, arrays.question_of, graded, set_aside)
     models = arrays.models
     agreements = [agreement(human, m.grades, binary_human, m.resolved_scale, m.name) for m in models]
     chosen = best_model(agreements)
@@ -303,11 +316,22 @@ def estimate_labels(arrays: PoolArrays, plan: LabelPlan, human_grades, *, alpha:
     found = LabelEstimate(arrays.headline, list(arrays.configs), arrays.n_questions, int(labelled.sum()),
                           int(active.sum()), len(plan.active), int(graded.sum()), alpha,
                           agreement=agreements[chosen], agreements=[agreements[i] for i in order
-                                                                    if agreements[i] is not None])
+                                                                    if agreements[i] is not None],
+                          min_questions=min_questions)
+    left = questions_left_out(arrays.question_of, graded, set_aside)
+    if left:
+        names = [question_ids[q] if question_ids else str(q) for q in left]
+        found.left_out = names
+        found.notes.append(f"{len(left)} question{'s' if len(left) > 1 else ''} left the random share (a pair of "
+                           f"each skipped twice: {', '.join(names[:5])}{', ...' if len(names) > 5 else ''}): the "
+                           "labelled questions are a random sample of those a person could grade; the intervals "
+                           "hold for the set if the model errs alike on the others")
     m = int(labelled.sum())
     if m < min_questions:
+        _, pairs = pairs_before(plan, arrays.question_of, graded, min_questions, set_aside)
         found.notes.append(f"no interval yet: {m} random-share questions are fully labelled, {min_questions} are needed "
-                           "before a normal interval can be trusted (label on: the page serves them in turn)")
+                           f"before a normal interval can be trusted (label on: {pairs} more pairs, which the page "
+                           "serves next)")
         return found
     if labelled.all():
         found.notes.append("every question is fully labelled: the human-only numbers are the whole set's")
@@ -335,7 +359,8 @@ def estimate_labels(arrays: PoolArrays, plan: LabelPlan, human_grades, *, alpha:
         found.bias[f"{arrays.configs[0]} - {arrays.configs[c]}"] = classical_mean(d[labelled] - dmodel[labelled])
     if len(arrays.configs) >= 2 and not every:
         records = [ConfigRecord(label, {arrays.headline: yhat[c],
-                                        human_column(arrays.headline): np.where(labelled, y[c], np.nan)})
+                                        human_column(arrays.headline): np.where(labelled, y[c], np.nan)},
+                                arrays.values.get(label, {}))
                    for c, label in enumerate(arrays.configs)]
         config = (recommend_config or RecommendConfig()).model_copy(update={"guards": []})
         found.recommendation = recommend(records, arrays.headline, config, alpha=alpha,

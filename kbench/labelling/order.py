@@ -128,25 +128,50 @@ def label_plan(question_of, ranks, model_grades, n_questions: int, k: int, *, se
     return LabelPlan(permutation, active, order, block, float(random_share), int(seed))
 
 
-def labelled_prefixes(plan: LabelPlan, question_of, graded) -> tuple[np.ndarray, np.ndarray]:
+def labelled_prefixes(plan: LabelPlan, question_of, graded, set_aside=()) -> tuple[np.ndarray, np.ndarray]:
     """(questions mask, pairs mask): the random share's longest fully graded prefix of the permutation, and the
-    active order's longest fully graded prefix. ``graded``: a boolean per pair (a human grade exists)."""
+    active order's longest fully graded prefix. ``graded``: a boolean per pair (a human grade exists).
+    ``set_aside``: pairs a person skipped twice (kbench.labelling.labels): the prefixes pass over them and over
+    their questions (which leave the random share) instead of stopping there."""
     question_of = np.asarray(question_of, dtype=int)
     graded = np.asarray(graded, dtype=bool)
     n_questions = len(plan.permutation)
     complete = np.bincount(question_of, weights=~graded, minlength=n_questions) == 0
+    left = {int(question_of[p]) for p in set_aside if not graded[p]}
     questions = np.zeros(n_questions, dtype=bool)
     for q in plan.permutation:
+        if q in left:
+            continue
         if not complete[q]:
             break
         questions[q] = True
     pairs = np.zeros(len(question_of), dtype=bool)
     for p in plan.active:
+        if not graded[p] and p in set_aside:
+            continue
         if not graded[p]:
             break
         pairs[p] = True
     return questions, pairs
 
 
+def questions_left_out(question_of, graded, set_aside) -> list[int]:
+    """The questions that left the random share: those of a pair skipped twice and still ungraded."""
+    graded = np.asarray(graded, dtype=bool)
+    return sorted({int(np.asarray(question_of)[p]) for p in set_aside if not graded[p]})
+
+
+def pairs_before(plan: LabelPlan, question_of, graded, questions: int, set_aside=()) -> tuple[int, int]:
+    """(questions, pairs) still to label before the random share's labelled prefix holds ``questions`` questions:
+    the ungraded pairs of the first ``questions`` questions of the permutation that are still in it."""
+    question_of = np.asarray(question_of, dtype=int)
+    graded = np.asarray(graded, dtype=bool)
+    left = set(questions_left_out(question_of, graded, set_aside))
+    todo = np.bincount(question_of, weights=~graded, minlength=len(plan.permutation))
+    taken = [q for q in plan.permutation if q not in left][:questions]
+    open_ = [q for q in taken if todo[q] > 0]
+    return len(open_), int(sum(todo[q] for q in open_))
+
+
 __all__ = ["ACTIVE", "LabelPlan", "RANDOM", "UNCERTAINTY", "active_priority", "label_plan", "labelled_prefixes",
-           "uncertainty"]
+           "pairs_before", "questions_left_out", "uncertainty"]

@@ -20,6 +20,10 @@
 - **No scores yet** (a query log's set: no question labelled, so the runs logged no quality metric): every run
   given is a contender, up to ``MAX_UNSCORED_CONTENDERS``.
 - **Plan**: the order the page serves (``labelling.order.label_plan``), fixed by the seed.
+- **Kept beside** (not in the fingerprint): the dataset folder the runs read, absolute (``dataset_path``), each
+  contender's logged run-level numbers (``values``: costs and p95s, for the recommendation's cost and budgets),
+  and where each generated question came from (``sources``: its method, page and section, as the set recorded
+  them; a generated set's pages are then named by their path, not by a title read from what the generator left).
 
 The file's ``fingerprint`` (SHA-256 of the pairs, rankings, model grades and plan) ties a labels file to its pool.
 """
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,7 +40,7 @@ import numpy as np
 from kbench.compare.compare import CompareError, headline_metric, load_runs
 from kbench.errors import UserError
 from kbench.evaluation.recommend import ConfigRecord, RecommendConfig, recommend
-from kbench.judging.judge import Pair, dataset_label, load_logged_run, pool_runs
+from kbench.judging.judge import Pair, dataset_label, load_logged_run, pool_runs, read_judgements
 from kbench.judging.prompt import GRADES
 from kbench.judging.trained import TrainedJudge
 from kbench.labelling.estimate import BINARY, GRADED, RELEVANT_FROM, ModelGrades, PoolArrays, scale_of
@@ -100,6 +105,9 @@ class LabelPool:
     sweep: str | None = None  # the sweep parent's run id
     model_scale: str = ""  # binary | graded: the model's grades' scale ("" read from them: a pool file before it)
     other_models: list[ModelGrades] = field(default_factory=list)  # other models' grades of the same pairs
+    dataset_path: str = ""  # the folder the runs read the dataset from, absolute (as they resolved it)
+    values: dict[str, dict[str, float]] = field(default_factory=dict)  # config -> its run's logged costs, p95s ...
+    sources: dict[str, str] = field(default_factory=dict)  # query id -> where a generated question came from
 
     @property
     def question_ids(self) -> list[str]:
@@ -112,7 +120,8 @@ class LabelPool:
 
     def arrays(self) -> PoolArrays:
         return PoolArrays(self.question_of, self.ranks, self.model_grades, self.configs, self.k, len(self.questions),
-                          self.model_scale or scale_of(self.model_grades), self.model, list(self.other_models))
+                          self.model_scale or scale_of(self.model_grades), self.model, list(self.other_models),
+                          dict(self.values))
 
     @property
     def grades(self) -> dict[int, str]:
@@ -122,7 +131,9 @@ class LabelPool:
         return {"kind": POOL_KIND, "version": 1, "dataset": self.dataset, "k": self.k, "configs": self.configs,
                 "runs": self.runs, "sweep": self.sweep, "scale": self.scale, "model": self.model,
                 "recommendation": self.recommendation,
-                "questions": [{"id": q, "text": t} for q, t in self.questions.items()],
+                "dataset_path": self.dataset_path, "values": self.values,
+                "questions": [{"id": q, "text": t, **({"source": self.sources[q]} if q in self.sources else {})}
+                              for q, t in self.questions.items()],
                 "pairs": [vars(p) for p in self.pairs], "ranks": self.ranks.tolist(),
                 "model_grades": [None if np.isnan(g) else int(g) for g in self.model_grades],
                 "model_scale": self.model_scale,
@@ -153,24 +164,42 @@ class LabelPool:
         if not isinstance(data, dict) or data.get("kind") != POOL_KIND:
             raise LabelError(f"--pool {path}: not a kbench label pool (no \"kind\": \"{POOL_KIND}\"); give the "
                              ".pool.json `kbench label` wrote beside its labels file")
-        pool = cls(data["dataset"], int(data["k"]), list(data["configs"]), dict(data["runs"]),
+        try:
+            pool = cls._from_dict(data)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise LabelError(f"--pool {path}: not a pool file kbench wrote (a field is missing or of the wrong kind: "
+                             f"{type(e).__name__}); build it again from the runs (kbench label RUN... or --sweep)"
+                             ) from None
+        if data.get("fingerprint") != pool.fingerprint:
+            raise LabelError(f"--pool {path}: its content does not match its fingerprint (edited by hand?); build it "
+                             "again from the runs (kbench label RUN... or --sweep)")
+        return pool
+
+    @classmethod
+    def _from_dict(cls, data: dict) -> "LabelPool":
+        return cls(data["dataset"], int(data["k"]), list(data["configs"]), dict(data["runs"]),
                    {q["id"]: q["text"] for q in data["questions"]}, [PoolPair(**p) for p in data["pairs"]],
                    np.array(data["ranks"], dtype=int).reshape(len(data["configs"]), len(data["pairs"])),
                    np.array([np.nan if g is None else g for g in data["model_grades"]], dtype=float), data["model"],
                    LabelPlan.from_dict(data["plan"]), data.get("scale", "graded"), list(data.get("recommendation", [])),
                    data.get("sweep"), data.get("model_scale", ""),
                    [ModelGrades(m["name"], np.array([np.nan if g is None else g for g in m["grades"]], dtype=float),
-                                m.get("scale", "")) for m in data.get("other_models", [])])
-        if data.get("fingerprint") != pool.fingerprint:
-            raise LabelError(f"--pool {path}: its content does not match its fingerprint (edited by hand?); build it "
-                             "again from the runs (kbench label RUN... or --sweep)")
-        return pool
+                                m.get("scale", "")) for m in data.get("other_models", [])],
+                   str(data.get("dataset_path") or ""), dict(data.get("values") or {}),
+                   {q["id"]: q["source"] for q in data["questions"] if isinstance(q.get("source"), str)})
 
 
-def contenders(run_ids: list[str], tracking_uri: str | None, config: RecommendConfig | None = None
-               ) -> tuple[list[str], dict[str, str], list[str], str | None]:
-    """(contender labels, recommended first; label -> run id; the recommendation's lines; the sweep parent id)
-    from the runs' logged per-query scores."""
+@dataclass
+class Contenders:
+    labels: list[str]  # the recommended one first
+    runs: dict[str, str]  # label -> run id
+    lines: list[str]  # the recommendation's, at pool time
+    parent: str | None  # the sweep parent's run id
+    values: dict[str, dict[str, float]]  # label -> its run's logged run-level numbers (costs, p95s)
+
+
+def contenders(run_ids: list[str], tracking_uri: str | None, config: RecommendConfig | None = None) -> Contenders:
+    """The configs to label for, from the runs' logged per-query scores (see the module's docstring)."""
     try:
         scores, parent, _ = load_runs(run_ids, tracking_uri)
     except (CompareError, RunReadError) as e:
@@ -189,9 +218,9 @@ def contenders(run_ids: list[str], tracking_uri: str | None, config: RecommendCo
                              f"give at most {MAX_UNSCORED_CONTENDERS} runs to pool whole, or score them first "
                              "(kbench judge RUN... --out Q, then the sweep again with dataset.judged_qrels=Q)")
         labels = [s.label for s in scores]
-        return labels, {s.label: s.run_id for s in scores}, [
+        return Contenders(labels, {s.label: s.run_id for s in scores}, [
             f"no recommendation yet: the runs hold no per-query score (questions without labels); every one of the "
-            f"{len(labels)} configs is a contender"], parent
+            f"{len(labels)} configs is a contender"], parent, _values(scores, labels))
     if headline is None or len(common) < 2:
         raise LabelError("the runs share no per-query quality metric (nDCG@10 ...) on two or more questions: are they "
                          "kbench runs of one dataset?")
@@ -202,23 +231,36 @@ def contenders(run_ids: list[str], tracking_uri: str | None, config: RecommendCo
         raise LabelError("every config is over a budget: nothing to label for")
     others = found.undecided or [c for c in found.order if c != found.config][:1]
     chosen = [found.config, *others]
-    return chosen, {s.label: s.run_id for s in scores if s.label in chosen}, found.lines(), parent
+    return Contenders(chosen, {s.label: s.run_id for s in scores if s.label in chosen}, found.lines(), parent,
+                      _values(scores, chosen))
+
+
+def _values(scores, labels: list[str]) -> dict[str, dict[str, float]]:
+    """label -> the finite run-level numbers its run logged (what the recommendation's cost and budgets read)."""
+    return {s.label: {k: float(v) for k, v in s.summary.items() if isinstance(v, (int, float)) and math.isfinite(v)}
+            for s in scores if s.label in labels}
 
 
 def judged_grades(path: Path) -> tuple[dict[tuple, int], str]:
-    """The chunk-level grades of a ``kbench judge`` output (its ``<out>.json``) by (query, doc, start, end)."""
-    path = Path(path)
-    side = path if path.suffix == ".json" else path.with_name(path.name + ".json")
-    try:
-        provenance = json.loads(side.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise LabelError(f"--judged {path}: no {side.name} beside it; give the --out of `kbench judge` (its .json "
-                         "holds the chunk-level grades)") from None
-    except json.JSONDecodeError as e:
-        raise LabelError(f"--judged {side}: not JSON ({e}); rewrite it with `kbench judge`") from None
-    grades = {(str(j["query_id"]), str(j["doc_id"]), int(j["start"]), int(j["end"])): int(j["grade"])
-              for j in provenance.get("judgements", []) if j.get("grade") is not None}
-    return grades, f"judge {provenance.get('judge_model', '?')} ({side.name})"
+    """The chunk-level grades of a ``kbench judge`` output (its ``<out>.json``) by (query, doc, start, end), checked
+    by shape (``judging.judge.read_judgements``), and the model's name."""
+    grades, provenance = read_judgements(path)
+    model = provenance.get("judge_model")
+    side = Path(path) if Path(path).suffix == ".json" else Path(path).with_name(Path(path).name + ".json")
+    return grades, f"judge {model if isinstance(model, str) else '?'} ({side.name})"
+
+
+def question_source(query, dataset) -> str:
+    """Where a generated question came from, as the set recorded it (its method, the page of its reference, the
+    section it was drawn from); "" for a question no generator made."""
+    method = query.metadata.get("method")
+    if not isinstance(method, str) or not method:
+        return ""
+    pages = sorted({s.doc_id for s in dataset.spans.get(query.query_id, [])}) or sorted(
+        dataset.qrels.get(query.query_id, {}))
+    section = query.metadata.get("stratum")
+    return ", ".join([f"generated ({method})", *([f"page {', '.join(pages[:3])}"] if pages else []),
+                      *([f"section {section}"] if isinstance(section, str) and section else [])])
 
 
 def set_label(dataset, pair: Pair) -> int | None:
@@ -233,7 +275,9 @@ def build_pool(run_ids: list[str], *, k: int = 10, judged: Path | None = None, s
                random_share: float = 0.8, scale: str = "graded", tracking_uri: str | None = None,
                recommend_config: RecommendConfig | None = None, judge_model: str | None = None,
                workspace: str = "experiments") -> LabelPool:
-    chosen, runs, lines, parent = contenders(run_ids, tracking_uri, recommend_config)
+    judged_by = judged_grades(judged) if judged is not None else None  # a bad file: one line before any run is read
+    found = contenders(run_ids, tracking_uri, recommend_config)
+    chosen, runs = found.labels, found.runs
     client = tracking_client(tracking_uri)
     logged = [load_logged_run(client, runs[label]) for label in chosen]
     dataset = logged[0].dataset
@@ -251,8 +295,8 @@ def build_pool(run_ids: list[str], *, k: int = 10, judged: Path | None = None, s
                 if chunk is not None and (pair := Pair(qid, chunk.doc_id, chunk.start, chunk.end)) in index:
                     ranks[c, index[pair]] = ranks[c, index[pair]] or rank
     models = []  # (name, grades, scale, relevant from), the order's model first
-    if judged is not None:
-        by_pair, model = judged_grades(judged)
+    if judged_by is not None:
+        by_pair, model = judged_by
         models.append((model, np.array([by_pair.get((p.query_id, p.doc_id, p.start, p.end), np.nan) for p in keys],
                                        float), GRADED, RELEVANT_FROM))
     if judge_model is not None:
@@ -268,20 +312,27 @@ def build_pool(run_ids: list[str], *, k: int = 10, judged: Path | None = None, s
                   for name, g, _, relevant in models]
     model, model_grades, model_scale, _ = models[0]
     documents = {d.doc_id: d for d in dataset.documents}
+    sources = {q.query_id: found_at for q in dataset.queries if q.query_id in questions
+               and (found_at := question_source(q, dataset))}
     pairs = []
     for p in keys:
         doc = documents.get(p.doc_id)
         text = doc.text if doc is not None else ""
-        pairs.append(PoolPair(p.query_id, p.doc_id, p.start, p.end, texts[p], getattr(doc, "title", "") or "",
+        # a generated set's documents lost the lines its questions were made of (a heading): the title read from
+        # what is left can be any line (a console comment), so the page names such a document by its path
+        title = "" if sources else getattr(doc, "title", "") or ""
+        pairs.append(PoolPair(p.query_id, p.doc_id, p.start, p.end, texts[p], title,
                               text[max(0, p.start - CONTEXT_CHARS):p.start], text[p.end:p.end + CONTEXT_CHARS]))
     if not pairs:
         raise LabelError(f"the contenders ({', '.join(chosen)}) ranked nothing in their top {k}: nothing to label")
     arrays = PoolArrays(np.array([position[p.query_id] for p in pairs]), ranks, model_grades, chosen, k,
                         len(questions))
     plan = label_plan(arrays.question_of, ranks, model_grades, len(questions), k, seed=seed, random_share=random_share)
-    return LabelPool(dataset.name, k, chosen, runs, questions, pairs, ranks, model_grades, model, plan, scale, lines,
-                     parent, model_scale, [ModelGrades(name, g, kind) for name, g, kind, _ in models[1:]])
+    return LabelPool(dataset.name, k, chosen, runs, questions, pairs, ranks, model_grades, model, plan, scale,
+                     found.lines, found.parent, model_scale,
+                     [ModelGrades(name, g, kind) for name, g, kind, _ in models[1:]], logged[0].dataset_path,
+                     found.values, sources)
 
 
-__all__ = ["CONTEXT_CHARS", "LabelError", "LabelPool", "MAX_UNSCORED_CONTENDERS", "PoolPair", "SCALES", "build_pool",
-           "contenders", "judged_grades"]
+__all__ = ["CONTEXT_CHARS", "Contenders", "LabelError", "LabelPool", "MAX_UNSCORED_CONTENDERS", "PoolPair", "SCALES",
+           "build_pool", "contenders", "judged_grades", "question_source"]

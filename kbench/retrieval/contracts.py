@@ -65,6 +65,10 @@ class Leg(ABC):
     fixed_unit: ClassVar[str | None] = None  # a leg that always searches units another stage builds (code_example)
     scores_any_unit: ClassVar[bool] = False  # whether ``score`` gives any unit's score (a fusion may ask for it)
 
+    @staticmethod
+    def preflight(params: Any) -> None:
+        """Fail before any work when the leg cannot run (a stemmer's package missing); default: it can."""
+
     @abstractmethod
     def __init__(self, context: SearchContext, params: Any) -> None: ...
 

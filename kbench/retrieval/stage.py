@@ -69,6 +69,13 @@ def trace_stages(leg_results: dict[str, list[tuple[int, float]]], fused: list[Hi
     return out
 
 
+def check_legs(config: RetrievalConfig) -> None:
+    """Each leg's start-time check (``Leg.preflight``): a stemmer whose package does not import fails here, before
+    any work, in one line."""
+    for name in config.legs:
+        LEGS.get(name).impl.preflight(LEGS.params(name, config.leg_knobs(name)))
+
+
 def legs_need_query_vectors(config: RetrievalConfig) -> bool:
     """Whether any configured leg searches by query vector (then the corpus must be embedded and stored)."""
     return any(LEGS.get(name).impl.needs_query_vectors for name in config.legs)

@@ -360,6 +360,14 @@ def make_handler(state: ServeState, read_timeout_s: float = READ_TIMEOUT_S,
     return Handler
 
 
+class Server(ThreadingHTTPServer):
+    """One thread per request, and a listen backlog that holds a burst: Python's default of 5 reset 2 of 20
+    concurrent requests (a sweep's workers, a judge's concurrency) before the accept loop took them."""
+
+    request_queue_size = 128  # the kernel caps it at net.core.somaxconn
+    daemon_threads = True
+
+
 BIND_FIXES = {
     errno.EADDRINUSE: "the port is in use (another kbench serve?); stop that server or give another --port "
                       "(0: any free port)",
@@ -380,7 +388,7 @@ def check_host(host: str, allow_remote: bool) -> None:
 
 @dataclass
 class RunningServer:
-    server: ThreadingHTTPServer
+    server: Server
     state: ServeState
     thread: threading.Thread | None = None
 
@@ -410,12 +418,11 @@ def start_server(host: str = "127.0.0.1", port: int = 0, *, chat: bool = True, f
         except ValueError as e:
             raise ConfigError(f"--fault {shorten(spec, 60)}: {e} (e.g. 429x2;retry_after_s=1, quotax-1)") from None
     try:
-        server = ThreadingHTTPServer((host, port), make_handler(state, read_timeout_s, log))
+        server = Server((host, port), make_handler(state, read_timeout_s, log))
     except OSError as e:
         if e.errno not in BIND_FIXES:
             raise
         raise ConfigError(f"--host {host} --port {port}: {BIND_FIXES[e.errno]}") from None
-    server.daemon_threads = True
     if chat:
         threading.Thread(target=state.load_chat, daemon=True).start()
     for model in preload:  # in the background: requests for it wait on its lock instead of timing out on a cold load

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from kbench.errors import ConfigError
 from kbench.records import Document
 from kbench.sources.generated import HTML_SUFFIXES, markdown_title, not_documentation
 from kbench.sources.loaders import DEFAULT_MAX_FILE_BYTES, NOT_DOCUMENTATION, LoadedFile, load_file
@@ -96,10 +97,13 @@ class FolderSource:
             raise FileNotFoundError(f"source folder {self.root} does not exist or is not a folder")
         out, skipped = [], {}
         root = self.root.resolve()
+        walked = included = 0
         for path in sorted(self.root.rglob("*")):
             relative = path.relative_to(self.root).as_posix()
+            walked += 1
             if self.include and not matches(relative, self.include):
                 continue
+            included += 1
             if matches(relative, self.exclude):
                 continue
             if path.is_symlink() and not path.exists():
@@ -113,6 +117,10 @@ class FolderSource:
                     skipped.setdefault(NOT_DOCUMENTATION, []).append(relative)
                     continue
                 out.append((relative, path))
+        if self.include and not included:  # globs that take nothing are a typo, not an empty corpus
+            raise ConfigError(f"include {self.include} matches none of the {walked:,} paths under {self.root} (a "
+                              "glob matches the path relative to the folder: '*.md' only at its top, '**/*.md' in "
+                              "every folder); fix the globs or leave include out")
         return out, skipped
 
     def load(self) -> tuple[list[Document], dict[str, list[str]]]:

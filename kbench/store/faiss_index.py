@@ -17,6 +17,15 @@ import numpy as np
 from kbench.store.config import StoreConfig
 from kbench.hashing import stable_hash
 from kbench.cache import atomic_write_file, atomic_write_text, remove_abandoned_temps
+from kbench.packages import optional_import
+
+NEEDED_FOR = "the FAISS vector index (a vector leg's search)"
+
+
+def faiss_module():
+    """faiss, imported on first use; missing or broken: one line naming faiss-cpu and its install (a run checks it
+    before any work: ``store.stage.check_store``)."""
+    return optional_import("faiss", NEEDED_FOR)
 
 
 class VectorIndex:
@@ -27,8 +36,7 @@ class VectorIndex:
     @classmethod
     def build(cls, vectors: np.ndarray, config: StoreConfig, ids: np.ndarray | None = None) -> "VectorIndex":
         """Index ``vectors``; row i gets id ``ids[i]`` (default i). Failed rows are left out by the caller."""
-        import faiss
-
+        faiss = faiss_module()
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         n, dim = vectors.shape
         ids = np.arange(n, dtype=np.int64) if ids is None else np.asarray(ids, dtype=np.int64)
@@ -47,8 +55,7 @@ class VectorIndex:
         return cls(index, config.index, config)
 
     def _apply_search_params(self) -> None:
-        import faiss
-
+        faiss = faiss_module()
         base = faiss.downcast_index(self.index.index) if hasattr(self.index, "index") else self.index
         if self.kind == "hnsw":
             base.hnsw.efSearch = self.config.hnsw_ef_search
@@ -61,8 +68,7 @@ class VectorIndex:
 
     def search(self, queries: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k (scores, ids) per query; ``mask[i]`` False excludes id i (a filter). Missing slots are -1."""
-        import faiss
-
+        faiss = faiss_module()
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         k = max(1, min(k, self.ntotal)) if self.ntotal else 1
         if self.ntotal == 0:
@@ -75,15 +81,13 @@ class VectorIndex:
         return scores, ids
 
     def save(self, path: Path) -> None:
-        import faiss
-
+        faiss = faiss_module()
         # a temp file named after this writer: two workers never share one, a killed save's is swept
         atomic_write_file(path, lambda tmp: faiss.write_index(self.index, str(tmp)))
 
     @classmethod
     def load(cls, path: Path, config: StoreConfig) -> "VectorIndex":
-        import faiss
-
+        faiss = faiss_module()
         return cls(faiss.read_index(str(path)), config.index, config)
 
 

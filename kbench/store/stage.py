@@ -17,7 +17,7 @@ from kbench.embedding.stage import EmbeddingResult
 from kbench.records import Chunk, Dataset
 from kbench.store.config import StoreConfig
 from kbench.store.duckdb_store import check_store_file
-from kbench.store.faiss_index import recall_at_k
+from kbench.store.faiss_index import faiss_module, recall_at_k
 from kbench.store.outcome import StoreOutcome
 from kbench.store.pgvector_store import check_server
 from kbench.store.registry import STORE_BACKENDS
@@ -49,7 +49,9 @@ def index_recall(outcome: StoreOutcome, queries: list, embed_queries, config: St
 
 def check_store(config: StoreConfig, workspace: Path) -> None:
     """Before any work: an existing DuckDB store file that is damaged or of another schema fails here, and so does a
-    store.dsn where no PostgreSQL answers or pgvector cannot be had."""
+    store.dsn where no PostgreSQL answers or pgvector cannot be had, or a FAISS that does not import."""
+    if config.backend in ("faiss", "duckdb"):  # both search through a FAISS index (DuckDB mirrors the rows)
+        faiss_module()
     if config.backend == "duckdb":
         check_store_file(config.duckdb_path(workspace))
     elif config.backend == "pgvector":

@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from kbench import tracking
+from kbench.packages import optional_import
 from kbench.paths import REPO_ROOT, workspace_dir
 from kbench.studies.inputs import NotebookError, resolve_inputs
 from kbench.tracking import tags as tag
@@ -174,6 +175,8 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     output = out_dir / f"{stamp}-{name}.ipynb"
     plots_dir = out_dir / f"{stamp}-{name}-plots"
+    # seconds to import: only once the checks above passed, and before anything is written or logged
+    papermill = optional_import("papermill", "kbench notebooks run")
     plots_dir.mkdir(parents=True, exist_ok=True)
 
     client = tracking.mlflow_run.mlflow_client(params.get("tracking_uri") or None, workspace)
@@ -186,8 +189,6 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, *, profile
     params.update(workspace=str(workspace), parent_run_id=run_id, plots_dir=str(plots_dir),
                   tracking_uri=str(client.tracking_uri))
     params = {k: v for k, v in params.items() if k in declared}
-
-    import papermill  # seconds to import: only once the checks above passed
 
     log(f"{name}: running -> {output}")
     started = time.perf_counter()

@@ -8,15 +8,16 @@ anything runs.
 Notebooks execute with the repository as their working directory, so a relative path the user typed is read
 from where they typed it (``cwd``), then from the repository (the notebooks' own defaults such as
 ``configs/quickstart.yaml``). A value that is neither is refused (``NotebookError``: exit 2) naming what
-would work, never run on the demo set instead.
+would work, never run on the demo set instead; so is a dataset folder that does not read (a broken questions file).
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from kbench.datasets.registry import DATASETS, is_dataset_folder
-from kbench.errors import ConfigError
+from kbench.datasets.config import DatasetConfig
+from kbench.datasets.registry import DATASETS, is_dataset_folder, load_dataset
+from kbench.errors import ConfigError, UserError
 from kbench.paths import REPO_ROOT
 
 DATASET_PARAMETERS = ("dataset", "doc_dataset")  # notebook parameters that name a dataset ("" / None: unset)
@@ -41,6 +42,7 @@ def resolve_dataset(value: str, cwd: Path | None = None, parameter: str = "datas
     for path in _candidates(value, cwd):
         if path.is_dir():
             if is_dataset_folder(path):
+                check_readable(path, value, parameter)
                 return str(path.resolve())
             raise NotebookError(
                 f"-p {parameter} {value}: {path.resolve()} holds no questions (not a BEIR, span or AutoRAG dataset "
@@ -48,6 +50,15 @@ def resolve_dataset(value: str, cwd: Path | None = None, parameter: str = "datas
                 f"{value} --method heading --out sets/mine, then -p {parameter} sets/mine")
     raise NotebookError(f"-p {parameter} {value!r}: neither a registered dataset ({', '.join(DATASETS)}) nor a "
                         "folder; give a name from `kbench datasets list` or a dataset folder")
+
+
+def check_readable(path: Path, value: str, parameter: str) -> None:
+    """Read the dataset folder as a run would (its questions, labels and documents): a broken one is refused here, in
+    one line naming the file and line, before the notebook's MLflow run starts, not as a failed cell."""
+    try:
+        load_dataset(DatasetConfig(path=str(path.resolve())))
+    except UserError as e:
+        raise NotebookError(f"-p {parameter} {value}: {e}") from None
 
 
 def resolve_config(value: str, cwd: Path | None = None, parameter: str = "config") -> str:

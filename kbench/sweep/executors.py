@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator
 from kbench.config import validate_experiment
 from kbench.errors import UserError, endpoint_problem
 from kbench.hashing import stable_hash
+from kbench.packages import optional_import
 from kbench.paths import workspace_dir
 from kbench.runner import run_experiment
 from kbench.store.config import StoreConfig
@@ -155,6 +156,7 @@ class DaskExecutor:
     name: str = "dask"
 
     def __post_init__(self):
+        optional_import("distributed", "--executor dask")  # missing or broken: one line, before the sweep starts
         if self.scheduler:  # before the sweep starts: seconds, not the client's 30 s of retries
             problem = endpoint_problem(self.scheduler)
             if problem:
@@ -162,10 +164,8 @@ class DaskExecutor:
                                                 "--scheduler (tcp://host:port), or leave it out for a local cluster")
 
     def _connect(self):
-        try:
-            from distributed import Client, LocalCluster
-        except ImportError:  # pragma: no cover - distributed is a dependency
-            raise RuntimeError("--executor dask needs the 'distributed' package: pip install 'dask[distributed]'")
+        from distributed import Client, LocalCluster
+
         if self._client is None:
             if self.scheduler:
                 self._client = Client(self.scheduler, timeout="30s")

@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from kbench.config import (STRATEGY_SECTIONS, ConfigError, Experiment, apply_set_items, current_path,
-                           drop_foreign_knobs, read_yaml_mapping, set_dotted, validate_experiment)
+                           drop_foreign_knobs, latency_stage_problem, read_yaml_mapping, set_dotted,
+                           validate_experiment)
 from kbench.config import MAX_NAME_CHARS
 from kbench.dotted import flatten_dotted
 from kbench.hashing import stable_hash
@@ -280,7 +281,7 @@ def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
                           "sweep:/variants: blocks, or tune each config of interest in its own file")
     if not sweep and not variants and search.strategy != "tune":
         raise ConfigError(f"{origin}: no 'sweep:' grid and no 'variants:' list; nothing to sweep "
-                          "(add e.g. sweep: {{chunking.chunk_size: [300, 600]}}, or use `kbench run`)")
+                          "(add e.g. sweep: {chunking.chunk_size: [300, 600]}, or use `kbench run`)")
     if not isinstance(sweep, dict):
         raise ConfigError(f"{origin}: sweep: must map dotted paths to lists of values, got {type(sweep).__name__}")
     if not isinstance(variants, list) or not all(isinstance(v, dict) for v in variants):
@@ -320,6 +321,8 @@ def expand_sweep(data: dict[str, Any], origin: str = "<dict>") -> SweepPlan:
     if errors:
         raise ConfigError("\n".join(errors))
     check_one_question_set(list(configs.values()), origin)
+    if problem := latency_stage_problem([c.experiment for c in configs.values()]):
+        raise ConfigError(f"{origin}: {problem}")
     sweep_key = hashlib.sha256(json.dumps(
         {"name": baseline.name, "baseline": baseline.run_key(), "configs": sorted(configs)},
         sort_keys=True).encode()).hexdigest()[:16]

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
+from urllib.parse import unquote, urlsplit
 
 import yaml
 
@@ -430,7 +431,9 @@ def _pick_winner(client, plan: SweepPlan, outcome: SweepOutcome, workspace: Path
     outcome.headline_value = metrics.get(outcome.headline) if outcome.headline else None
     folder = workspace / "sweeps" / plan.sweep_key
     folder.mkdir(parents=True, exist_ok=True)
-    if config is not None:
+    if config is None:  # every config over a budget: a winner.yaml of an earlier run of this sweep no longer holds
+        forget_winner(client, outcome.parent_run_id, folder / "winner.yaml")
+    else:
         outcome.winner_config = folder / "winner.yaml"
         outcome.winner_config.write_text(
             f"# The recommendation of sweep {plan.name} (parent run {outcome.parent_run_id}): {_verdict(outcome)}\n"
@@ -459,6 +462,15 @@ def _pick_winner(client, plan: SweepPlan, outcome: SweepOutcome, workspace: Path
                          metrics=metrics, config_file=outcome.winner_config)
 
 
+def forget_winner(client, parent_run_id: str, path: Path) -> None:
+    """Remove the sweep's winner.yaml and, on a local store, its copy among the parent run's artifacts: a resume
+    that recommends none must not leave the last pick looking current."""
+    path.unlink(missing_ok=True)
+    where = urlsplit(client.get_run(parent_run_id).info.artifact_uri)
+    if where.scheme in ("", "file"):
+        (Path(unquote(where.path)) / path.name).unlink(missing_ok=True)
+
+
 def _verdict(outcome: SweepOutcome) -> str:
     """The recommendation line without its prefix; with one config finished, that it is the only one."""
     if outcome.recommendation is not None:
@@ -470,7 +482,8 @@ def _verdict(outcome: SweepOutcome) -> str:
 def _parent_note(plan: SweepPlan, outcome: SweepOutcome, report: bool) -> str:
     """The parent run's MLflow description: the recommendation (the sweep's one pick), the ranking table, each
     config's knobs, the report."""
-    provisional = outcome.recommendation is not None and not outcome.recommendation.decided
+    provisional = (outcome.recommendation is not None and outcome.recommendation.config is not None
+                   and not outcome.recommendation.decided)
     lines = [f"**Recommended{' (provisional: the set cannot decide)' if provisional else ''}: "
              f"{outcome.winner or 'none'}**"
              + (f", child run `{outcome.winner_run_id}`; its resolved config is the artifact `winner.yaml`, its "

@@ -78,7 +78,7 @@ class SearchConfig(StrictModel):
     alpha: float = Field(0.05, gt=0, lt=1, description="race: family-wise chance of dropping the best config")
     first: int | None = Field(None, ge=2, description="race: questions in the first batch")
     growth: float = Field(2.0, gt=1, description="race: factor by which the questions so far grow each round")
-    seed: int = Field(0, description="race: seed of the order questions are drawn in")
+    seed: int = Field(0, ge=0, description="race: seed of the order questions are drawn in")
     test: Literal["t", "wilcoxon"] = "t"
     order: list[str] = Field(default_factory=lambda: ["chunking", "embedding", "retrieval", "rerank"],
                              description="stagewise: stages in the order their axes are fixed")

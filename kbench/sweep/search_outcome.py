@@ -167,7 +167,9 @@ def log_search(plan: SweepPlan, outcome: SearchOutcome, started_ms: int | None =
     folder = workspace / "sweeps" / key
     folder.mkdir(parents=True, exist_ok=True)
     config = plan.by_label().get(outcome.recommended) if outcome.recommended else None
-    if config is not None:
+    if config is None:  # every config over a budget: an earlier search's winner.yaml no longer holds
+        (folder / "winner.yaml").unlink(missing_ok=True)
+    else:
         verdict = outcome.recommendation.reason if outcome.recommendation else outcome.recommended
         outcome.winner_config = folder / "winner.yaml"
         outcome.winner_config.write_text(

@@ -235,8 +235,8 @@ def summary_lines(plan: SweepPlan, outcome) -> list[str]:
         value = f", {outcome.headline} {outcome.headline_value:.4f}" if outcome.headline_value is not None else ""
         lines += [f"recommendation: {outcome.winner} (the only config that finished{value}: nothing to compare it "
                   "with)"] + recommendation_knobs(outcome.winner, plan, outcome.winner_config)
-    lines.append("  also on the parent run: its metrics, artifact winner.yaml, the recommendation and ranking as "
-                 "description")
+    lines.append("  also on the parent run: " + ("its metrics, artifact winner.yaml, " if outcome.winner else "")
+                 + "the recommendation and ranking as description")
     return lines
 
 

@@ -21,8 +21,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
+from pydantic import ValidationError
 
 from kbench.config import Experiment
+from kbench.errors import ConfigError, format_error
 from kbench.evaluation.significance import bootstrap_ci
 from kbench.compare import headline_metric
 from kbench.pipeline import evaluate_run, prepare_corpus, search_corpus
@@ -97,12 +99,20 @@ def tune_fusion(experiment: Experiment, ranges: dict[str, list[Any]], *, seed: i
                 metric: str | None = None, progress: bool = False) -> Tuned:
     """Tune ``retrieval.fusion`` knobs of ``experiment`` on a seeded half of its questions and report the chosen
     values on the other half. The corpus is prepared once and each config's legs built once."""
-    candidates = fusion_candidates(ranges)
+    try:
+        candidates = fusion_candidates(ranges)
+    except ValueError as e:
+        raise ConfigError(f"search.{e}") from None
     experiments = []
-    for update in candidates:
+    for update in candidates:  # each candidate a valid config, or one line naming it, before any work
         data = experiment.resolved()
         data["retrieval"]["fusion"].update(update)
-        experiments.append(type(experiment).model_validate(data))
+        try:
+            experiments.append(type(experiment).model_validate(data))
+        except ValidationError as e:
+            knobs = ", ".join(f"{knob}={value}" for knob, value in update.items())
+            problems = "; ".join(format_error(err, "", Experiment) for err in e.errors())
+            raise ConfigError(f"search.tune: the candidate {knobs} is no valid config: {problems}") from None
     corpus = prepare_corpus(experiment, progress=progress)
     try:
         legs = build_legs(leg_contexts(corpus.context, experiment.retrieval, corpus.indexes), experiment.retrieval)

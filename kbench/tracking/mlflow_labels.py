@@ -46,7 +46,9 @@ class HumanLabelReport:
 
 
 def latest_grades(labels: Path) -> dict[tuple[str, str], dict]:
-    """(query id, passage id) -> the provenance event of its grade (annotator, time), for every qrels line."""
+    """(query id, passage id) -> the provenance event of its grade (annotator, time), for every qrels line, its ids
+    as written (a labels file kbench writes percent-encodes the unsafe characters of an id: read it with
+    ``kbench.labelling.LabelsFile.graded_events`` to have them decoded)."""
     labels = Path(labels)
     side = labels.with_name(labels.name + ".provenance.jsonl")
     events = {}
@@ -89,8 +91,11 @@ def human_feedback(key: tuple[str, str], event: dict, meanings: dict[int, str], 
 
 
 def log_human_labels(labels: str | Path, tracking_uri: str | None = None, *, kappa: float | None = None,
-                     run_ids: list[str] | None = None) -> HumanLabelReport:
-    """Log a labels file to the runs of its pool (or ``run_ids``); see the module's docstring."""
+                     run_ids: list[str] | None = None, grades: dict[tuple[str, str], dict] | None = None
+                     ) -> HumanLabelReport:
+    """Log a labels file to the runs of its pool (or ``run_ids``); see the module's docstring. ``grades``: (query
+    id, passage id) -> its provenance event with the grade, as the labels file reads back
+    (``kbench.labelling.LabelsFile.graded_events``: ids decoded); by default ``latest_grades`` of the file."""
     from mlflow.tracing.client import TracingClient
 
     labels = Path(labels)
@@ -99,7 +104,7 @@ def log_human_labels(labels: str | Path, tracking_uri: str | None = None, *, kap
                 2: "answers the query partly", 3: "holds the query's exact answer"}
     if pool.get("scale") == "binary":
         meanings = {0: "does not help answer the question", 1: "helps answer the question"}
-    grades = latest_grades(labels)
+    grades = latest_grades(labels) if grades is None else grades
     by_question: dict[str, list[tuple[tuple[str, str], dict]]] = {}
     for key, event in grades.items():
         by_question.setdefault(key[0], []).append((key, event))

@@ -29,7 +29,7 @@ def test_a_runtime_without_what_kbench_calls_names_the_backend_and_the_fix(monke
         runtime("openvino", "openvino")
     message = str(info.value)
     assert message.startswith("embedding.backend openvino runs on openvino, which does not have Core, save_model")
-    assert "pip install --force-reinstall openvino" in message and message.endswith("set embedding.backend=onnx")
+    assert 'pip install --force-reinstall "openvino==' in message and message.endswith("set embedding.backend=onnx")
     assert "\n" not in message
 
 

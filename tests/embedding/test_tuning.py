@@ -204,3 +204,25 @@ def test_check_exits_2_naming_the_backend_its_drift_and_the_gate(tmp_path, monke
     with pytest.raises(SystemExit):
         main(["models", "tune", "--check"])  # nothing named to check
     assert "--config CONFIG" in capsys.readouterr().err
+
+
+def test_a_catalogue_model_named_by_its_folder_shares_the_catalogue_tuning():
+    """A config may name the MiniLM folder instead of its catalogue name: the same weights, one tuning (a second
+    key measured them again, for minutes, and left a run waiting on the lock)."""
+    from kbench.embedding.models import CATALOGUE
+
+    folder = CATALOGUE["all-MiniLM-L6-v2"].locate()
+    by_name, by_folder = tuning.tuning_key("all-MiniLM-L6-v2"), tuning.tuning_key(str(folder))
+    assert by_folder == by_name and by_name[0] == "all-MiniLM-L6-v2"
+
+
+def test_a_corpus_too_small_to_time_is_measured_on_the_demo_set_and_says_so(tmp_path):
+    from kbench.datasets.config import DatasetConfig
+    from tests.reliability.inputs import make_beir
+
+    tiny = DatasetConfig(path=str(make_beir(tmp_path / "beir")))  # three one-line documents
+    with pytest.raises(Exception, match="gives no passage to encode"):
+        tuning.dataset_sample(tuning.load_dataset(tiny))
+    sample = tuning.sample_of_dataset(tiny)
+    assert sample.passages and sample.questions
+    assert sample.source.startswith("the demo set") and "gives no passage to encode" in sample.source

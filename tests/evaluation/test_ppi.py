@@ -2,6 +2,7 @@
 nDCG@10 of SciFact's test claims under SciFact's qrels (the human) and under a noisy judge (the model)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -102,3 +103,23 @@ def test_bad_input_is_named():
         ppi_mean([1.0, np.nan], [1.0, 0.0], [0.5])
     with pytest.raises(ValueError, match="a human and a model value"):
         ppi_mean([1.0, 0.0], [1.0], [0.5])
+
+
+def test_a_difference_with_no_spread_is_one_questions_worth_never_a_zero_width_interval():
+    """Issue 50's rule for non-inferiority, on PPI++ too (issue 51): two configs that score the same on every
+    labelled question (and the model sees no difference either) are no evidence that they never differ: the spread
+    is taken as 1/sqrt(n), so ten such questions do not decide at a 0.01 margin and three hundred do, as
+    ``significance.non_inferiority`` decides on the same numbers."""
+    from kbench.evaluation.significance import non_inferiority
+
+    for n, shown in ((10, False), (300, True)):
+        same = np.full(n, 0.5)
+        paired = ppi_difference(same, same, same, same, np.full(4 * n, 0.5), np.full(4 * n, 0.5))
+        assert paired.se == pytest.approx(1 / n) and paired.interval()[1] - paired.interval()[0] > 0
+        test = ppi_non_inferiority(paired, 0.01)
+        assert test.shown() is shown and test.sd == pytest.approx(1 / math.sqrt(n))
+        assert non_inferiority(same, same, 0.01).shown() is shown  # the t-test's rule, the same answer
+        human = classical_mean(same)
+        assert human.se == pytest.approx(1 / n) and human.interval()[0] < 0.5 < human.interval()[1]
+    made_elsewhere = ppi_non_inferiority(dataclasses.replace(paired, se=0.0), 0.01)  # an estimate with se 0
+    assert made_elsewhere.lower_bound < 0 and made_elsewhere.shown()  # n = 300: se 1/300

@@ -10,51 +10,20 @@ import math
 import re
 import subprocess
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
 
 import numpy as np
 import pytest
 
 from kbench.cli import main as kbench_main
 from kbench.labelling.label_studio import import_annotations, labelling_config, tasks, write_tasks
-from kbench.labelling.labels import LabelsFile, pool_path, provenance_path, read_provenance
+from kbench.labelling.labels import SKIP_AGAIN_AFTER, LabelsFile, pool_path, provenance_path, read_provenance
 from kbench.labelling.order import ACTIVE, RANDOM
 from kbench.labelling.page import start_page
 from kbench.labelling.pool import LabelError, LabelPool
 from kbench.tracking.mlflow_labels import FEEDBACK
 from kbench.tracking.mlflow_traces import trace_id_for
 from kbench.tracking.read import tracking_client
-
-
-class NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):
-        return None
-
-
-OPENER = urllib.request.build_opener(NoRedirect)
-
-
-def get(url: str) -> tuple[int, str, str]:
-    try:
-        with OPENER.open(url, timeout=10) as answer:
-            return answer.status, answer.read().decode(), answer.headers.get("Location", "")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode(), e.headers.get("Location", "")
-
-
-def post(url: str, **form) -> tuple[int, str]:
-    data = urllib.parse.urlencode(form).encode()
-    try:
-        with OPENER.open(urllib.request.Request(url, data=data, method="POST"), timeout=10) as answer:
-            return answer.status, answer.headers.get("Location", "")
-    except urllib.error.HTTPError as e:
-        return e.code, e.headers.get("Location", "")
-
-
-def shown_pair(page: str) -> int:
-    return int(re.search(r'name="pair" value="(\d+)"', page).group(1))
+from tests.labelling.client import Tab, get, hidden, open_tab, shown_pair
 
 
 def test_the_pool_holds_the_contenders_top_k_and_an_order_fixed_by_the_seed(demo_pool, demo_runs):
@@ -98,7 +67,8 @@ def test_the_labels_file_appends_resumes_and_refuses_another_pool(demo_pool, tmp
     assert [e["grade"] for e in events] == [3, "skip"] and events[0]["annotator"] == "alice"
     assert pool_path(path).exists()
     resumed = LabelsFile.open(path, demo_pool, "bob")
-    assert resumed.count == 1 and resumed.remaining()[-1] == second and first not in resumed.remaining()
+    assert resumed.count == 1 and first not in resumed.remaining()
+    assert resumed.remaining().index(second) == SKIP_AGAIN_AFTER  # a skipped pair comes back after a few grades
     assert math.isnan(resumed.grades()[second]) and resumed.grades()[first] == 3
     other = LabelPool.read(_written(demo_pool, tmp_path))
     other.k = 3
@@ -116,20 +86,21 @@ def test_the_page_serves_html_a_lease_per_tab_and_plain_form_posts(demo_pool, tm
         assert status == 200 and "<script>" in page
         pair = demo_pool.pairs[shown_pair(page)]
         assert html.escape(demo_pool.questions[pair.query_id]) in page and html.escape(pair.text) in page
-        assert '<mark id="passage">' in page and "name=\"grade\" value=\"3\"" in page and "skip" in page
+        assert f'<div class="passage" id="passage">{html.escape(pair.text)}</div>' in page  # one highlighted block
+        assert "name=\"grade\" value=\"3\"" in page and "skip" in page
         assert f"<b>{len(demo_pool.pairs)}</b> left" in page
+        assert "First interval: 10 more questions to label whole (0 of 10 done)" in page
         assert get(running.url.rstrip("/") + where)[1].count(f'value="{shown_pair(page)}"') == 1  # reload: same pair
-        _, _, other_tab = get(running.url)
-        other_page = get(running.url.rstrip("/") + other_tab)[1]
-        assert shown_pair(other_page) != shown_pair(page)  # two tabs, two pairs
-        tab = where.split("=", 1)[1]
-        status, location = post(running.url + "grade", tab=tab, pair=shown_pair(page), grade="2")
-        assert status == 303 and location == f"/?tab={tab}"
-        assert post(running.url + "grade", tab=tab, pair=shown_pair(page), grade="1")[1].endswith("note=taken")
+        tab = Tab(running.url, where.split("=", 1)[1], hidden(page, "secret"), page)
+        other = open_tab(running.url)
+        assert other.pair != tab.pair and other.secret == tab.secret  # two tabs, two pairs; one form secret
+        status, location = tab.grade(2)
+        assert status == 303 and location == f"/?tab={tab.tab}"
+        assert tab.grade(1)[1].endswith("note=taken")
         assert labels.count == 1 and (tmp_path / "labels.qrels").read_text().count("\n") == 1
-        assert post(running.url + "grade", tab=tab, pair=shown_pair(other_page), grade="1")[1].endswith("note=taken")
+        assert tab.grade(1, pair=other.pair)[1].endswith("note=taken")
         assert labels.count == 1  # the other tab's pair is leased to it
-        assert post(running.url + "grade", tab=tab, pair=0, grade="7")[0] == 400
+        assert tab.grade(7, pair=0)[0] == 400
         status, body, _ = get(running.url + "status")
         assert status == 200 and json.loads(body)["graded"] == 1
     finally:
@@ -147,12 +118,15 @@ def test_the_command_serves_then_reports_and_bad_input_is_one_line(demo_pool, de
     try:
         first = server.stdout.readline()
         url = re.search(r"(http://127\.0\.0\.1:\d+/)", first).group(1)
-        _, _, where = get(url)
-        page = get(url.rstrip("/") + where)[1]
-        assert post(url + "grade", tab=where.split("=", 1)[1], pair=shown_pair(page), grade="1")[0] == 303
+        assert open_tab(url).grade(1)[0] == 303
         port = int(url.rsplit(":", 1)[1].strip("/"))
+        with pytest.raises(SystemExit) as stopped:  # a second server on the same labels file: refused, naming the first
+            kbench_main(["label", "--pool", f"{labels}.pool.json"])
+        err = capsys.readouterr().err
+        assert stopped.value.code == 2 and err.count("\n") == 1 and f"process {server.pid}" in err and url in err
+        other = tmp_path / "other.qrels"
         with pytest.raises(SystemExit) as stopped:
-            kbench_main(["label", "--pool", f"{labels}.pool.json", "--port", str(port)])
+            kbench_main(["label", "--pool", f"{labels}.pool.json", "--labels", str(other), "--port", str(port)])
         err = capsys.readouterr().err
         assert stopped.value.code == 2 and err.count("\n") == 1 and "the port is in use" in err
     finally:

@@ -157,3 +157,36 @@ def test_serve_on_a_port_in_use_is_one_line(tmp_path):
     assert done.code == 2 and "Traceback" not in done.err, done.err[-2000:]
     (line,) = error_lines(done.err)
     assert f"--port {port}: the port is in use" in line and "give another --port" in line, line
+
+
+CONCURRENT = 20
+
+
+def test_twenty_requests_at_once_are_all_answered():
+    """issue 52: 20 concurrent requests reset 2 connections (Python's listen backlog of 5). The server is bound and
+    not yet serving while 20 clients connect, so every connection must wait in the kernel's queue of the listening
+    socket: with a backlog of 5, the 7th handshake does not complete. Then it serves, and each gets its answer."""
+    running = start_server(port=0, chat=False, preload=(), background=False)
+    host, port = running.server.server_address[:2]
+    clients, serving = [], threading.Thread(target=running.server.serve_forever, daemon=True)
+    try:
+        for _ in range(CONCURRENT):  # each handshake completes only if the queue holds it
+            clients.append(socket.create_connection((host, port), timeout=2))
+        for client in clients:
+            client.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        serving.start()
+        answers = []
+        for client in clients:
+            client.settimeout(30)
+            data = b""
+            while chunk := client.recv(65536):
+                data += chunk
+            answers.append(data.split(b" ", 2)[1])
+        assert answers == [b"200"] * CONCURRENT
+    finally:
+        for client in clients:
+            client.close()
+        if serving.is_alive():
+            running.close()
+        else:  # never served: shutdown() would wait for a serve_forever that never ran
+            running.server.server_close()

@@ -39,7 +39,7 @@ from kbench.records import Query
 from kbench.registry import StrictModel
 from kbench.retrieval.contracts import Leg, LegResult, SearchContext
 from kbench.retrieval.registry import LEGS
-from kbench.retrieval.text.stemmers import LANGUAGES, STEMMER_NAMES
+from kbench.retrieval.text.stemmers import LANGUAGES, STEMMER_NAMES, make_stemmer
 from kbench.retrieval.text.stopwords import resolve_list_path
 from kbench.retrieval.text.tokenizers import Analyzer
 
@@ -210,6 +210,10 @@ class BM25Leg(Leg):
 
     needs_query_vectors = False
     scores_any_unit = True
+
+    @staticmethod
+    def preflight(params: BM25Params) -> None:
+        make_stemmer(params.analyzer_stemmer)  # its package (PyStemmer, snowballstemmer) imports, or one line
 
     def __init__(self, context: SearchContext, params: BM25Params):
         self.params = params

@@ -71,6 +71,10 @@ class PostgresFtsLeg(Leg):
     needs_query_vectors = False
     scores_any_unit = True
 
+    @staticmethod
+    def preflight(params: PostgresFtsParams) -> None:
+        TextSearchConfig(params.config, params.stopwords)  # its stemmers' package (snowballstemmer), or one line
+
     def __init__(self, context: SearchContext, params: PostgresFtsParams):
         self.params = params
         self.config = TextSearchConfig(params.config, params.stopwords)

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+from kbench.errors import MissingPackageError
+from kbench.packages import install_command, installed_version, optional_import
+
 Stemmer = Callable[[list[str]], list[str]]
 
 # the languages of PostgreSQL's configurations emulated beside english (pg_tsearch.py)
@@ -35,10 +38,7 @@ def make_stemmer(name: str) -> Stemmer:
     if name == "none":
         return lambda words: list(words)
     if name.startswith("snowball_") and name in STEMMER_NAMES:
-        try:
-            import Stemmer as pystemmer
-        except ImportError:
-            raise ImportError(f"stemmer {name} needs PyStemmer: pip install PyStemmer") from None
+        pystemmer = optional_import("Stemmer", f"stemmer {name}")
         return pystemmer.Stemmer(name.removeprefix("snowball_")).stemWords  # keeps its own cache of recent words
     if name == "postgres_english":
         return _postgres_english()
@@ -48,17 +48,13 @@ def make_stemmer(name: str) -> Stemmer:
 
 
 def _postgres_english() -> Stemmer:
-    try:
-        from snowballstemmer.english_stemmer import EnglishStemmer
-    except ImportError:
-        raise ImportError('stemmer postgres_english needs pip install "snowballstemmer==2.2.0"') from None
+    EnglishStemmer = optional_import("snowballstemmer.english_stemmer", "stemmer postgres_english").EnglishStemmer
     if EnglishStemmer().stemWord("internal") != "intern":  # Snowball >= 3.0 keeps "internal"
         import snowballstemmer
 
-        raise ImportError(
-            "stemmer postgres_english needs Snowball 2.2.0's English as PostgreSQL ships it: "
-            f'pip install "snowballstemmer==2.2.0" (found snowballstemmer {getattr(snowballstemmer, "__version__", "?")})'
-        )
+        raise MissingPackageError(
+            "stemmer postgres_english needs Snowball 2.2.0's English as PostgreSQL ships it (found snowballstemmer "
+            f"{getattr(snowballstemmer, '__version__', '?')}); install it with `{install_command('snowballstemmer', reinstall=True)}`")
 
     class PostgresEnglishStemmer(EnglishStemmer):
         def _EnglishStemmer__r_Step_1b(self):  # overrides the private Step_1b of the generated class
@@ -116,17 +112,12 @@ def _postgres_english() -> Stemmer:
 def _snowball_2_2_class(language: str):
     """The pure-Python generated class of ``language`` from snowballstemmer 2.2.0 (the version PostgreSQL's
     stemmers match), loaded directly so PyStemmer's newer C stemmers never stand in for it."""
-    from importlib import import_module
-    from importlib.metadata import PackageNotFoundError, version
-
-    hint = f'stemmer postgres_{language} needs pip install "snowballstemmer==2.2.0"'
-    try:
-        found = version("snowballstemmer")
-        module = import_module(f"snowballstemmer.{language}_stemmer")
-    except (ImportError, PackageNotFoundError):
-        raise ImportError(hint) from None
+    module = optional_import(f"snowballstemmer.{language}_stemmer", f"stemmer postgres_{language}")
+    found = installed_version("snowballstemmer") or "of no version"
     if found != "2.2.0":
-        raise ImportError(f"{hint} (found snowballstemmer {found}, whose rules PostgreSQL does not use)")
+        raise MissingPackageError(f"stemmer postgres_{language} needs snowballstemmer 2.2.0, whose rules PostgreSQL "
+                                  f"uses (found snowballstemmer {found}); install it with "
+                                  f"`{install_command('snowballstemmer', reinstall=True)}`")
     return getattr(module, f"{language.capitalize()}Stemmer")
 
 
