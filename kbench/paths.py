@@ -2,15 +2,33 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def workspace_dir(workspace: str | Path = "experiments") -> Path:
-    """The experiments workspace (mlflow.db, mlruns/, cache/, stores/); relative paths are from the cwd."""
-    path = Path(os.environ.get("KBENCH_WORKSPACE", workspace)).expanduser()
-    return path.resolve()
+DEFAULT_WORKSPACE = "experiments"
+_said: set[tuple[str, str]] = set()
+
+
+def workspace_dir(workspace: str | Path = DEFAULT_WORKSPACE) -> Path:
+    """The experiments workspace (mlflow.db, mlruns/, cache/, stores/); relative paths are from the cwd.
+
+    ``KBENCH_WORKSPACE`` wins over ``workspace`` (a config's ``workspace:``, a ``--workspace``), so one variable
+    moves every command to a scratch or shared folder. When the two name different folders, that is said once per
+    process on stderr, with the folder used and how to use the other: a config's workspace never loses in silence."""
+    env = os.environ.get("KBENCH_WORKSPACE")
+    if not env:
+        return Path(workspace).expanduser().resolve()
+    chosen = Path(env).expanduser().resolve()
+    if str(workspace) != DEFAULT_WORKSPACE:
+        asked = Path(workspace).expanduser().resolve()
+        if asked != chosen and (str(asked), str(chosen)) not in _said:
+            _said.add((str(asked), str(chosen)))
+            print(f"kbench: note: KBENCH_WORKSPACE wins over workspace: {workspace}: writing to {chosen}, not "
+                  f"{asked} (unset KBENCH_WORKSPACE to use {asked})", file=sys.stderr, flush=True)
+    return chosen
 
 
 def tracking_uri(configured: str | None, workspace: Path) -> str:

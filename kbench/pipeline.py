@@ -14,6 +14,7 @@ config sections it uses: the indexes (kbench/indexes) their ``IndexSections``, r
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -30,6 +31,7 @@ from kbench.embedding.stage import CachedEmbedder, EmbeddingResult
 from kbench.embedding.tuning import dataset_sample
 from kbench.enrichment import check_code_examples, check_enrichment
 from kbench.errors import ConfigError, RunError
+from kbench.evaluation.budgets import budget_tokenizer
 from kbench.evaluation.config import EvaluationConfig
 from kbench.evaluation.ragas_eval import check_ragas, evaluate_ragas
 from kbench.evaluation.slices import slice_problem
@@ -40,7 +42,7 @@ from kbench.llm import LLMPolicy, UsageMeter, check_reachable
 from kbench.packages import require
 from kbench.paths import workspace_dir
 from kbench.records import Chunk, Dataset, Run
-from kbench.retrieval.context import count_ranked_tokens, score_context
+from kbench.retrieval.context import check_budget_tokenizer, count_ranked_tokens, score_context
 from kbench.retrieval.contracts import SearchContext
 from kbench.retrieval.query import QueryPlan, check_query, plan_queries, search_planned
 from kbench.retrieval.rerank import check_reranker
@@ -129,9 +131,30 @@ def preflight(experiment: Experiment) -> None:
         check_store(experiment.store, workspace_dir(experiment.workspace))
         if experiment.embedding.provider in ("sentence_transformers", "static"):  # missing or broken
             resolve_model_path(experiment.embedding.model)
+    if experiment.evaluation.budgets:  # its tokenizer loads (a model with none fails now, not after the search)
+        check_budget_tokenizer(experiment.evaluation.budget_tokenizer)
     endpoints += [*check_ragas(experiment.evaluation), *check_query(experiment.query)]
     check_reachable(endpoints, experiment.llm.policy)  # a dead server or a wrong key: seconds, not after embedding
     require(("py3langid",), "the language census every run takes (kbench/language)")
+
+
+_noted: set[str] = set()
+
+
+def sample_note(dataset: Dataset, config) -> str | None:
+    """When ``dataset.max_documents`` (or max_queries) took a sample, one line that says so, why it matters and how
+    to run on all of it: ``dataset docs: 30 of 155 documents (dataset.max_documents: 30 ...)``; None otherwise."""
+    parts = []
+    if "documents" in dataset.sampled_from:
+        total = dataset.sampled_from["documents"]
+        parts.append(f"{len(dataset.documents)} of {total} documents (dataset.max_documents: {config.max_documents}: "
+                     "every document a question points at, then a seeded sample of the others); with fewer pages "
+                     f"to search than the corpus has, every score runs higher than on all {total} and the ranking "
+                     "of configs may differ: remove dataset.max_documents to run on all of them")
+    if "queries" in dataset.sampled_from:
+        parts.append(f"{len(dataset.queries)} of {dataset.sampled_from['queries']} questions (dataset.max_queries: "
+                     f"{config.max_queries}, a seeded sample)")
+    return f"dataset {dataset.name}: " + "; ".join(parts) if parts else None
 
 
 def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool = True) -> Corpus:
@@ -152,6 +175,11 @@ def prepare_corpus(experiment: Experiment, *, progress: bool = True, index: bool
                           **stored.counts, **{f"skipped_{r}": len(p) for r, p in dataset.skipped.items()})
     else:
         stored, dataset = None, read_dataset(experiment.dataset, timer=log.timer, counts=log.counts)
+        if "documents" in dataset.sampled_from:  # the results' header says "30 of 155 documents"
+            log.counts["documents_total"] = dataset.sampled_from["documents"]
+        if progress and (note := sample_note(dataset, experiment.dataset)) and note not in _noted:
+            _noted.add(note)  # once per process: a sweep's configs read one sample
+            print(f"kbench: note: {note}", file=sys.stderr, flush=True)
     if problem := slice_problem(dataset, experiment.evaluation.slices):  # the first moment the fields are known
         if stored is not None:
             stored.outcome.close()
@@ -203,15 +231,16 @@ def search_corpus(corpus: Corpus, experiment: Experiment, *, progress: bool = Fa
 
 
 def evaluate_run(dataset: Dataset, chunks: list[Chunk], run: Run, config: EvaluationConfig,
-                 latency_ms: dict[str, np.ndarray] | None = None, budget_model: str | None = None, *,
+                 latency_ms: dict[str, np.ndarray] | None = None, *,
                  cache_root: Path | None = None, llm_usage: UsageMeter | None = None,
                  llm_policy: LLMPolicy | None = None) -> tuple[pd.DataFrame, dict[str, float]]:
     """Per-query metrics (plus ragas and latency columns) and their means (plus latency p50/p95). ``chunks``: what
-    the hits point at (``SearchResult.units``); ``budget_model``: whose tokenizer counts evaluation.budgets when
-    budget_tokenizer is unset. LLM-judged ragas metrics count requests in ``llm_usage``, wait as ``llm_policy`` says."""
+    the hits point at (``SearchResult.units``); evaluation.budgets are counted by one tokenizer whatever the model
+    (``evaluation.budgets.budget_tokenizer``). LLM-judged ragas metrics count requests in ``llm_usage``, wait as
+    ``llm_policy`` says."""
     tokens = None
     if config.budgets:
-        tokens = count_ranked_tokens(run, chunks, config.budget_tokenizer or budget_model or "all-MiniLM-L6-v2")
+        tokens = count_ranked_tokens(run, chunks, budget_tokenizer(config.budget_tokenizer))
     per_query = evaluate_rankings(dataset, chunks, run, config, tokens)
     # a question no label reaches has no row (kbench/evaluation/stage.py): per-question arrays follow the rows
     rows = pd.Index([q.query_id for q in dataset.queries]).get_indexer(per_query["query_id"])
@@ -250,7 +279,7 @@ def run_pipeline(experiment: Experiment, *, progress: bool = True,
     timer.seconds.update(found.seconds)
     with timer.stage("evaluate"):
         per_query, metrics = evaluate_run(corpus.dataset, found.units, found.run, experiment.evaluation,
-                                          found.latency_ms, budget_model=experiment.embedding.model,
+                                          found.latency_ms,
                                           cache_root=corpus.workspace / "cache", llm_usage=corpus.llm_usage,
                                           llm_policy=experiment.llm.policy)
     if found.plan is not None:  # what was searched, per query (a notebook shows it)

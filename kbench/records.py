@@ -79,6 +79,8 @@ class Dataset:
     spans: dict[str, list[Span]] = field(default_factory=dict)  # query_id -> reference spans
     skipped: dict[str, list[str]] = field(default_factory=dict)  # reason -> paths (loaders record why)
     content_hash: str | None = None  # set when the data is not a dataset folder's files (a live store's rows)
+    # "documents" / "queries" -> how many there were before dataset.max_documents / max_queries took a sample
+    sampled_from: dict[str, int] = field(default_factory=dict)
 
     @property
     def has_spans(self) -> bool:

@@ -80,3 +80,23 @@ def test_exports_live_in_the_models_directory_given_else_in_the_workspace_cache(
     assert exports_dir(tmp_path / "ws" / "cache") == tmp_path / "ws" / "cache" / "exports"
     monkeypatch.setenv("KBENCH_MODELS_DIR", str(tmp_path / "models"))
     assert exports_dir(tmp_path / "ws" / "cache") == (tmp_path / "models" / "exported").resolve()
+
+
+def test_a_config_workspace_and_kbench_workspace_that_disagree_say_which_wins(tmp_path, monkeypatch, capsys):
+    """Issue 53 item 8: `workspace:` in a config lost to KBENCH_WORKSPACE in silence. The variable still wins (one
+    variable moves every command); the run says so once, with both folders."""
+    import kbench.paths as paths
+    from kbench.paths import workspace_dir
+
+    monkeypatch.setattr(paths, "_said", set())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KBENCH_WORKSPACE", str(tmp_path / "env-ws"))
+    assert workspace_dir("mine") == tmp_path / "env-ws"
+    assert capsys.readouterr().err == (f"kbench: note: KBENCH_WORKSPACE wins over workspace: mine: writing to "
+                                       f"{tmp_path / 'env-ws'}, not {tmp_path / 'mine'} (unset KBENCH_WORKSPACE to "
+                                       f"use {tmp_path / 'mine'})\n")
+    assert workspace_dir("mine") == tmp_path / "env-ws" and capsys.readouterr().err == ""  # once per process
+    assert workspace_dir("env-ws") == tmp_path / "env-ws" and capsys.readouterr().err == ""  # they agree
+    assert workspace_dir() == tmp_path / "env-ws" and capsys.readouterr().err == ""  # the config said nothing
+    monkeypatch.delenv("KBENCH_WORKSPACE")
+    assert workspace_dir("mine") == tmp_path / "mine" and capsys.readouterr().err == ""

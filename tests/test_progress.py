@@ -33,7 +33,7 @@ def test_a_terminal_gets_the_count_the_rate_and_the_time_left_then_the_total(mon
     now = [0.0]
     monkeypatch.setattr("kbench.progress.time.perf_counter", lambda: now[0])
     screen = Terminal()
-    with Progress("search", 100, "queries", stream=screen) as bar:
+    with Progress("search", 100, "queries", stream=screen, estimate_from_s=3600, heartbeat=False) as bar:
         now[0] = 10.0
         bar.advance(50)
         now[0] = 20.0
@@ -80,5 +80,51 @@ def test_a_run_piped_to_a_file_has_one_line_per_stage_and_no_bar(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "\r" not in done.stderr and "Batches" not in done.stderr and "%|" not in done.stderr, done.stderr
     lines = done.stderr.splitlines()
-    assert [line.split(":")[0] for line in lines] == ["embed", "search"], done.stderr
+    # the sample is said first (issue 53 item 1), then one line per stage
+    assert lines[0].startswith("kbench: note: dataset demo: 6 of 32 documents (dataset.max_documents: 3: ")
+    assert [line.split(":")[0] for line in lines[1:]] == ["embed", "search"], done.stderr
+    assert "experiment piped: 5 queries, 6 of 32 documents (dataset.max_documents), " in done.stdout
     assert "Warning" not in done.stderr and "warn" not in done.stderr.lower()
+
+
+# ------------------------------------------------------------------ issue 53 item 3: estimates, a line every minute
+def test_a_long_stage_estimates_from_its_first_batch_by_work_and_a_log_gets_a_line_between_batches(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr("kbench.progress.time.perf_counter", lambda: now[0])
+    log = io.StringIO()
+    # 1,000 texts, the first 100 of them half the characters (the longest first): 40s for half the work
+    with Progress("embed", 1000, "texts", stream=log, work=200_000, heartbeat=False) as bar:
+        now[0] = 40.0
+        bar.advance(100, work=100_000)
+        assert log.getvalue() == ("embed: 1,000 texts, about 1m20s at 12.5 texts/s (timed on the first 100); a line "
+                                  "at least every 30.0s\n")  # by items it would have said 6m40s
+        now[0] = 60.0
+        bar.tick()  # 20s since the last line: nothing yet
+        assert log.getvalue().count("\n") == 1
+        now[0] = 75.0
+        bar.tick()  # a batch still running, 35s since the last line: the running line
+        assert log.getvalue().splitlines()[1] == "embed: 100/1,000 texts, 1.3 texts/s, 1m15s left"
+        now[0] = 90.0
+        bar.advance(900, work=100_000)
+    assert log.getvalue().splitlines()[-1] == "embed: 1,000 texts in 1m30s (11.1 texts/s)"
+    short = io.StringIO()
+    with Progress("embed", 10, "texts", stream=short, heartbeat=False) as bar:
+        now[0] = 91.0
+        bar.advance(5)  # 1s for half: a 2s stage says nothing before its line
+        now[0] = 92.0
+        bar.advance(5)
+    assert short.getvalue().count("\n") == 1
+
+
+def test_the_heartbeat_writes_while_a_batch_runs():
+    """A real thread and a real clock: a batch that outlasts line_every_s still gets its line."""
+    import time as clock
+
+    log = io.StringIO()
+    with Progress("embed", 64, "texts", stream=log, line_every_s=0.2) as bar:
+        clock.sleep(1.2)  # one batch, longer than the interval
+        bar.advance(64)
+    lines = log.getvalue().splitlines()
+    assert len(lines) >= 3 and all(line.startswith("embed: 0/64 texts") for line in lines[:-1])
+    assert lines[-2].endswith("on the first batch")
+    assert lines[-1].startswith("embed: 64 texts in ")

@@ -76,7 +76,7 @@ def read_source(args) -> tuple[str, list, list, dict[str, list[str]], dict]:
             dataset = load_dataset(DatasetConfig(path=str(path), **{k: v for k, v in folder_knobs.items() if v}))
             return str(path), dataset.documents, dataset.queries, dataset.skipped, {}
         folder = FolderSource(path, list(args.include or []), list(DEFAULT_EXCLUDE if args.exclude is None else args.exclude),
-                              args.max_file_bytes or DEFAULT_MAX_FILE_BYTES)
+                              args.max_file_bytes or DEFAULT_MAX_FILE_BYTES, skip_generated=True)
         documents, skipped = folder.load()
         return str(path), documents, [], skipped, {}
     raise FileNotFoundError(f"{source}: not a file, a folder or a registered dataset name "
@@ -119,7 +119,7 @@ def chunk(args) -> int:
     print()
     types = Counter(d.doc_type for d in documents)
     print("documents by type: " + (", ".join(f"{t} {n}" for t, n in sorted(types.items())) or "none"))
-    for line in census_lines(take_census(documents, questions))[: 2 if questions else 1]:
+    for line in census_lines(take_census(documents, questions))[: None if questions else 1]:
         print(line)
     print("skipped files: " + (", ".join(f"{r} {len(p)}" for r, p in sorted(skipped.items())) or "none"))
     for reason, paths in sorted(skipped.items()):

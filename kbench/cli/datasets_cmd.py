@@ -114,6 +114,9 @@ def add_synthetic_parser(bsub) -> None:
     sy.add_argument("--keep-documents", action="store_true",
                     help="index the documents whole: remove no heading or sentence a question came from (the "
                          "leak is measured, not prevented); by default every candidate's is removed, whatever --max")
+    sy.add_argument("--heading-removal", choices=["marker", "line"], default=None,
+                    help="heading: what leaves the indexed copy; marker (default): a heading's words, its line kept as "
+                         "a bare '##' so sections keep their place; line: the whole heading line")
     sy.add_argument("--include", nargs="+", metavar="GLOB", help="folder or git paths to take, e.g. '**/*.md'")
     sy.add_argument("--exclude", nargs="+", metavar="GLOB", help="paths to leave out")
     sy.add_argument("--since", help="commits: only commits after this date (anything git log --since takes)")
@@ -182,12 +185,16 @@ def build_synthetic_cmd(args) -> int:
         print("kbench: error: --min-usable is a share between 0 and 1", file=sys.stderr)
         return 2
     synthetic = datasets.synthetic
+    if args.heading_removal and args.method != "heading":
+        print("kbench: error: --heading-removal applies to --method heading only", file=sys.stderr)
+        return 2
     report = synthetic.build_from_source(args.source, args.out, method=args.method, seed=args.seed,
                                          per_doc=args.per_doc, max_questions=args.max_questions, force=args.force,
                                          include=args.include, exclude=args.exclude, since=args.since,
                                          max_commits=args.max_commits,
                                          filters=synthetic.Filters(args.max_word_overlap, args.min_bm25_rank),
                                          keep_documents=args.keep_documents,
+                                         params={"removal": args.heading_removal} if args.heading_removal else None,
                                          llm_options=synthetic.LLMOptions(
                                              args.base_url, args.model, args.api_key_env, args.workspace,
                                              args.timeout_s, args.concurrency, args.min_usable, args.allow_partial))

@@ -82,6 +82,12 @@ def run(args) -> int:
             print(line)
         if plan.search.strategy != "grid":
             print(f"search: {plan.search.strategy} ({', '.join(f'{k}={v}' for k, v in plan.search.model_dump().items())})")
+        budgeted = {(tuple(c.experiment.evaluation.budgets), c.experiment.evaluation.budget_tokenizer)
+                    for c in plan.configs if c.experiment.evaluation.budgets}
+        for budgets, tokenizer in sorted(budgeted, key=str):  # which tokenizer spends them (issue 53 item 4)
+            from kbench.evaluation.budgets import budget_words
+
+            print(f"evaluation.budgets {list(budgets)}: tokens {budget_words(tokenizer)}")
         return 0
     if plan.search.strategy == "tune":  # fusion knobs tuned on half the questions (docs/how-to/search.md)
         try:

@@ -71,9 +71,10 @@ def metrics_table(metrics: dict[str, float], level: str) -> str | None:
     return format_table([f"{level}-level", *(f"@{k}" for k in ks)], rows, decimals=DECIMALS)
 
 
-def diagnosis_lines(metrics: dict[str, float]) -> list[str]:
+def diagnosis_lines(metrics: dict[str, float], budget_tokenizer: str | None = None) -> list[str]:
     """Where the relevant items ended (miss_share_*, non-zero only), the oracle ceilings at nDCG@10 (or the
-    largest k) and recall at each token budget; nothing for what the run did not compute."""
+    largest k) and recall at each token budget, with the tokenizer that counted them (``budget_tokenizer``: the
+    config's evaluation.budget_tokenizer); nothing for what the run did not compute."""
     lines = []
     shares = {k.removeprefix("miss_share_"): v for k, v in metrics.items() if k.startswith("miss_share_") and v > 0}
     if shares:
@@ -93,6 +94,10 @@ def diagnosis_lines(metrics: dict[str, float]) -> list[str]:
                          if k.startswith(f"{name}_at_budget_"))
         if budgets:
             lines.append(f"{name} at a token budget: " + ", ".join(f"{n} {v:.4f}" for n, v in budgets))
+    if any("_at_budget_" in k for k in metrics):
+        from kbench.evaluation.budgets import budget_words
+
+        lines.append(f"  budget tokens {budget_words(budget_tokenizer)}")
     return ([""] + lines) if lines else []
 
 
@@ -171,8 +176,11 @@ def skipped_line(skipped: dict[str, list[str]]) -> str | None:
 
 def print_metrics(result) -> None:
     print()
-    print(f"experiment {result.experiment.name}: {result.counts.get('queries')} queries, "
-          f"{result.counts.get('documents')} documents, {result.counts.get('chunks')} chunks")
+    total = result.counts.get("documents_total")
+    documents = (f"{result.counts.get('documents')} of {total} documents (dataset.max_documents)" if total
+                 else f"{result.counts.get('documents')} documents")
+    print(f"experiment {result.experiment.name}: {result.counts.get('queries')} queries, {documents}, "
+          f"{result.counts.get('chunks')} chunks")
     line = skipped_line(result.dataset.skipped if result.dataset is not None else {})
     if line:
         print(line)
@@ -181,7 +189,7 @@ def print_metrics(result) -> None:
         if table:
             print()
             print(table)
-    for line in diagnosis_lines(result.metrics):
+    for line in diagnosis_lines(result.metrics, result.experiment.evaluation.budget_tokenizer):
         print(line)
     line = language_line(result.per_query)
     if line:

@@ -28,6 +28,7 @@ import pandas as pd
 
 from kbench.compare.compare import headline_metric
 from kbench.config import load_experiment
+from kbench.evaluation.budgets import BUDGET_METRIC, OFFERED_BUDGET, is_budget_metric
 from kbench.evaluation.significance import TESTS, adjust_p_values, bootstrap_ci
 from kbench.paths import workspace_dir
 from kbench.runner import run_experiment
@@ -54,6 +55,7 @@ class GateSide:
     fingerprint: dict[str, Any] | None
     run_id: str | None = None
     how: str = "read"  # read (a logged run id), reused (a finished run of the config), ran (computed now)
+    chunking: dict[str, str] = field(default_factory=dict)  # strategy, chunk_size: a chunk-size change is said
 
 
 @dataclass
@@ -176,11 +178,13 @@ def resolve_side(spec: str, *, tracking_uri: str | None = None, reuse: bool = Tr
             if logged is not None and logged.get("hash") == fingerprint["hash"]:
                 say(f"{spec}: reusing finished run {found.info.run_id} (same run key and fingerprint)")
                 per_query, _ = read_per_query(client, found)
-                return GateSide(spec, experiment.name, per_query, fingerprint, found.info.run_id, "reused")
+                return GateSide(spec, experiment.name, per_query, fingerprint, found.info.run_id, "reused",
+                                _chunking(experiment.resolved()["chunking"]))
         say(f"{spec}: running {experiment.name} (run key {experiment.run_key()})")
         result = run_experiment(experiment, progress=False)
         written = json.loads((result.run_dir / FINGERPRINT_FILE).read_text(encoding="utf-8"))
-        return GateSide(spec, experiment.name, result.per_query.set_index("query_id"), written, result.run_id, "ran")
+        return GateSide(spec, experiment.name, result.per_query.set_index("query_id"), written, result.run_id, "ran",
+                        _chunking(experiment.resolved()["chunking"]))
     client = tracking_client(tracking_uri)
     try:
         run = find_run(client, spec)
@@ -188,7 +192,27 @@ def resolve_side(spec: str, *, tracking_uri: str | None = None, reuse: bool = Tr
     except RunReadError as e:
         raise GateError(f"{spec}: not a config file (.yaml) and {e}") from None
     label = run.data.tags.get("mlflow.runName") or run.info.run_id[:8]
-    return GateSide(spec, label, per_query, _fingerprint_of(client, run), run.info.run_id, "read")
+    return GateSide(spec, label, per_query, _fingerprint_of(client, run), run.info.run_id, "read",
+                    _chunking({k.removeprefix("chunking."): v for k, v in run.data.params.items()
+                               if k.startswith("chunking.")}))
+
+
+def _chunking(section: dict) -> dict[str, str]:
+    """A side's chunker and chunk size, as text (what a chunk-size change is told by)."""
+    return {k: str(section[k]) for k in ("strategy", "chunk_size") if section.get(k) is not None}
+
+
+def chunk_size_note(baseline: GateSide, candidate: GateSide, metrics: list[str]) -> str | None:
+    """A gate of a chunk-size change on a top-k metric: the note that says so and offers the budget metric."""
+    a, b = baseline.chunking.get("chunk_size"), candidate.chunking.get("chunk_size")
+    top_k = [m for m in metrics if not is_budget_metric(m)]
+    if not top_k or not (a or b) or a == b:
+        return None
+    budget = BUDGET_METRIC.format(n=OFFERED_BUDGET)
+    return (f"the two chunk differently (chunk_size {a or 'none'} against {b or 'none'}) and {', '.join(top_k)} "
+            "counts chunks, not tokens: longer chunks hold more of an answer in the same top k, so a top-k gate "
+            f"favours them; gate a budget metric too: --metric {budget} (both configs with evaluation.budgets: "
+            f"[{OFFERED_BUDGET}])")
 
 
 # --------------------------------------------------------------------------- the decision
@@ -239,6 +263,8 @@ def gate(baseline: GateSide, candidate: GateSide, *, metrics: list[str] | None =
         if missing:
             raise GateError(f"{s.label}: no per-query scores for {missing}; available: "
                             f"{[c for c in s.per_query.columns if s.per_query[c].dtype.kind in 'fi']}")
+    if note := chunk_size_note(baseline, candidate, metrics):
+        notes.append(note)
     run_test = TESTS[test]
     rows = []
     for metric in metrics:

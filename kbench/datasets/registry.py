@@ -231,9 +231,11 @@ def sample(dataset: Dataset, config: DatasetConfig) -> Dataset:
         extra = rng.sample(rest, max(0, config.max_documents - len(must)))
         chosen = {d.doc_id for d in must + extra}
         documents = [d for d in documents if d.doc_id in chosen]
+    sampled_from = {**({"documents": len(dataset.documents)} if len(documents) < len(dataset.documents) else {}),
+                    **({"queries": len(dataset.queries)} if len(queries) < len(dataset.queries) else {})}
     return Dataset(
         dataset.name, documents, queries,
         qrels={q: r for q, r in dataset.qrels.items() if q in keep_q},
         spans={q: r for q, r in dataset.spans.items() if q in keep_q},
-        skipped=dataset.skipped,
+        skipped=dataset.skipped, sampled_from=sampled_from,
     )

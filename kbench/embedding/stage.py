@@ -13,6 +13,7 @@ import numpy as np
 from kbench.cache import EmbeddingCache
 from kbench.embedding.choice import resolved
 from kbench.embedding.config import CHOICES, LOCAL_PROVIDERS, EmbeddingConfig
+from kbench.embedding.models import CATALOGUE
 from kbench.embedding.onnx_export import EXPORT_VERSION, INT8_VERSION
 from kbench.embedding.onnx_runtime import computes_in, openvino_computes_in
 from kbench.embedding.registry import EMBEDDING_PROVIDERS, Encoder, ReportingEncoder
@@ -185,7 +186,11 @@ class CachedEmbedder:
         failed_hashes: dict[str, str] = {}
         # longest first: each block, and each batch inside it, then pads to texts of about the same length
         pending = sorted(todo.items(), key=lambda item: -len(item[1]))
-        with Progress(stage, len(pending), "texts", enabled=progress and bool(pending)) as bar:
+        # the first batch (the longest texts) is timed for the stage's estimate: by characters, up to what the
+        # model reads, so the longest batch first does not overstate the rest (kbench/progress.py)
+        cost = self._cost
+        with Progress(stage, len(pending), "texts", enabled=progress and bool(pending),
+                      work=sum(cost(t) for _, t in pending)) as bar:
             for start in range(0, len(pending), self.CACHE_BLOCK):
                 # one cache shard per block: a run killed mid-way keeps what it already embedded
                 block = pending[start : start + self.CACHE_BLOCK]
@@ -198,7 +203,7 @@ class CachedEmbedder:
                         vectors = self._finish(np.stack(report.embeddings).astype(np.float32))
                         self.cache.put_many(ok, vectors)
                         found.update(zip(ok, vectors))
-                    bar.advance(len(block))
+                    bar.advance(len(block), work=sum(cost(t) for _, t in block))
                     if report.stopped is not None:  # quota or endpoint gone: stop now, what finished is cached
                         raise stop_error("embedding", report.stopped, len(found), len(hashes))
                     continue
@@ -229,12 +234,20 @@ class CachedEmbedder:
         try:
             for start in range(0, len(texts), size):
                 parts.append(self.encoder.encode(texts[start : start + size]))
-                bar.advance(len(parts[-1]))
+                bar.advance(len(parts[-1]), work=sum(self._cost(t) for t in texts[start : start + size]))
         except Exception as e:  # keep going: record failures, never store a zero vector
             failed.update({k: f"{type(e).__name__}: {e}" for k in keys})
-            bar.advance(len(texts) - sum(len(p) for p in parts))
+            done = sum(len(p) for p in parts)
+            bar.advance(len(texts) - done, work=sum(self._cost(t) for t in texts[done:]))
             return None
         return self._finish(np.concatenate(parts)) if parts else None
+
+    def _cost(self, text: str) -> int:
+        """What embedding ``text`` costs, for the progress estimate: its characters, up to about what the model reads
+        (its max tokens at ~5 characters each; a static model reads everything, cheaply)."""
+        spec = CATALOGUE.get(self.config.model)
+        limit = spec.max_tokens * 5 if spec is not None and spec.max_tokens else 0
+        return min(len(text), limit) if limit else len(text)
 
     def time_queries(self, texts: list[str]) -> float | None:
         """Seconds per question of encoding ``texts`` together with the encoder itself, never read from the vector

@@ -58,7 +58,8 @@ class EvaluationConfig(StrictModel):
                                           "keep ranked chunks until n tokens are spent (kbench.evaluation.budgets)",
                                           json_schema_extra=in_unit("tokens"))
     budget_tokenizer: str | None = Field(
-        None, description="whose tokenizer counts budget tokens (kbench models list); default: embedding.model")
+        None, description="whose tokenizer counts budget tokens (kbench models list); default: all-MiniLM-L6-v2's, "
+                          "the same for every embedding model")
     miss_attribution: bool = Field(
         True, description="per query and relevant item, the stage where it was lost (miss_stage, miss_share_*) "
                           "and the oracle ceilings (ceiling_*)")

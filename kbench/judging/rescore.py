@@ -36,6 +36,7 @@ from kbench.judging import MIN_JUDGED
 from kbench.evaluation.stage import evaluate_rankings, summarize
 from kbench.paths import workspace_dir
 from kbench.pipeline import chunked_dataset
+from kbench.evaluation.budgets import budget_tokenizer
 from kbench.retrieval.context import count_ranked_tokens
 from kbench.tracking.read import artifact_source, get_run, read_config, read_run
 
@@ -109,8 +110,7 @@ def rescore_run(client, scores: RunScores, judged: JudgedQrels, only: set[str] |
                            "cannot be re-scored from its saved ranking; re-run it with dataset.judged_qrels")
     tokens = None
     if experiment.evaluation.budgets:
-        tokens = count_ranked_tokens(ranking, chunks, experiment.evaluation.budget_tokenizer
-                                     or experiment.embedding.model)
+        tokens = count_ranked_tokens(ranking, chunks, budget_tokenizer(experiment.evaluation.budget_tokenizer))
     frame = evaluate_rankings(dataset, chunks, ranking, experiment.evaluation, tokens).set_index("query_id")
     if only is not None:
         frame = frame[frame.index.isin(only)]

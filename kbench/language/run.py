@@ -31,7 +31,7 @@ class RunLanguages:
     def tags(self) -> dict[str, str]:
         """``kbench.language.documents`` and ``.questions`` (shares per language), ``kbench.language.warning`` (the
         line said on stderr) when the embedder covers under half of the documents."""
-        documents, questions = census_lines(self.census)
+        documents, questions = census_lines(self.census)[:2]
         tags = {DOCUMENTS_TAG: documents.split(": ", 1)[1], QUESTIONS_TAG: questions.split(": ", 1)[1]}
         if self.coverage is not None and self.coverage.warns:
             tags[WARNING_TAG] = self.coverage.message()

@@ -314,7 +314,8 @@ class LLMClient:
         The stage then calls ``require_usable``. ``progress``: counts, rate and time left on stderr."""
         result = ChatBatchResult()
         cache = self._cache("chat", {"max_tokens": max_tokens, "temperature": temperature, "system": system})
-        shown = AnswerProgress(f"{self.endpoint.section} ({self.endpoint.model})", len(prompts), enabled=progress)
+        shown = AnswerProgress(f"{self.endpoint.section} ({self.endpoint.model})", len(prompts), enabled=progress,
+                               estimate_after=self.policy.concurrency)  # timed on the first answers in flight
         judge = usable or (lambda prompt, answer: True)
         bad_allowed = len(prompts) if self.policy.allow_partial or usable is None else \
             most_bad_allowed(len(prompts), self.policy.min_usable)

@@ -15,6 +15,8 @@ import threading
 import time
 from typing import TextIO
 
+from kbench.progress import ESTIMATE_FROM_S, estimate_line
+
 LINE_EVERY_S = 10.0  # seconds between progress lines when the stream is not a terminal
 REDRAW_EVERY_S = 0.2
 
@@ -31,7 +33,7 @@ class AnswerProgress:
     """Counts of one stage's answers as they arrive (thread-safe), shown on ``stream``."""
 
     def __init__(self, label: str, total: int, *, stream: TextIO | None = None, enabled: bool = True,
-                 line_every_s: float = LINE_EVERY_S, clock=time.monotonic):
+                 line_every_s: float = LINE_EVERY_S, clock=time.monotonic, estimate_after: int = 1):
         self.label, self.total = label, total
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = enabled and total > 0 and os.environ.get("KBENCH_PROGRESS", "1") != "0"
@@ -44,6 +46,9 @@ class AnswerProgress:
         self._last = -1e9
         self._shown = False  # lines start after ``start()``: answers counted before it (the cache's) say nothing
         self._closed = False
+        self.estimate_after = max(1, estimate_after)
+        self._asked_at: float | None = None  # start(): when the endpoint is first asked
+        self._estimated = False
 
     @property
     def done(self) -> int:
@@ -53,6 +58,7 @@ class AnswerProgress:
         if self.enabled:
             self._write(f"{self.label}: {self.total} to answer{what}", final=True)
             self._last, self._shown = self._clock(), True
+            self._asked_at = self._last
 
     def add(self, *, usable: bool | None = True, failed: bool = False, cached: bool = False, n: int = 1) -> None:
         """``n`` answers: failed (no answer), else usable or not (None: the stage does not judge, count usable)."""
@@ -65,10 +71,24 @@ class AnswerProgress:
                 self.usable += n
             self.cached += n if cached else 0
             now = self._clock()
+            self._estimate(now)
             due = now - self._last >= (REDRAW_EVERY_S if self.tty else self.line_every_s)
             if self.enabled and self._shown and due and self.done < self.total:
                 self._last = now
                 self._write(self.line())
+
+    def _estimate(self, now: float) -> None:
+        """Once the first answers from the endpoint are in: the rest projected from them, when it is long."""
+        answered = self.done - self.cached
+        to_answer = self.total - self.cached
+        if (self._estimated or not self.enabled or not self._shown or self._asked_at is None or answered <= 0
+                or answered < min(self.estimate_after, to_answer) or self.done >= self.total):
+            return
+        self._estimated = True
+        elapsed = now - self._asked_at
+        if elapsed * to_answer / answered >= ESTIMATE_FROM_S:
+            self._write(estimate_line(self.label, to_answer, "answers", elapsed, answered,
+                                      every_s=None if self.tty else self.line_every_s), final=True)
 
     def line(self, final: bool = False) -> str:
         elapsed = max(self._clock() - self._started, 1e-9)

@@ -21,7 +21,8 @@ import numpy as np
 
 from kbench.chunking.fixed_tokens import load_tokenizer
 from kbench.embedding.models import resolve_model_path
-from kbench.errors import RunError
+from kbench.errors import ConfigError, RunError
+from kbench.evaluation.budgets import BUDGET_TOKENIZER, budget_tokenizer
 from kbench.evaluation.config import EvaluationConfig
 from kbench.evaluation.stage import evaluate_rankings
 from kbench.records import Chunk, Dataset, Document, RankedHit, Run
@@ -101,6 +102,19 @@ def score_context(run: Run, units: list[Chunk], dataset: Dataset, config: Contex
     columns["context_dropped_overlap"] = np.array([c.dropped_overlap if c else 0 for c in per], dtype=float)
     columns["context_dropped_budget"] = np.array([c.dropped_budget if c else 0 for c in per], dtype=float)
     return columns
+
+
+def check_budget_tokenizer(configured: str | None) -> None:
+    """Before a run or a sweep starts (``--dry-run`` too): the tokenizer that counts evaluation.budgets loads, else a
+    ConfigError naming the knob and what works."""
+    name = budget_tokenizer(configured)
+    try:
+        load_tokenizer(name)
+    except (OSError, ValueError, RuntimeError, ConfigError) as e:
+        raise ConfigError(f"evaluation.budget_tokenizer: {name!r} has no tokenizer kbench can load "
+                          f"({' '.join(str(e).split())[:200]}); leave it unset to count every config's budget "
+                          f"tokens with {BUDGET_TOKENIZER}'s tokenizer, or name a model folder with a tokenizer.json "
+                          "(all-MiniLM-L6-v2, all-mpnet-base-v2)") from None
 
 
 def count_ranked_tokens(run: Run, chunks: list[Chunk], model: str) -> dict[str, int]:

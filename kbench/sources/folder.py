@@ -5,7 +5,9 @@ number of folders (``**/*.py`` also matches ``setup.py`` at the top; ``**/node_m
 everything under any node_modules folder). A file is taken when it matches an include pattern (all files
 when include is empty) and no exclude pattern. Each document keeps its relative path (doc_id and url), a
 source id, its type and its content hash (``Document.content_hash``; ``file_sha256`` for the raw bytes).
-Skipped files are returned by reason, never dropped silently.
+Skipped files are returned by reason, never dropped silently. A source of documentation (``skip_generated``: a
+generated set's source, ``kbench chunk FOLDER``) also skips a theme's templates and generated API stubs
+(``template``, ``generated_stub``: kbench/sources/generated.py).
 
 Nothing outside the folder is read: a link whose target lies outside it (``docs/passwd -> /etc/passwd``) is
 skipped as ``outside_root`` and a link to nothing as ``broken_link``. Links to folders are not descended
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from kbench.errors import ConfigError
 from kbench.records import Document
+from kbench.sources.generated import HTML_SUFFIXES, markdown_title, not_documentation
 from kbench.sources.loaders import DEFAULT_MAX_FILE_BYTES, NOT_DOCUMENTATION, LoadedFile, load_file
 
 OUTSIDE_ROOT = "outside_root"
@@ -74,6 +77,9 @@ class FolderSource:
     # only files with these suffixes (loaders.DOCUMENTATION_EXTENSIONS), the others skipped as not_documentation;
     # None: every file. Applies only when ``include`` is empty: include globs say what to take
     suffixes: frozenset[str] | None = None
+    # skip what is not documentation though it sits in a docs folder: theme templates, mkdocstrings stubs
+    # (kbench/sources/generated.py); off for a dataset's docs/, whose builder already chose what it indexes
+    skip_generated: bool = False
 
     @classmethod
     def from_config(cls, config, root: str | Path) -> FolderSource:
@@ -126,12 +132,25 @@ class FolderSource:
             if not isinstance(loaded, LoadedFile):
                 skipped.setdefault(loaded.reason, []).append(relative)
                 continue
+            if self.skip_generated and (reason := _not_documentation(relative, path, loaded)):
+                skipped.setdefault(reason, []).append(relative)
+                continue
             documents.append(to_document(relative, loaded, self.source_id))
         return documents, skipped
 
 
+def _not_documentation(relative: str, path: Path, loaded: LoadedFile) -> str | None:
+    """``template`` or ``generated_stub`` (generated.not_documentation), read from the file's own text (an HTML
+    template's Jinja is judged before markdownify turns it into prose)."""
+    raw = (path.read_bytes().decode("utf-8", "replace") if path.suffix.lower() in HTML_SUFFIXES
+           else loaded.text)
+    return not_documentation(relative, raw, loaded.text, loaded.doc_type)
+
+
 def to_document(relative: str, loaded: LoadedFile, source_id: str | None = None) -> Document:
-    title = next((ln.lstrip("# ").strip() for ln in loaded.text.splitlines() if ln.startswith("# ")), relative)
+    """The document of a loaded file; its title is its first level-1 heading outside code (a ``# comment`` in a
+    code sample is not one), else its relative path."""
+    title = markdown_title(loaded.text) or relative
     return Document(relative, loaded.text, title=title, url=relative,
                     source_id=source_id or relative.split("/")[0], doc_type=loaded.doc_type,
                     metadata={"path": relative, **loaded.metadata})

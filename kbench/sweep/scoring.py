@@ -145,7 +145,6 @@ class ConfigScorer:
             found = search_corpus(replace(corpus, dataset=batch), config.experiment, legs=legs,
                                   rerankers=self._rerankers.setdefault(self.group[label], {}))
             per_query, _ = evaluate_run(batch, found.units, found.run, config.experiment.evaluation, found.latency_ms,
-                                        budget_model=config.experiment.embedding.model,
                                         cache_root=corpus.workspace / "cache", llm_usage=corpus.llm_usage,
                                         llm_policy=config.experiment.llm.policy)
             self.cost.search_seconds += time.perf_counter() - started

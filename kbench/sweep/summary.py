@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbench.compare import ranking_lines
+from kbench.evaluation.budgets import BUDGET_METRIC, OFFERED_BUDGET, chunk_size_lines
 from kbench.evaluation.recommend import Recommendation
 from kbench.evaluation.effects import effect_lines
 from kbench.sweep.expand import SweepPlan
@@ -228,7 +229,8 @@ def summary_lines(plan: SweepPlan, outcome) -> list[str]:
     if outcome.errors:
         return lines + [failed_line]
     if outcome.recommendation is not None:
-        lines += recommendation_lines(outcome.recommendation, plan, outcome.winner_config)
+        lines += (outcome.recommendation.lines() + chunk_size_warning(plan, outcome)  # beside the pick
+                  + recommendation_knobs(outcome.recommendation.config, plan, outcome.winner_config))
     else:
         value = f", {outcome.headline} {outcome.headline_value:.4f}" if outcome.headline_value is not None else ""
         lines += [f"recommendation: {outcome.winner} (the only config that finished{value}: nothing to compare it "
@@ -236,6 +238,27 @@ def summary_lines(plan: SweepPlan, outcome) -> list[str]:
     lines.append("  also on the parent run: " + ("its metrics, artifact winner.yaml, " if outcome.winner else "")
                  + "the recommendation and ranking as description")
     return lines
+
+
+def chunk_size_warning(plan: SweepPlan, outcome) -> list[str]:
+    """Configs that chunk differently ranked on a top-k headline: the warning beside the pick, and the budget metric
+    (measured: its ranking and the command that ranks on it; not measured: the command that measures it)."""
+    table = plan_knob_table(plan)
+    knobs = [p for p in ("chunking.strategy", "chunking.chunk_size") if p in table.paths]
+    if "chunking.chunk_size" not in knobs or outcome.comparison is None:  # a chunker without one (none) differs too
+        return []
+    sizes = {label: ", ".join(f"{p.split('.')[-1]} {table.of(label)[p]}" for p in knobs) for label in table.labels}
+    columns = outcome.comparison.runs[0].per_query.columns
+    measured = sorted((int(c.rsplit("_", 1)[1]), c) for c in columns if c.startswith("span_recall_at_budget_")
+                      or (c.startswith("doc_recall_at_budget_") and not any("span_recall" in x for x in columns)))
+    chosen = next((c for n, c in measured if n == OFFERED_BUDGET), measured[0][1] if measured else None)
+    means = ({chosen: {r.label: float(r.per_query[chosen].mean()) for r in outcome.comparison.runs}} if chosen
+             else {})
+    sweep = outcome.comparison.parent_run_id or "PARENT"
+    command = (f"kbench compare --sweep {sweep} --metric {chosen}" if chosen else
+               f"kbench sweep {plan.command or 'CONFIG'} --set 'evaluation.budgets=[{OFFERED_BUDGET}]', then kbench "
+               f"compare --sweep PARENT --metric {BUDGET_METRIC.format(n=OFFERED_BUDGET)}")
+    return chunk_size_lines(sizes, outcome.headline or "", outcome.recommendation.config, means, command)
 
 
 def recommendation_lines(recommendation, plan: SweepPlan | None = None, config_file=None) -> list[str]:

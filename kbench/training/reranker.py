@@ -43,6 +43,7 @@ from kbench.evaluation.config import OverlapRule
 from kbench.evaluation.relevance import relevant_chunks
 from kbench.paths import models_dir, workspace_dir
 from kbench.pipeline import chunk_dataset, read_dataset
+from kbench.progress import LINE_EVERY_S, duration, estimate_line
 from kbench.records import Chunk, Dataset, chunks_by_doc
 
 MODEL_CARD = "kbench_model.json"
@@ -179,7 +180,11 @@ def fit_cross_encoder(model, pairs: list[TrainingPair], *, loss: str, epochs: in
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: (s + 1) / warmup if s < warmup else max(0.0, (total - s) / max(1, total - warmup)))
     model.train()
+    log(f"train: {epochs} epoch{'s' if epochs != 1 else ''} of {steps_per_epoch:,} steps ({len(units):,} "
+        f"{'groups' if loss == 'listwise' else 'pairs'}, about {batch_size} pairs a step): {total:,} steps; the first "
+        "step is timed for an estimate")
     losses, window, step, started = [], [], 0, time.perf_counter()
+    lined = started
     for _ in range(epochs):
         order = list(range(len(units)))
         rng.shuffle(order)
@@ -200,10 +205,15 @@ def fit_cross_encoder(model, pairs: list[TrainingPair], *, loss: str, epochs: in
             optimizer.zero_grad()
             step += 1
             window.append(value.item())
-            if step % 20 == 0 or step == total:
+            now = time.perf_counter()
+            if step == 1 and total > 1:  # the estimate (kbench/progress.py), before the run is long
+                log(estimate_line("train", total, "steps", now - started, 1))
+            if step % 20 == 0 or step == total or now - lined >= LINE_EVERY_S:  # a line a minute at least
                 losses.append(float(np.mean(window)))
-                window = []
-                log(f"step {step}/{total}  {loss} loss {losses[-1]:.4f}  {time.perf_counter() - started:.0f}s")
+                window, lined = [], now
+                left = (now - started) * (total - step) / step
+                log(f"step {step}/{total}  {loss} loss {losses[-1]:.4f}  {now - started:.0f}s"
+                    + (f", {duration(left)} left" if step < total else ""))
     model.eval()
     return losses
 

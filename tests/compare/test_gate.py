@@ -96,3 +96,27 @@ def test_bad_input_exits_2(configs, capsys):
     assert code == 2 and "datasets differ" in err
     code, _, err = run_cli([configs["baseline"], configs["equal"], "--margin", "-1"], capsys)
     assert code == 2 and "--margin" in err
+
+
+def test_a_chunk_size_change_gated_on_a_top_k_metric_says_so():
+    """Issue 53 item 2: the gate passed a chunk-size change on its top-k default (+0.0430) that a 500-token budget
+    failed (-0.1517); the gate's note says what it compared and offers the budget metric."""
+    import pandas as pd
+
+    from kbench.compare.gate import GateSide
+
+    def side(label, chunk_size, ndcg, budget):
+        frame = pd.DataFrame({"query_id": [f"q{i}" for i in range(6)], "chunk_ndcg_at_10": ndcg,
+                              "span_recall_at_budget_500": budget}).set_index("query_id")
+        return GateSide(f"{label}.yaml", label, frame, {"dataset_hash": "d"}, chunking={"strategy": "recursive",
+                                                                                          "chunk_size": chunk_size})
+
+    small = side("small", "1000", [0.5, 0.6, 0.4, 0.7, 0.5, 0.6], [0.4, 0.5, 0.3, 0.6, 0.4, 0.5])
+    large = side("large", "2000", [0.6, 0.6, 0.5, 0.7, 0.6, 0.6], [0.2, 0.3, 0.2, 0.4, 0.2, 0.3])
+    note = ("the two chunk differently (chunk_size 1000 against 2000) and chunk_ndcg_at_10 counts chunks, not tokens: "
+            "longer chunks hold more of an answer in the same top k, so a top-k gate favours them; gate a budget metric "
+            "too: --metric span_recall_at_budget_500 (both configs with evaluation.budgets: [500])")
+    assert note in gate(small, large, margin=0.01).notes
+    assert not any("chunk differently" in n for n in gate(small, large, metrics=["span_recall_at_budget_500"]).notes)
+    assert not any("chunk differently" in n for n in gate(small, side("same", "1000", [0.5] * 6, [0.4] * 6)).notes)
+    assert f"- note: {note}" in gate(small, large).markdown()

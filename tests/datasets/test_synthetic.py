@@ -204,7 +204,7 @@ def test_ict_questions_carry_no_markup_and_admonition_lines_are_no_prose():
 
 
 DOC = ("---\ntitle: Streaming\n---\n## Use cases { #use-cases }\n\nStream rows to the client as they are read "
-       "from the database, one by one.\n\n## Backpressure handling\n\nThe server slows the producer when the "
+       "from the database, one by one.\n\n## Backpressure for slow clients\n\nThe server slows the producer when the "
        "client reads slowly, so memory stays flat.\n")
 OTHER = "# Jobs\n\n## Use cases\n\nRun work in the background with retries, schedules and priorities.\n"
 
@@ -214,11 +214,11 @@ def test_a_generic_heading_carries_its_title_and_path_a_specific_one_stands_alon
     corpus = heading.corpus_context(docs)
     assert corpus["heading_documents"]["use cases"] == 2
     asked = {p.question for d in docs for p in heading.propose(d, heading.DEFAULTS, corpus).items}
-    assert asked == {"Streaming > Use cases", "Backpressure handling", "Jobs > Use cases"}
+    assert asked == {"Streaming > Use cases", "Backpressure for slow clients", "Jobs > Use cases"}
     always = {p.question for p in heading.propose(docs[0], {**heading.DEFAULTS, "context": "always"}, corpus).items}
-    assert always == {"Streaming > Use cases", "Streaming > Backpressure handling"}
+    assert always == {"Streaming > Use cases", "Streaming > Backpressure for slow clients"}
     never = [p.question for p in heading.propose(docs[0], {**heading.DEFAULTS, "context": "never"}, corpus).items]
-    assert never == ["Use cases", "Backpressure handling"]
+    assert never == ["Use cases", "Backpressure for slow clients"]
     # no title anywhere: the file name; a BEIR-like title that is no path: that title
     bare = Document("guides/stream-data.md", DOC.split("---\n", 2)[2], title="guides/stream-data.md",
                     doc_type="markdown")
@@ -266,23 +266,27 @@ def test_20_200_and_all_questions_index_the_same_documents(tmp_path, method, siz
     # --per-doc N keeps the first N rounds over the documents: the first questions of the whole order too
     per_doc = build_from_source(str(DOCS), tmp_path / "per-doc", method=method, per_doc=1, max_questions=small, seed=0)
     assert questions(tmp_path / "per-doc") == rows[small] and per_doc.available == sets[None].available
-    checks = ("reference_empty_after_removal", "still_in_indexed_copy", "near_duplicate_question")
+    checks = ("reference_empty_after_removal", "still_in_indexed_copy", "near_duplicate_question",
+              "same_question_as_an_earlier_one")
     examined = 20 + sum(v for k, v in sets[20].rejected.items() if k in checks)
     candidates = sets[None].kept + sum(v for k, v in sets[None].rejected.items() if k in checks)
     assert sets[20].rejected["over_max"] == candidates - examined
     corpus = json.loads((tmp_path / "20" / "manifest.json").read_text())["report"]["corpus"]
     assert corpus == sets[None].corpus and corpus["removal"] == "candidates"
-    assert corpus["removed"] == candidates and corpus["removed_unit"] == {"heading": "heading lines",
+    assert corpus["removed"] == candidates and corpus["removed_unit"] == {"heading": "headings' words",
                                                                           "ict": "sentences"}[method]
     source = {p.relative_to(DOCS).as_posix(): p.read_text(encoding="utf-8") for p in DOCS.rglob("*.md")}
     assert corpus["headings"] == sum(len(headings(t)) for t in source.values())
     assert corpus["headings_left"] == sum(len(headings(t.decode())) for t in whole.values())
     if method == "heading":
-        assert corpus["headings"] - corpus["headings_left"] == corpus["removed"]  # one heading line a candidate
+        assert corpus["headings"] - corpus["headings_left"] == corpus["removed"] == corpus["markers"]  # a candidate's
+        assert corpus_words(corpus).startswith(f"the indexed copy lost the words of {corpus['removed']} of its "
+                                               f"{corpus['headings']} markdown headings (")
+        assert "every candidate question's, whatever the set's size" in corpus_words(corpus)
     else:
         assert corpus["headings_left"] == corpus["headings"]
-    assert corpus_words(corpus).startswith(f"the indexed copy lost {corpus['removed']} {corpus['removed_unit']} "
-                                           "(every candidate question's, whatever the set's size): ")
+        assert corpus_words(corpus).startswith(f"the indexed copy lost {corpus['removed']} {corpus['removed_unit']} "
+                                               "(every candidate question's, whatever the set's size): ")
 
 
 def test_a_folder_source_reads_documentation_files_and_says_what_it_skipped(tmp_path, capsys):
@@ -321,3 +325,52 @@ def test_keep_documents_indexes_them_whole_and_measures_the_leak(tmp_path, capsy
     assert manifest["keep_documents"] is True and manifest["report"]["corpus"] == {"removal": "none"}
     assert corpus_words(manifest["report"]["corpus"]) == ""
     assert len(questions(tmp_path / "whole")) == 20
+
+
+# ---------------------------------------------------------------- issue 53 item 5: context, every page that answers
+RESPONSES = ("# Custom Responses\n\nReturn something other than JSON from a path operation of the app.\n\n"
+             "## With HTML\n\nReturn an HTMLResponse with the page as a string; the docs show it as text/html.\n\n"
+             "## Learn more\n\nThe reference lists every response class with its media type and its defaults.\n")
+GUIDE = ("# Guide\n\nHow to run the service on your own machines, step by step.\n\n"
+         "## Install the client library\n\nRun pip install lumen-client in a virtual environment of its own.\n")
+
+
+def test_two_word_headings_carry_their_page_and_a_question_asked_on_two_pages_has_both(tmp_path):
+    source = write(tmp_path / "src", {"responses.md": RESPONSES, "v1/guide.md": GUIDE, "v2/guide.md": GUIDE})
+    report = build_from_source(str(source), tmp_path / "set", method="heading", seed=0)
+    rows = {r["question"]: r for r in questions(tmp_path / "set")}
+    assert {"Custom Responses > With HTML", "Custom Responses > Learn more"} <= set(rows)  # never "With HTML" alone
+    both = rows["Guide > Install the client library"]  # on two pages: one question, a reference on each
+    assert sorted(ref["doc_id"] for ref in both["references"]) == ["v1/guide.md", "v2/guide.md"]
+    assert report.rejected["same_question_as_an_earlier_one"] >= 1 and "near_duplicate_question" not in report.rejected
+    dataset = load_kbench_spans(tmp_path / "set")
+    assert {len(spans) for spans in dataset.spans.values()} >= {2}
+    # --max 1 indexes the very same pages (the merge reads every candidate, as the removals do)
+    build_from_source(str(source), tmp_path / "one", method="heading", seed=0, max_questions=1)
+    assert documents_of(tmp_path / "one") == documents_of(tmp_path / "set")
+
+
+def test_marker_removal_keeps_every_section_for_a_section_aware_chunker(tmp_path):
+    """With removal: line the demo's pages kept 11% of their headings; with the default marker, every heading line
+    stays (its words gone), so the markdown chunker cuts the indexed copy where it cuts the pages."""
+    from kbench.chunking.config import ChunkingConfig
+    from kbench.chunking.stage import chunk_corpus
+
+    marker = build_from_source(str(DOCS), tmp_path / "marker", method="heading", seed=0)
+    line = build_from_source(str(DOCS), tmp_path / "line", method="heading", seed=0, params={"removal": "line"})
+    assert marker.corpus["markers"] == marker.corpus["removed"] > 200 and line.corpus["markers"] == 0
+    config = ChunkingConfig(strategy="markdown")
+
+    def sections(pages: dict[str, str]) -> int:
+        docs = [Document(k, v, doc_type="markdown") for k, v in pages.items() if k.endswith(".md")]
+        return len(chunk_corpus(docs, config))
+
+    source = sections({p.relative_to(DOCS).as_posix(): p.read_text(encoding="utf-8") for p in DOCS.rglob("*.md")})
+    assert sections({k: v.decode() for k, v in documents_of(tmp_path / "marker").items()}) >= 0.9 * source
+    assert sections({k: v.decode() for k, v in documents_of(tmp_path / "line").items()}) < 0.6 * source
+    for row in questions(tmp_path / "marker"):  # the asked heading's words are gone from its page
+        leaf = row["question"].split(" > ")[-1]
+        page = (tmp_path / "marker" / "docs" / row["references"][0]["doc_id"]).read_text(encoding="utf-8")
+        assert not any(ln.lstrip("#").strip() == leaf for ln in page.splitlines() if ln.startswith("#")), leaf
+    with pytest.raises(SyntheticError, match="removal 'some'"):
+        build_from_source(str(DOCS), tmp_path / "bad", method="heading", params={"removal": "some"})

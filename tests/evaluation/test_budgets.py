@@ -86,3 +86,46 @@ def test_document_qrels_datasets_get_doc_recall_only():
     chunks = [Chunk("a", 0, 0, 10, "x"), Chunk("b", 0, 0, 10, "x")]
     row = budget_metric_row(chunks, {"a#0": 5, "b#0": 5}, [5, 10], None, {"b"})
     assert row == {"doc_recall_at_budget_5": 0.0, "doc_recall_at_budget_10": 1.0}
+
+
+# ------------------------------------------------------------------ issue 53 item 4: one tokenizer, every model
+def test_every_catalogue_model_passes_a_dry_run_with_budgets_and_a_model_without_a_tokenizer_is_refused(tmp_path,
+                                                                                                        capsys):
+    """Budget tokens are counted by one tokenizer whatever the embedding model, so every catalogue model installed
+    here passes a sweep's --dry-run with budgets (two of five used to fail after embedding and search); naming a
+    budget_tokenizer that has none fails the dry run with the knob and what works."""
+    import yaml
+
+    from kbench.cli import main
+    from kbench.embedding.models import CATALOGUE
+
+    installed = [name for name, spec in CATALOGUE.items() if spec.locate() is not None]
+    assert {"all-MiniLM-L6-v2", "paraphrase-MiniLM-L3-v2", "wordllama-l2-supercat"} <= set(installed)
+    sweep = {"name": "budgets", "workspace": str(tmp_path / "ws"), "dataset": {"name": "demo", "max_queries": 5},
+             "retrieval": {"legs": ["vector"]}, "evaluation": {"budgets": [250, 500]},
+             "sweep": {"embedding.model": installed}}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(sweep), encoding="utf-8")
+    assert main(["sweep", str(path), "--dry-run"]) == 0, capsys.readouterr().err
+    assert ("evaluation.budgets [250, 500]: tokens counted by all-MiniLM-L6-v2's tokenizer, the same for every model"
+            in capsys.readouterr().out)
+    sweep["evaluation"]["budget_tokenizer"] = "wordllama-l2-supercat"
+    path.write_text(yaml.safe_dump(sweep), encoding="utf-8")
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "evaluation.budget_tokenizer: 'wordllama-l2-supercat' has no tokenizer kbench can load" in err
+    assert "leave it unset to count every config's budget tokens with all-MiniLM-L6-v2's tokenizer" in err
+
+
+def test_a_static_model_run_counts_budgets_with_the_one_tokenizer(workspace):
+    """A run with a model that has no tokenizer of its own (wordllama) gets its budget metrics, counted as MiniLM
+    counts them: the same chunks give the same budget recall whatever the model ranked."""
+    from kbench.config import load_experiment
+    from kbench.runner import run_experiment
+    from tests.conftest import make_config
+
+    config = make_config(workspace, dataset={"name": "demo", "max_documents": 3, "max_queries": 6},
+                         embedding={"model": "wordllama-l2-supercat"}, evaluation={"k": [10], "budgets": [250, 500]})
+    result = run_experiment(load_experiment(config), progress=False, log=False)
+    assert 0 <= result.metrics["span_recall_at_budget_500"] <= 1
+    assert result.metrics["span_recall_at_budget_250"] <= result.metrics["span_recall_at_budget_500"]

@@ -15,4 +15,8 @@ def test_lines_show_what_the_run_computed_and_nothing_else():
     assert lines[2] == ("doc nDCG@10: run 0.5000, perfect rerank 0.8000, perfect fusion 0.9000 "
                         "(pool recall 0.9500)")
     assert lines[3] == "doc_recall at a token budget: 500 0.4000, 1000 0.6000"  # one format: 4 decimals
+    # the tokenizer that counted them: one for every model, or the one the config names (issue 53 item 4)
+    assert lines[4] == "  budget tokens counted by all-MiniLM-L6-v2's tokenizer, the same for every model"
+    assert diagnosis_lines(metrics, "all-mpnet-base-v2")[4] == ("  budget tokens counted by all-mpnet-base-v2's "
+                                                                "tokenizer (evaluation.budget_tokenizer)")
     assert diagnosis_lines({"doc_ndcg_at_10": 0.5}) == []

@@ -163,3 +163,52 @@ def test_a_wrong_language_code_names_the_knob_and_exits_2(tmp_path, capsys):
     assert err[0].startswith("kbench: error:") and err[0].endswith("invalid config")  # a config's one problem:
     assert err[1:] == ["  - embedding.languages: give ISO 639-1 codes in lower case, e.g. [fr, en, es]; "
                        "not a code: 'French'"]
+
+
+# API stubs as a BEIR corpus or a store may hold them: a title and a mkdocstrings directive. py3langid alone calls
+# several of them Latin, which then became a language the questions were judged among (issue 53)
+STUBS = ["Functional Validators", "Pydantic Types", "Dataclasses", "Aliases", "Experimental", "Config", "Fields",
+         "Plugin"]
+
+
+def test_short_english_pages_and_questions_are_not_latin():
+    from kbench.language.detect import judge
+
+    stubs = [Document(f"api/{t.lower().replace(' ', '_')}.md", f"# {t}\n\n::: pydantic.{t.lower().replace(' ', '_')}\n")
+             for t in STUBS]
+    assert sum(judge(d.text).code == "la" for d in stubs) >= 3  # what the model alone says: Latin
+    pages_ = [Document(f"en{i}", (FASTAPI / "en" / "docs" / n).read_text(encoding="utf-8")) for i, n in enumerate(PAGES[:3])]
+    questions = [Query(f"q{i}", t) for i, t in enumerate(STUBS + ["Path Parameters", "Learn more", "With HTML"])]
+    census = take_census(pages_ + stubs, questions)
+    assert census.documents == {"en": 11}  # the short pages judged among the languages of the long ones
+    assert census.questions == {"en": 11} and not census.foreign and not census.looks_foreign
+    assert census_lines(census) == ["languages of the documents: en 100% (11)", "languages of the questions: en 100% (11)"]
+
+
+def test_questions_in_a_language_no_document_has_are_counted_as_theirs(workspace, tmp_path):
+    """Issue 52: five Japanese questions over English pages were 'en 100% (5)', and five questions in five languages
+    too; the per-language slice folded them into English."""
+    english = [Document(f"en{i}", (FASTAPI / "en" / "docs" / n).read_text(encoding="utf-8")) for i, n in enumerate(PAGES[:2])]
+    japanese = [Query(f"j{i}", t) for i, t in enumerate(["パスパラメータを宣言するには？", "クエリパラメータとは？",
+                                                         "リクエストボディ", "依存性注入の使い方", "レスポンスモデル"])]
+    census = take_census(english, japanese)
+    assert census.questions == {"ja": 5} and census.foreign == {"ja": 5}
+    assert census_lines(census)[1:] == [
+        "languages of the questions: ja 100% (5)",
+        "  5 questions are in a language no document has (ja 5): counted as their own, never as the documents'"]
+    mixed = [Query(f"m{i}", t) for i, t in enumerate(["パスパラメータを宣言するには？", "Как объявить параметр пути?",
+                                                      "如何声明路径参数？", "كيف أعلن عن معامل المسار؟",
+                                                      "How do I declare a path parameter?",
+                                                      "Comment déclarer un paramètre de chemin ?",
+                                                      "Cómo declarar parámetros de ruta"])]
+    census = take_census(english, mixed)
+    assert census.question_languages == {"m0": "ja", "m1": "ru", "m2": "zh", "m3": "ar", "m4": "en", "m5": "fr",
+                                         "m6": "en"}  # Spanish at 0.59: too doubtful to count, and said so
+    assert census.looks_foreign == {"es": 1}
+    assert census_lines(census)[-1] == ("  1 question looks like another language (es 1), not surely enough to count "
+                                        "it so: judged among the documents' languages and English")
+    # a run's language slice keeps them apart
+    from kbench.language.run import RunLanguages
+
+    assert set(RunLanguages(census, None).question_languages(["language"]).values()) == {"ja", "ru", "zh", "ar", "en",
+                                                                                       "fr"}

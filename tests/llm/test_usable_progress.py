@@ -44,9 +44,40 @@ def test_progress_writes_a_whole_line_per_update_off_a_terminal():
     lines = stream.getvalue().splitlines()
     assert "\r" not in stream.getvalue()
     assert lines[0] == "judge (m): 5 to answer (0 from the cache)"
-    assert lines[1].startswith("judge (m): 3/5 answers (2 usable, 1 unusable, 0 failed), ") and "left" in lines[1]
+    # the first answer took 4 s: 5 of them about 20 s, said once (issue 53 item 3)
+    assert lines[1] == ("judge (m): 5 answers, about 20.0s at 4.0s an answer (timed on the first 1); a line at least "
+                        "every 10.0s")
+    assert lines[2].startswith("judge (m): 3/5 answers (2 usable, 1 unusable, 0 failed), ") and "left" in lines[2]
     assert lines[-1].startswith("judge (m): 5/5 answers (3 usable, 1 unusable, 1 failed), ") and "left" not in lines[-1]
-    assert len(lines) == 3  # one line per 10 s, and the last: no line per answer
+    assert len(lines) == 4  # one line per 10 s, and the last: no line per answer
+
+
+def test_a_long_llm_stage_estimates_from_its_first_answers_in_flight_and_a_short_one_does_not():
+    """Issue 53 item 3: an enrichment of every chunk says what it will take once its first answers are in, timed on
+    as many answers as were in flight at once (4 at a time: the first 4 arrive together after one request's time);
+    the cache's answers count neither as asked nor as timed."""
+    now = [0.0]
+    stream = io.StringIO()
+    shown = AnswerProgress("enrichment (smollm2)", 110, stream=stream, line_every_s=60, clock=lambda: now[0],
+                           estimate_after=4)
+    shown.start()
+    for _ in range(10):  # the cache's, at once
+        shown.add(usable=True, cached=True)
+    now[0] = 6.0  # the first 4 answers, asked together, arrive after 6 s
+    for _ in range(4):
+        shown.add(usable=True)
+    lines = stream.getvalue().splitlines()
+    # 100 to ask, 4 answered in 6 s: about 2m30s, at 0.7 answers/s
+    assert lines[1] == ("enrichment (smollm2): 100 answers, about 2m30s at 0.7 answers/s (timed on the first 4); "
+                        "a line at least every 1m00s"), lines
+    shown.add(usable=True)
+    assert len(stream.getvalue().splitlines()) == 2  # said once
+    quick = io.StringIO()
+    fast = AnswerProgress("judge (m)", 4, stream=quick, clock=iter(range(100)).__next__, estimate_after=2)
+    fast.start()
+    for _ in range(4):
+        fast.add(usable=True)
+    assert "about" not in quick.getvalue()  # 4 answers in a few seconds: no estimate
 
 
 def test_progress_redraws_one_line_on_a_terminal():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -146,3 +147,21 @@ def test_cli_names_the_losses_when_given_an_unknown_one(tmp_path, monkeypatch, c
         main(["models", "train-reranker", "--dataset", "demo", "--out", "m", "--loss", "hinge"])
     assert e.value.code == 2
     assert "'hinge' is not one of listwise, pointwise" in capsys.readouterr().err
+
+
+def test_training_says_its_steps_up_front_and_an_estimate_after_the_first():
+    """Issue 53 item 8: a cross-encoder ran at ~22 s a step for ~90 minutes with no estimate; the step count comes
+    before the first step, the estimate right after it (timed), and a step line at least every LINE_EVERY_S."""
+    from kbench.training.reranker import TrainingPair, fit_cross_encoder
+
+    pairs = [TrainingPair(f"question {q}", f"passage {q} {n}", 1.0 if n == 0 else 0.0, f"q{q}")
+             for q in range(4) for n in range(3)]
+    lines: list[str] = []
+    model = load_base_cross_encoder("all-MiniLM-L6-v2", 32, seed=0)
+    fit_cross_encoder(model, pairs, loss="listwise", epochs=1, batch_size=6, learning_rate=1e-4,
+                      head_learning_rate=1e-3, warmup_fraction=0.1, seed=0, log=lines.append)
+    assert lines[0] == ("train: 1 epoch of 2 steps (4 groups, about 6 pairs a step): 2 steps; the first step is timed "
+                        "for an estimate")
+    assert re.fullmatch(r"train: 2 steps, about \S+ at (\S+ steps/s|\S+ a step) \(timed on the first 1\); a line at "
+                        r"least every 30\.0s", lines[1]), lines[1]
+    assert lines[-1].startswith("step 2/2  listwise loss ")

@@ -63,9 +63,10 @@ def load_source(source: str, method: str, *, include: list[str] | None = None, e
     if since or max_commits:
         raise SyntheticError("--since and --max-commits apply to --method commits (a git source) only")
     if path.is_dir():
-        # documentation files only, unless --include globs ask for others (LICENSE, a COMMIT file, code)
+        # documentation files only, unless --include globs ask for others (LICENSE, a COMMIT file, code), and no
+        # theme templates or generated API stubs (kbench/sources/generated.py)
         folder = FolderSource(path, list(include or []), list(DEFAULT_EXCLUDE if exclude is None else exclude),
-                              suffixes=DOCUMENTATION_EXTENSIONS)
+                              suffixes=DOCUMENTATION_EXTENSIONS, skip_generated=True)
         documents, skipped = folder.load()
         return documents, skipped, {"source": {"kind": "folder", "path": str(path.resolve()), "include": include,
                                                "exclude": exclude}}

@@ -128,18 +128,19 @@ def build_synthetic(documents: list[Document], out: str | Path, *, method: str,
     everything = [placed[_key(p)] for p in every]
     if [_key(p) for p in ordered] != [_key(p) for p, _, _ in everything[:len(ordered)]]:
         raise SyntheticError("internal: --per-doc changed the sampling order")
-    all_fates = _checked(everything, documents, indexed, verbatim_scope)
+    all_fates, merged = _checked(everything, documents, indexed, verbatim_scope)
     candidates, fates = everything[:len(ordered)], all_fates[:len(ordered)]
     index = PassageIndex(indexed) if "" in fates else None
     rows, rejected, examined = [], Counter(), 0
-    for (p, start, end), fate in zip(candidates, fates):
+    for n, ((p, start, end), fate) in enumerate(zip(candidates, fates)):
         if max_questions is not None and len(rows) >= max_questions:
             break
         examined += 1
         if fate:
             rejected[fate] += 1
             continue
-        row = _row(p, start, end, indexed, names, method, index, filters)
+        also = [everything[i][1:] + (everything[i][0].doc_id,) for i in merged.get(n, [])]
+        row = _row(p, start, end, indexed, names, method, index, filters, also)
         if isinstance(row, str):
             rejected[row] += 1
         else:
@@ -194,12 +195,17 @@ def _key(p: Proposal) -> tuple:
     return (p.doc_id, p.group, p.question, p.ref_start, p.ref_end)
 
 
+MERGED = "same_question_as_an_earlier_one"  # not a question of its own: a further reference of that one
+
+
 def _checked(placed: list[tuple[Proposal, int, int]], documents: list[Document], indexed: dict[str, str],
-             verbatim_scope: str) -> list[str]:
+             verbatim_scope: str) -> tuple[list[str], dict[int, list[int]]]:
     """Each candidate (in the sampling order) checked against the indexed copy: its reference left, its removed text
-    gone, no near-duplicate of an earlier one. Returns each candidate's rejection reason ("": it passes). Each check
-    reads the fixed indexed copy and the candidates before it only, so the first N that pass are the same whatever
-    N."""
+    gone, no near-duplicate of an earlier one. Returns each candidate's rejection reason ("": it passes) and the
+    merges: a candidate asking the very question of an earlier one (the same words, another section: "Tutorial >
+    Body" on two pages) is no question of its own but a further reference of the earlier (``MERGED``; the index of
+    the earlier -> the indexes of its further references). Each check reads the fixed indexed copy and the
+    candidates before it only, so the first N that pass are the same whatever N."""
     text_of = {d.doc_id: d.text for d in documents}
     flat = " ".join(_collapse(t) for t in indexed.values()) if verbatim_scope == "corpus" else ""
     fates: list[str] = []
@@ -207,30 +213,60 @@ def _checked(placed: list[tuple[Proposal, int, int]], documents: list[Document],
         removed = _collapse(text_of[p.doc_id][p.removal.start:p.removal.end]) if p.removal else ""
         if end <= start or len(indexed[p.doc_id][start:end].split()) < MIN_REFERENCE_WORDS:
             fates.append("reference_empty_after_removal")
-        elif removed and removed in (flat if verbatim_scope == "corpus" else _collapse(indexed[p.doc_id])):
+        elif removed and _still_there(removed, p, indexed, flat, verbatim_scope):
             fates.append("still_in_indexed_copy")
         else:
             fates.append("")
+    merged: dict[int, list[int]] = {}
+    first: dict[str, int] = {}
+    for i, fate in enumerate(fates):
+        if not fate:
+            asked = _asked(placed[i][0].question)
+            if asked in first:
+                fates[i] = MERGED
+                merged.setdefault(first[asked], []).append(i)
+            else:
+                first[asked] = i
     passing = [i for i, fate in enumerate(fates) if not fate]
     duplicates = near_duplicate_groups([placed[i][0].question for i in passing])
     for i, duplicate in zip(passing, duplicates):
         if duplicate is not None:
             fates[i] = "near_duplicate_question"
-    return fates
+            for j in merged.pop(i, []):  # its further references go with it
+                fates[j] = "near_duplicate_question"
+    return fates, merged
+
+
+def _asked(question: str) -> str:
+    """A question's words, for telling two candidates that ask the same thing (case, spacing and punctuation aside)."""
+    return " ".join("".join(ch if ch.isalnum() else " " for ch in question.lower()).split())
+
+
+def _still_there(removed: str, p: Proposal, indexed: dict[str, str], flat: str, verbatim_scope: str) -> bool:
+    """Is the removed text still in the indexed copy (a second copy of a sentence, a heading repeated)? A removal that
+    leaves a marker in its place (a heading's bare ``##``) is looked for as a whole line: the marker and the line
+    after it must not read as the heading ("##" + "Example usage" is no "## Example")."""
+    if p.removal.text:
+        texts = indexed.values() if verbatim_scope == "corpus" else [indexed[p.doc_id]]
+        return any(_collapse(line) == removed for text in texts for line in text.splitlines())
+    return removed in (flat if verbatim_scope == "corpus" else _collapse(indexed[p.doc_id]))
 
 
 def _row(p: Proposal, start: int, end: int, indexed: dict[str, str], names: dict[str, str], method: str,
-         index: PassageIndex, filters: Filters) -> dict | str:
-    """The question's row with its leakage measured, or why a filter drops it."""
+         index: PassageIndex, filters: Filters, also: list[tuple[int, int, str]] = ()) -> dict | str:
+    """The question's row with its leakage measured, or why a filter drops it. ``also``: further references
+    (start, end, document) of candidates asking the same question (``_checked``'s merges)."""
     reference = indexed[p.doc_id][start:end]
-    rank = index.gold_rank(p.question, [(p.doc_id, start, end)])
+    spans = [(p.doc_id, start, end)] + [(doc_id, s, e) for s, e, doc_id in also]
+    rank = index.gold_rank(p.question, spans)
     overlap = round(word_overlap(p.question, reference), 4)
     if filters.max_word_overlap is not None and overlap > filters.max_word_overlap:
         return "filtered_word_overlap"
     if filters.min_bm25_rank is not None and rank < filters.min_bm25_rank:
         return "filtered_bm25_rank"
     return {"question": p.question, "references": [
-        {"doc_id": names[p.doc_id], "start_index": start, "end_index": end, "content": reference}],
+        {"doc_id": names[doc_id], "start_index": s, "end_index": e, "content": indexed[doc_id][s:e]}
+        for doc_id, s, e in spans],
         "method": method, "stratum": p.stratum,
         "leakage": {"bm25_rank": rank, "word_overlap": overlap, "passages": len(index.passages)},
         **({"generation": p.metadata["generation"]} if "generation" in p.metadata else {})}
@@ -238,22 +274,26 @@ def _row(p: Proposal, start: int, end: int, indexed: dict[str, str], names: dict
 
 # what one removal takes out of the indexed copy, per method (a method that removes nothing keeps documents whole)
 REMOVED_UNIT = {"heading": "heading lines", "ict": "sentences", "commits": "commit subjects"}
+MARKED_UNIT = "headings' words"  # a heading removal that leaves its line as a bare marker (heading removal: marker)
 
 
 def corpus_record(method: str, documents: list[Document], indexed: dict[str, str], candidates: list[Proposal]) -> dict:
     """How the indexed copy differs from the source documents: ``removal`` (``candidates``: every candidate's removal,
     whatever the set's size; ``none``: the documents are whole), how many removals, documents altered, characters
-    and markdown headings before and after."""
+    and markdown headings before and after: ``headings_left`` keep their words, ``markers`` are headings whose words
+    went and whose line stayed as a bare marker (the section structure a chunker sees)."""
     removals = [p for p in candidates if p.removal is not None]
     if not removals:  # kept whole (--keep-documents, or a method that removes nothing: llm)
         return {"removal": "none"}
     text_of = {d.doc_id: d.text for d in documents}
-    return {"removal": "candidates", "removed": len(removals), "removed_unit": REMOVED_UNIT.get(method, "passages"),
+    markers = sum(1 for p in removals if p.removal.text)
+    return {"removal": "candidates", "removed": len(removals),
+            "removed_unit": MARKED_UNIT if markers else REMOVED_UNIT.get(method, "passages"),
             "documents": len(text_of), "documents_altered": sum(indexed[k] != v for k, v in text_of.items()),
             "characters": sum(len(v) for v in text_of.values()),
             "characters_removed": sum(len(v) - len(indexed[k]) for k, v in text_of.items()),
             "headings": sum(len(headings(v)) for v in text_of.values()),
-            "headings_left": sum(len(headings(indexed[k])) for k in text_of)}
+            "headings_left": sum(len(headings(indexed[k])) for k in text_of), "markers": markers}
 
 
 def corpus_words(record: dict | None) -> str:
@@ -262,11 +302,17 @@ def corpus_words(record: dict | None) -> str:
     if not record or record.get("removal") != "candidates":
         return ""
     lost = record["headings"] - record["headings_left"]
+    share = f"{record['characters_removed'] / max(record['characters'], 1):.1%}"
+    where = f"in {record['documents_altered']} of {record['documents']} documents"
+    if record.get("markers"):
+        return (f"the indexed copy lost the words of {lost} of its {record['headings']} markdown headings "
+                f"({lost / max(record['headings'], 1):.0%}; every candidate question's, whatever the set's size), each "
+                f"line kept as a bare '#' marker so every section keeps its place, and {share} of the characters, "
+                f"{where}")
     headings_text = (f"{lost} of their {record['headings']} markdown headings ({lost / record['headings']:.0%})"
                      if record["headings"] else "no markdown headings (they had none)")
     return (f"the indexed copy lost {record['removed']} {record['removed_unit']} (every candidate question's, "
-            f"whatever the set's size): {headings_text} and {record['characters_removed'] / max(record['characters'], 1):.1%} "
-            f"of the characters, in {record['documents_altered']} of {record['documents']} documents")
+            f"whatever the set's size): {headings_text} and {share} of the characters, {where}")
 
 
 SET_KIND = "kbench synthetic set"  # manifest.json's "kind": what --force may replace

@@ -1,15 +1,29 @@
 """``heading`` (no LLM): a markdown section's heading becomes the question, its body the reference, and the
-heading line leaves the indexed copy.
+heading's words leave the indexed copy.
 
 A heading alone is a poor question when it is generic: "Use cases", "Recap" or "Installation" head sections
-of many pages, so the question cannot say which one it means. ``context`` decides what a question carries:
+of many pages, and "Learn more" or "With HTML" say nothing of their page, so the question cannot say which one it
+means. ``context`` decides what a question carries:
 
-- ``generic`` (default): the heading alone when it is specific; when it is generic (or shorter than
-  ``min_question_words``), the document's title and the heading path down to it (``Stream Data > Use Cases``). A heading is generic when its title heads a
-  section in at least ``generic_min_documents`` documents of the corpus (``corpus_context``), counted once
-  per document; proposed without the corpus, every heading counts as generic;
+- ``generic`` (default): the heading alone when it is specific; when it is generic, the document's title and the
+  heading path down to it (``Stream Data > Use Cases``). A heading is generic when it has fewer than
+  ``min_specific_words`` words (two words say little: "With HTML"), or when its title heads a section in at least
+  ``generic_min_documents`` documents of the corpus (``corpus_context``), counted once per document; proposed
+  without the corpus, every heading counts as generic;
 - ``always``: the title and the heading path for every heading;
 - ``never``: the heading alone.
+
+``removal`` decides what leaves the indexed copy, so that a question cannot simply match its own heading:
+
+- ``marker`` (default): the heading's words; its line stays as a bare marker of its level (``## Order matters``
+  -> ``##``, an empty ATX heading), so every section keeps its place and a section-aware chunker (``markdown``)
+  still cuts there. A set removes every candidate's heading (kbench/datasets/synthetic/build.py), most of a page's
+  headings: with ``line`` the pages lost 89-98% of their structure and the markdown chunker was compared on pages
+  that had almost none;
+- ``line``: the whole heading line, as before issue 53.
+
+Two sections asked by the same question (the same heading path on two pages) are one question with a reference in
+each (the builder merges them): every page that answers counts.
 
 The title is the document's level-1 heading when it opens the document, else its front matter's ``title:``,
 else the document's own title when it is not a path (a BEIR title), else its file name (``stream-data.md``
@@ -33,7 +47,9 @@ from kbench.records import Document
 
 NAME = "heading"
 CONTEXTS = ("generic", "always", "never")
-DEFAULTS = {"min_body_words": 8, "min_question_words": 2, "context": "generic", "generic_min_documents": 2}
+REMOVALS = ("marker", "line")
+DEFAULTS = {"min_body_words": 8, "min_question_words": 2, "min_specific_words": 3, "context": "generic",
+            "generic_min_documents": 2, "removal": "marker"}
 NOT_HEADED = {"code", "commit", "openapi"}
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.DOTALL)
 FRONT_TITLE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.MULTILINE)
@@ -71,6 +87,8 @@ def propose(document: Document, params: dict[str, Any], corpus: dict[str, Any] |
     p = {**DEFAULTS, **params}
     if p["context"] not in CONTEXTS:
         raise SyntheticError(f"heading: context {p['context']!r}; choose one of {', '.join(CONTEXTS)}")
+    if p["removal"] not in REMOVALS:
+        raise SyntheticError(f"heading: removal {p['removal']!r}; choose one of {', '.join(REMOVALS)}")
     found = Proposals()
     if document.doc_type in NOT_HEADED:
         found.rejected["not_a_markdown_document"] += 1
@@ -90,7 +108,7 @@ def propose(document: Document, params: dict[str, Any], corpus: dict[str, Any] |
             found.rejected["section_body_too_short"] += 1
             continue
         generic = counts is None or counts.get(_key(h.title), 0) >= p["generic_min_documents"]
-        short = len(h.title.split()) < p["min_question_words"]  # "Pydantic" under "Path Parameters": too bare
+        short = len(h.title.split()) < p["min_specific_words"]  # "With HTML", "Learn more": which page's?
         if p["context"] == "never" or (p["context"] == "generic" and not generic and not short):
             question = h.title
         else:
@@ -102,8 +120,17 @@ def propose(document: Document, params: dict[str, Any], corpus: dict[str, Any] |
         start = h.line_end + (len(body) - len(body.lstrip()))
         end = body_end - (len(body) - len(body.rstrip()))
         stratum = path[1].title if len(path) > 1 and path[0].level == 1 else path[0].title
-        found.items.append(Proposal(document.doc_id, question, start, end, Edit(h.line_start, h.line_end),
+        found.items.append(Proposal(document.doc_id, question, start, end, removal(text, h, p["removal"]),
                                     stratum=stratum, group=f"heading@{h.line_start}",
                                     metadata={"heading_line": text[h.line_start:h.line_end].rstrip("\n"),
-                                              "level": h.level, "generic": generic}))
+                                              "level": h.level, "generic": generic or short}))
     return found
+
+
+def removal(text: str, h: Heading, how: str) -> Edit:
+    """What leaves the indexed copy for heading ``h``: its whole line (``line``), or its words, the line kept as a
+    bare marker of its level (``marker``: ``### Order matters`` -> ``###``)."""
+    if how == "line":
+        return Edit(h.line_start, h.line_end)
+    newline = "\n" if text[h.line_start:h.line_end].endswith("\n") else ""
+    return Edit(h.line_start, h.line_end, "#" * h.level + newline)
