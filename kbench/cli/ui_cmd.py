@@ -161,7 +161,33 @@ def stop_group(process: subprocess.Popen, grace_s: float = 10.0) -> None:
             os.killpg(process.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        group_ended(process.pid, within_s=5.0)  # a SIGKILL is delivered a moment later on a busy machine
     process.wait()
+
+
+def group_ended(pgid: int, within_s: float) -> bool:
+    """Wait up to ``within_s`` until no running process is left in group ``pgid`` (zombies awaiting their reaper
+    count as ended: they hold no port and run nothing)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if not running_members(pgid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def running_members(pgid: int) -> list[int]:
+    """The processes of group ``pgid`` that are not zombies (Linux: read from /proc; elsewhere, none known)."""
+    members = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry))
+    return members
 
 
 def answers(url: str) -> bool:

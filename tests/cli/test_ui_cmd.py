@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kbench.cli.ui_cmd import browse_hint, stop_group, ui_command
+from kbench.cli.ui_cmd import browse_hint, running_members, stop_group, ui_command
 
 KBENCH = [sys.executable, "-c", "import sys; from kbench.cli import main; sys.exit(main())"]  # a fresh process: env read at import
 
@@ -67,18 +67,8 @@ def test_a_server_that_stops_before_it_answers_is_reported_not_waited_for():
 
 
 def group_members(pgid: int) -> list[int]:
-    """The processes of process group ``pgid`` still running (read from /proc; one that ends meanwhile is skipped)."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(entry))
-    return members
+    """The processes of process group ``pgid`` still running (zombies left out)."""
+    return running_members(pgid)
 
 
 def children_of(pid: int) -> list[int]:

@@ -113,8 +113,9 @@ def test_answers_that_give_nothing_to_search_are_counted_never_silent(weak_chat_
     endpoint = {"enabled": True, "base_url": weak_chat_server.base_url, "model": "weak", "api_key_env": KEY_ENV}
     weak_chat_server.reply = lambda prompt: "" if "search questions" in prompt else "  \n "  # nothing usable
     config = QueryConfig(expansion={**endpoint, "strategy": "llm"}, decomposition=endpoint, hyde=endpoint)
-    with pytest.raises(UnusableAnswersError, match=r"^query.expansion: 0 of 3 answers usable "
-                       r"\(3 unusable, 0 failed\) from model weak, below the floor of 80%.*disable query.expansion"):
+    # the batch stops once the floor cannot be met: after 2 or 3 answers, as the answers in flight arrive
+    with pytest.raises(UnusableAnswersError, match=r"^query.expansion: 0 of (3|the first 2 \(of 3\)) answers usable "
+                       r"\(([23]) unusable, 0 failed\) from model weak, below the floor of 80%.*disable query.expansion"):
         plan_queries(queries, config, tmp_path / "cache", meter=UsageMeter())
     meter, partial = UsageMeter(), LLMPolicy(allow_partial=True)
     plan = plan_queries(queries, config, tmp_path / "cache", meter=meter, policy=partial)
