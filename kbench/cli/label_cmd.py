@@ -2,7 +2,6 @@
 PPI++ intervals from the human and the model's grades (--report); Label Studio export and import."""
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import signal
@@ -15,6 +14,7 @@ from kbench.cli.console import serve_until_interrupted
 from kbench.cli.outputs import output_problem
 from kbench.evaluation.config import RecommendConfig
 from kbench.paths import workspace_dir
+from kbench.ports import bind_fix, port_problem
 from kbench.tracking import tags as tag
 
 SUFFIX = ".pool.json"
@@ -64,8 +64,8 @@ def _problem(args) -> str | None:
         return f"--k {args.k}: the pool depth is at least 1"
     if not 0 < args.random_share <= 1:
         return f"--random-share {args.random_share}: a share above 0 and at most 1 (PPI needs a random share)"
-    if not 0 <= args.port <= 65535:
-        return f"--port {args.port}: give a port between 1 and 65535 (0: any free port)"
+    if port_problem(args.port):
+        return port_problem(args.port)
     if args.limit is not None and args.limit < 1:
         return f"--limit {args.limit}: at least 1"
     if sum([args.report, bool(args.export_label_studio), bool(args.import_label_studio)]) > 1:
@@ -150,12 +150,10 @@ def serve(labels, port: int) -> int:
         running = labelling.start_page(labels, port, background=False,
                                        log=lambda line: print(line, file=sys.stderr, flush=True))
     except OSError as e:
-        fixes = {errno.EADDRINUSE: "the port is in use (another kbench label or server?); give another --port "
-                                   "(0: any free port)",
-                 errno.EACCES: "that port needs privileges; give a port above 1023 (0: any free port)"}
-        if e.errno not in fixes:
+        fix = bind_fix(e, "another kbench label or server")
+        if fix is None:
             raise
-        raise labelling.LabelError(f"--port {port}: {fixes[e.errno]}") from None
+        raise labelling.LabelError(f"--port {port}: {fix}") from None
 
     def stop(signum, frame):
         raise KeyboardInterrupt

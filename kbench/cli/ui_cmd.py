@@ -12,7 +12,6 @@ deprecation MLflow's own server module raises on import (Starlette's WSGI middle
 """
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 import signal
@@ -28,6 +27,7 @@ from typing import Callable
 from kbench.cli import add_command
 from kbench.packages import require
 from kbench.paths import tracking_uri, workspace_dir
+from kbench.ports import bind_fix, port_problem
 
 DEFAULT_PORT = 5000
 
@@ -81,9 +81,8 @@ def browse_hint(uri: str) -> str:
 
 
 def run(args) -> int:
-    if not 0 <= args.port <= 65535:  # as kbench label: before anything starts
-        print(f"kbench: error: --port {args.port}: give a port between 1 and 65535 (0: any free port)",
-              file=sys.stderr)
+    if port_problem(args.port):  # before anything starts
+        print(f"kbench: error: {port_problem(args.port)}", file=sys.stderr)
         return 2
     uri = tracking_uri(args.tracking_uri, workspace_dir(args.workspace))
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
@@ -93,7 +92,7 @@ def run(args) -> int:
     try:
         port = bind_port(args.port)
     except OSError as e:
-        print(f"kbench: error: --port {args.port}: {PORT_FIXES.get(e.errno, e.strerror or str(e))}", file=sys.stderr)
+        print(f"kbench: error: --port {args.port}: {bind_fix(e, 'another kbench ui or MLflow server') or e.strerror or e}", file=sys.stderr)
         return 2
     require(("mlflow",), "kbench ui")  # a broken MLflow is one line here, not a traceback from its server
     print(f"starting MLflow's UI for {uri} on port {port} (about 45 s on a busy 2-core machine) ...", flush=True)
@@ -116,11 +115,6 @@ def run(args) -> int:
         stop_group(server)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-
-
-PORT_FIXES = {errno.EADDRINUSE: "the port is in use (another kbench ui or MLflow server?); stop it or give another "
-                                "--port (0: any free port)",
-              errno.EACCES: "that port needs privileges; give a port above 1023 (0: any free port)"}
 
 
 def bind_port(port: int) -> int:

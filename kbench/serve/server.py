@@ -17,7 +17,6 @@ whole, and an embedding model is a catalogue name or a folder's name under the m
 """
 from __future__ import annotations
 
-import errno
 import ipaddress
 import json
 import re
@@ -34,6 +33,7 @@ from kbench.embedding.models import CATALOGUE
 from kbench.embedding.stage import load_encoder
 from kbench.errors import ConfigError, shorten
 from kbench.paths import models_dir
+from kbench.ports import bind_fix, port_problem
 from kbench.serve.chat_model import CHAT_MODEL, ChatModel, GenerationCancelled
 from kbench.serve.faults import Fault, FaultQueue, parse_fault
 
@@ -368,14 +368,6 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
 
 
-BIND_FIXES = {
-    errno.EADDRINUSE: "the port is in use (another kbench serve?); stop that server or give another --port "
-                      "(0: any free port)",
-    errno.EACCES: "binding that port needs privileges; give a port above 1023 (0: any free port)",
-    errno.EADDRNOTAVAIL: "that address is not this machine's; give 127.0.0.1",
-}
-
-
 def check_host(host: str, allow_remote: bool) -> None:
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
@@ -409,8 +401,8 @@ def start_server(host: str = "127.0.0.1", port: int = 0, *, chat: bool = True, f
     """Bind, start loading the chat model in the background, and (``background``) serve from a thread;
     ``log`` receives one line per request (``kbench serve`` prints them on stderr)."""
     check_host(host, allow_remote)
-    if not 0 <= port <= 65535:
-        raise ConfigError(f"--port {port}: give a port between 1 and 65535 (0: any free port)")
+    if port_problem(port):
+        raise ConfigError(port_problem(port))
     state = ServeState(chat_enabled=chat)
     for spec in faults:
         try:
@@ -420,9 +412,9 @@ def start_server(host: str = "127.0.0.1", port: int = 0, *, chat: bool = True, f
     try:
         server = Server((host, port), make_handler(state, read_timeout_s, log))
     except OSError as e:
-        if e.errno not in BIND_FIXES:
+        if bind_fix(e, "another kbench serve") is None:
             raise
-        raise ConfigError(f"--host {host} --port {port}: {BIND_FIXES[e.errno]}") from None
+        raise ConfigError(f"--host {host} --port {port}: {bind_fix(e, 'another kbench serve')}") from None
     if chat:
         threading.Thread(target=state.load_chat, daemon=True).start()
     for model in preload:  # in the background: requests for it wait on its lock instead of timing out on a cold load
