@@ -47,6 +47,7 @@ from urllib.parse import unquote
 
 import numpy as np
 
+from kbench.cache import pid_alive
 from kbench.errors import quoted_token
 from kbench.labelling.order import RANDOM
 from kbench.labelling.pool import LabelError, LabelPool
@@ -348,7 +349,7 @@ class LabelsLock:
                              "twice)") from None
         left = _holder(fd)
         pid = left.get("pid")
-        if isinstance(pid, int) and pid != os.getpid() and not _alive(pid):
+        if isinstance(pid, int) and pid != os.getpid() and not pid_alive(pid):
             self.note = (f"kbench label: took over the lock of {self.labels} from process {pid} "
                          f"({left.get('doing', '?')}), which is no longer running")
         self._fd = fd
@@ -393,16 +394,6 @@ def _holder(fd: int) -> dict:
     except ValueError:
         return {}
     return found if isinstance(found, dict) else {}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
 
 
 def _count(n: int, word: str) -> str:
